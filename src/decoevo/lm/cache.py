@@ -1,0 +1,106 @@
+"""Content-addressed request cache on SQLite (WAL), shared across runs and processes.
+
+The key is the sha256 of everything that determines a completion: the backend's model identity,
+the messages, the sampling parameters (including the sample index) and the output schema. Only
+successful completions are stored; a cached answer costs no tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .types import BackendRequest, Completion
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    finish_reason TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    env = os.environ.get("DECOEVO_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "decoevo" / "requests.sqlite"
+
+
+def request_key(model_identity: str, request: BackendRequest) -> str:
+    payload: dict[str, Any] = {
+        "model": model_identity,
+        "messages": [m.as_dict() for m in request.messages],
+        "temperature": request.params.temperature,
+        "max_tokens": request.params.max_tokens,
+        "seed": request.params.seed,
+        "sample_index": request.params.sample_index,
+        "schema": request.json_schema,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class RequestCache:
+    """Thread-safe; one connection per thread, WAL so readers never block the writer."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._conn() as conn:
+            conn.execute(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+        return conn
+
+    def get(self, key: str) -> Completion | None:
+        row = self._conn().execute(
+            "SELECT text, prompt_tokens, completion_tokens, finish_reason FROM completions WHERE key=?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2], finish_reason=row[3])
+
+    def put(self, key: str, model: str, completion: Completion) -> None:
+        self._conn().execute(
+            "INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                model,
+                completion.text,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.finish_reason,
+                time.time(),
+            ),
+        )
+
+    def __len__(self) -> int:
+        return int(self._conn().execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

@@ -1,0 +1,253 @@
+"""The one async model interface every role uses.
+
+`LM.complete` routes a role to its model, answers from the content-addressed cache when it can,
+bounds in-flight requests per backend, retries transient faults with backoff, validates structured
+output with bounded repair, and records everything in the usage ledger. It returns a value or raises
+a typed `LMError`; it never invents one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import TypeVar, overload
+
+from pydantic import BaseModel
+
+from .backend import Backend
+from .cache import RequestCache, default_cache_path, request_key
+from .config import LMConfig, ModelSpec
+from .errors import FailureCategory, InfrastructureError, LMError, ParseError, RefusalError, RetryableError
+from .ledger import UsageLedger
+from .retry import RetryPolicy
+from .structured import looks_like_refusal, parse_structured, repair_messages
+from .types import BackendRequest, CallResult, Completion, GenParams, Message
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class BudgetExceeded(Exception):
+    """Raised before a paid call that would exceed the run's budget; runs stop cleanly on it."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_calls: int | None = None
+    max_tokens: int | None = None
+
+    def check(self, ledger: UsageLedger) -> None:
+        total = ledger.total()
+        if self.max_calls is not None and total.calls >= self.max_calls:
+            raise BudgetExceeded(f"call budget reached: {total.calls} of {self.max_calls} paid calls used")
+        if self.max_tokens is not None and total.tokens >= self.max_tokens:
+            raise BudgetExceeded(f"token budget reached: {total.tokens} of {self.max_tokens} tokens used")
+
+
+def repair_params(params: GenParams, repair: int) -> GenParams:
+    """Parameters for repair number `repair` (1-based). A deterministic model asked the same thing
+    twice answers the same way, so later repairs sample a little and use a distinct sample index."""
+    return replace(
+        params,
+        temperature=params.temperature if repair == 1 else max(params.temperature, 0.3),
+        sample_index=params.sample_index + 1000 * repair,
+    )
+
+
+def make_backend(spec: ModelSpec) -> Backend:
+    if spec.backend == "local":
+        from .local import LocalBackend
+
+        return LocalBackend(spec)
+    from .openai_backend import OpenAIBackend
+
+    return OpenAIBackend(spec)
+
+
+class LM:
+    def __init__(
+        self,
+        config: LMConfig | None = None,
+        *,
+        backends: dict[str, Backend] | None = None,
+        cache: RequestCache | None = None,
+        ledger: UsageLedger | None = None,
+        budget: Budget | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.config = config or LMConfig()
+        self._backends: dict[str, Backend] = dict(backends or {})
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        if cache is None and self.config.use_cache:
+            cache = RequestCache(self.config.cache_path or default_cache_path())
+        self.cache = cache if self.config.use_cache else None
+        self.ledger = ledger or UsageLedger()
+        self.budget = budget or Budget()
+        self._sleep = sleep
+        self._inflight: dict[str, asyncio.Future[Completion]] = {}
+
+    # ---- routing -------------------------------------------------------------------------------
+    def backend(self, model_name: str) -> Backend:
+        if model_name not in self._backends:
+            self._backends[model_name] = make_backend(self.config.models[model_name])
+        return self._backends[model_name]
+
+    def model_for(self, role: str) -> str:
+        return self.config.model_for(role)
+
+    def _retry_policy(self, model_name: str) -> RetryPolicy:
+        spec = self.config.models.get(model_name)
+        if spec is None:
+            return RetryPolicy()
+        return RetryPolicy(spec.max_retries, spec.backoff_base_s, spec.backoff_cap_s)
+
+    def _semaphore(self, model_name: str, backend: Backend) -> asyncio.Semaphore:
+        if model_name not in self._semaphores:
+            self._semaphores[model_name] = asyncio.Semaphore(max(1, backend.max_concurrency))
+        return self._semaphores[model_name]
+
+    # ---- the interface ---------------------------------------------------------------------------
+    @overload
+    async def complete(
+        self, messages: Iterable[Message], *, role: str, schema: type[T], params: GenParams | None = None
+    ) -> CallResult: ...
+    @overload
+    async def complete(
+        self, messages: Iterable[Message], *, role: str, schema: None = None, params: GenParams | None = None
+    ) -> CallResult: ...
+
+    async def complete(
+        self,
+        messages: Iterable[Message],
+        *,
+        role: str,
+        schema: type[BaseModel] | None = None,
+        params: GenParams | None = None,
+    ) -> CallResult:
+        params = params or GenParams()
+        original = tuple(messages)
+        model_name = self.model_for(role)
+        backend = self.backend(model_name)
+        json_schema = schema.model_json_schema() if schema is not None else None
+        msgs, call_params = original, params
+        prompt_tokens = completion_tokens = 0
+        all_cached = True
+        started = time.monotonic()
+        last_text, problem = "", ""
+        for attempt in range(self.config.max_repairs + 1):
+            request = BackendRequest(model=model_name, messages=msgs, params=call_params, json_schema=json_schema)
+            completion, cached = await self._fetch(backend, model_name, role, request)
+            all_cached &= cached
+            if not cached:
+                prompt_tokens += completion.prompt_tokens
+                completion_tokens += completion.completion_tokens
+            result = CallResult(
+                text=completion.text,
+                cached=all_cached,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_s=time.monotonic() - started,
+                attempts=attempt + 1,
+            )
+            if schema is None:
+                return result
+            try:
+                value = parse_structured(completion.text, schema)
+            except ValueError as exc:
+                last_text, problem = completion.text, str(exc)
+                if completion.finish_reason == "length":
+                    problem += " (the reply was cut off at the token limit; keep every field short)"
+                if attempt < self.config.max_repairs:
+                    self.ledger.record_repair(role, model_name)
+                    msgs = repair_messages(original, completion.text, problem, json_schema or {})
+                    call_params = repair_params(params, attempt + 1)
+                continue
+            return CallResult(**{**result.__dict__, "value": value})
+        error: LMError
+        if looks_like_refusal(last_text):
+            error = RefusalError(f"{role}: the model declined: {last_text[:200]!r}", role=role, model=model_name)
+        else:
+            error = ParseError(
+                f"{role}: output still invalid after {self.config.max_repairs} repair(s): {problem}",
+                raw=last_text,
+                role=role,
+                model=model_name,
+            )
+        self.ledger.record_failure(role, model_name, error.category)
+        raise error
+
+    async def structured(
+        self, messages: Iterable[Message], schema: type[T], *, role: str, params: GenParams | None = None
+    ) -> T:
+        result = await self.complete(messages, role=role, schema=schema, params=params)
+        value: T = result.value
+        return value
+
+    # ---- cache, coalescing, concurrency, retries ----------------------------------------------
+    async def _fetch(
+        self, backend: Backend, model_name: str, role: str, request: BackendRequest
+    ) -> tuple[Completion, bool]:
+        key = request_key(backend.identity, request)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.ledger.record_hit(role, model_name)
+                return hit, True
+        pending = self._inflight.get(key)
+        if pending is not None:  # the same request is already being paid for: share its answer
+            completion = await asyncio.shield(pending)
+            self.ledger.record_hit(role, model_name)
+            return completion, True
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            completion = await self._call_with_retries(backend, model_name, role, request)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: nobody else may be waiting
+            raise
+        finally:
+            self._inflight.pop(key, None)
+        future.set_result(completion)
+        if self.cache is not None:
+            self.cache.put(key, backend.identity, completion)
+        return completion, False
+
+    async def _call_with_retries(
+        self, backend: Backend, model_name: str, role: str, request: BackendRequest
+    ) -> Completion:
+        policy = self._retry_policy(model_name)
+        async with self._semaphore(model_name, backend):
+            self.budget.check(self.ledger)
+            attempt = 0
+            while True:
+                started = time.monotonic()
+                try:
+                    completion = await backend.complete(request)
+                except RetryableError as exc:
+                    attempt += 1
+                    if not policy.should_retry(attempt):
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(
+                            f"{role}: gave up after {attempt - 1} retries: {exc}", role=role, model=model_name
+                        ) from exc
+                    self.ledger.record_retry(role, model_name)
+                    await self._sleep(policy.delay(attempt, exc.retry_after))
+                    continue
+                except LMError as exc:
+                    exc.role, exc.model = exc.role or role, exc.model or model_name
+                    self.ledger.record_failure(role, model_name, exc.category)
+                    raise
+                self.ledger.record_call(
+                    role, model_name, completion.prompt_tokens, completion.completion_tokens,
+                    time.monotonic() - started,
+                )
+                return completion
+
+    async def aclose(self) -> None:
+        for backend in self._backends.values():
+            await backend.aclose()
+        if self.cache is not None:
+            self.cache.close()
+

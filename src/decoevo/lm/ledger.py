@@ -1,0 +1,115 @@
+"""Usage ledger: per role and per model, calls, cache hits, tokens, latency and failures by category."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+
+from .errors import FailureCategory
+
+
+@dataclass
+class UsageRow:
+    calls: int = 0  # backend calls that returned a completion (each one was paid for)
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    retries: int = 0
+    repairs: int = 0
+    failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: UsageRow) -> None:
+        self.calls += other.calls
+        self.cache_hits += other.cache_hits
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.latency_s += other.latency_s
+        self.retries += other.retries
+        self.repairs += other.repairs
+        for k, v in other.failures.items():
+            self.failures[k] = self.failures.get(k, 0) + v
+
+
+class UsageLedger:
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], UsageRow] = {}
+
+    def row(self, role: str, model: str) -> UsageRow:
+        return self.rows.setdefault((role, model), UsageRow())
+
+    def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float):
+        r = self.row(role, model)
+        r.calls += 1
+        r.prompt_tokens += prompt_tokens
+        r.completion_tokens += completion_tokens
+        r.latency_s += latency_s
+
+    def record_hit(self, role: str, model: str) -> None:
+        self.row(role, model).cache_hits += 1
+
+    def record_retry(self, role: str, model: str) -> None:
+        self.row(role, model).retries += 1
+
+    def record_repair(self, role: str, model: str) -> None:
+        self.row(role, model).repairs += 1
+
+    def record_failure(self, role: str, model: str, category: FailureCategory) -> None:
+        r = self.row(role, model)
+        r.failures[category.value] = r.failures.get(category.value, 0) + 1
+
+    def total(self, rows: Iterable[UsageRow] | None = None) -> UsageRow:
+        out = UsageRow()
+        for r in self.rows.values() if rows is None else rows:
+            out.add(r)
+        return out
+
+    def by_role(self) -> dict[str, UsageRow]:
+        out: dict[str, UsageRow] = {}
+        for (role, _), r in self.rows.items():
+            out.setdefault(role, UsageRow()).add(r)
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        rows = [
+            {"role": role, "model": model, **asdict(r), "tokens": r.tokens}
+            for (role, model), r in sorted(self.rows.items())
+        ]
+        tot = self.total()
+        return {"rows": rows, "total": {**asdict(tot), "tokens": tot.tokens}}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> UsageLedger:
+        ledger = cls()
+        for row in data.get("rows", []):  # type: ignore[union-attr]
+            assert isinstance(row, dict)
+            fields = {k: v for k, v in row.items() if k not in {"role", "model", "tokens"}}
+            ledger.rows[(row["role"], row["model"])] = UsageRow(**fields)
+        return ledger
+
+    def merge(self, other: UsageLedger) -> None:
+        for key, r in other.rows.items():
+            self.rows.setdefault(key, UsageRow()).add(r)
+
+    def table(self, title: str = "Model usage"):  # -> rich.table.Table
+        from rich.table import Table
+
+        t = Table(title=title)
+        for col in ("role", "model", "calls", "cache hits", "prompt tok", "completion tok", "latency s",
+                    "retries", "repairs", "infra", "parse", "refusal"):
+            t.add_column(col, justify="left" if col in ("role", "model") else "right")
+        items = sorted(self.rows.items())
+        for (role, model), r in [*items, (("TOTAL", ""), self.total())]:
+            t.add_row(role, model, str(r.calls), str(r.cache_hits), str(r.prompt_tokens),
+                      str(r.completion_tokens), f"{r.latency_s:.1f}", str(r.retries), str(r.repairs),
+                      str(r.failures.get("infrastructure", 0)), str(r.failures.get("parse", 0)),
+                      str(r.failures.get("refusal", 0)))
+        return t

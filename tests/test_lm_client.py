@@ -1,0 +1,176 @@
+"""The model interface's logic, on a scripted backend."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel, Field
+
+from decoevo.lm import (
+    Budget,
+    BudgetExceeded,
+    Completion,
+    GenParams,
+    InfrastructureError,
+    Message,
+    ParseError,
+    RefusalError,
+    RetryableError,
+)
+
+MSGS = [Message("user", "rate this")]
+
+
+class Verdict(BaseModel):
+    score: float = Field(ge=0, le=1)
+    rationale: str
+
+
+async def test_plain_text_call_and_ledger(make_lm):
+    lm, backend = make_lm(lambda r: "hello")
+    result = await lm.complete(MSGS, role="solve")
+    assert result.text == "hello" and not result.cached
+    row = lm.ledger.rows[("solve", "default")]
+    assert row.calls == 1 and row.cache_hits == 0 and row.completion_tokens >= 1
+    assert len(backend.calls) == 1
+
+
+async def test_second_identical_call_is_a_free_cache_hit(make_lm):
+    lm, backend = make_lm(lambda r: '{"score": 0.5, "rationale": "ok"}')
+    first = await lm.complete(MSGS, role="judge", schema=Verdict)
+    second = await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert first.value == second.value == Verdict(score=0.5, rationale="ok")
+    assert second.cached and second.prompt_tokens == 0 and second.completion_tokens == 0
+    assert len(backend.calls) == 1
+    row = lm.ledger.rows[("judge", "default")]
+    assert (row.calls, row.cache_hits) == (1, 1)
+
+
+async def test_sample_index_makes_distinct_requests(make_lm):
+    lm, backend = make_lm(lambda r: f"sample {r.params.sample_index}")
+    texts = [
+        (await lm.complete(MSGS, role="solve", params=GenParams(temperature=0.8, sample_index=i))).text
+        for i in range(3)
+    ]
+    assert texts == ["sample 0", "sample 1", "sample 2"]
+    assert len({c.params.effective_seed() for c in backend.calls}) == 3
+
+
+async def test_repair_fixes_a_malformed_output(make_lm):
+    outputs = iter(['{"score": 1.7, "rationale": "too high"}', '{"score": 0.7, "rationale": "fixed"}'])
+    lm, backend = make_lm(lambda r: next(outputs))
+    result = await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert result.value == Verdict(score=0.7, rationale="fixed")
+    assert result.attempts == 2
+    # the repair request shows the model its bad answer and what was wrong with it
+    repair = backend.calls[1].messages
+    assert repair[-2].role == "assistant" and "1.7" in repair[-2].content
+    assert "score" in repair[-1].content
+    assert lm.ledger.rows[("judge", "default")].repairs == 1
+
+
+async def test_malformed_output_never_becomes_a_value(make_lm):
+    lm, backend = make_lm(lambda r: '{"score": "high", "rationale": 3')
+    with pytest.raises(ParseError) as info:
+        await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert info.value.category == "parse" and info.value.raw.startswith('{"score"')
+    assert len(backend.calls) == 3  # first try + max_repairs (2), then it stops
+    assert lm.ledger.rows[("judge", "default")].failures["parse"] == 1
+
+
+async def test_refusal_is_its_own_category(make_lm):
+    lm, _ = make_lm(lambda r: "I'm sorry, but I can't help with grading this.")
+    with pytest.raises(RefusalError):
+        await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert lm.ledger.rows[("judge", "default")].failures["refusal"] == 1
+
+
+async def test_transient_faults_are_retried_then_succeed(make_lm):
+    outcomes = iter([RetryableError("429", retry_after=2.0), RetryableError("500"), "fine"])
+    lm, backend = make_lm(lambda r: next(outcomes))
+    slept: list[float] = []
+
+    async def record_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    lm._sleep = record_sleep
+    result = await lm.complete(MSGS, role="solve")
+    assert result.text == "fine"
+    assert slept[0] == 2.0  # Retry-After honoured
+    assert len(slept) == 2 and lm.ledger.rows[("solve", "default")].retries == 2
+
+
+async def test_retries_are_bounded_and_end_in_an_infrastructure_error(make_lm):
+    lm, backend = make_lm(lambda r: RetryableError("503"))
+    lm.config.models["default"] = lm.config.models["default"].model_copy(update={"max_retries": 3})
+    with pytest.raises(InfrastructureError) as info:
+        await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert len(backend.calls) == 4
+    assert info.value.category == "infrastructure"
+    row = lm.ledger.rows[("judge", "default")]
+    assert row.failures["infrastructure"] == 1 and row.calls == 0
+
+
+async def test_failed_calls_are_not_cached(make_lm):
+    state = {"fail": True}
+
+    def script(r):
+        return RetryableError("down") if state["fail"] else "up"
+
+    lm, backend = make_lm(script)
+    lm.config.models["default"] = lm.config.models["default"].model_copy(update={"max_retries": 0})
+    with pytest.raises(InfrastructureError):
+        await lm.complete(MSGS, role="solve")
+    state["fail"] = False
+    assert (await lm.complete(MSGS, role="solve")).text == "up"
+
+
+async def test_identical_concurrent_requests_are_paid_once(make_lm):
+    lm, backend = make_lm(lambda r: "shared")
+    results = await asyncio.gather(*[lm.complete(MSGS, role="solve") for _ in range(5)])
+    assert {r.text for r in results} == {"shared"}
+    assert len(backend.calls) == 1
+
+
+async def test_budget_stops_paid_calls_but_not_cache_hits(make_lm):
+    lm, backend = make_lm(lambda r: r.messages[-1].content.upper())
+    lm.budget = Budget(max_calls=2)
+    await lm.complete([Message("user", "a")], role="solve")
+    await lm.complete([Message("user", "b")], role="solve")
+    with pytest.raises(BudgetExceeded):
+        await lm.complete([Message("user", "c")], role="solve")
+    assert (await lm.complete([Message("user", "a")], role="solve")).text == "A"
+
+
+async def test_role_map_routes_to_another_model(cache):
+    from decoevo.lm import LM, LMConfig, ModelSpec
+    from decoevo.testing.scripted import ScriptedBackend
+
+    solver = ScriptedBackend(lambda r: "from solver model", identity="a")
+    judge = ScriptedBackend(lambda r: "from judge model", identity="b")
+    config = LMConfig(models={"default": ModelSpec(), "big": ModelSpec()}, roles={"judge": "big"})
+    lm = LM(config, backends={"default": solver, "big": judge}, cache=cache)
+    assert (await lm.complete(MSGS, role="solve")).text == "from solver model"
+    assert (await lm.complete(MSGS, role="judge")).text == "from judge model"
+    assert set(lm.ledger.rows) == {("solve", "default"), ("judge", "big")}
+
+
+async def test_cache_bypass_switch(cache):
+    from decoevo.lm import LM, LMConfig
+    from decoevo.testing.scripted import ScriptedBackend
+
+    backend = ScriptedBackend(lambda r: "x")
+    lm = LM(LMConfig(use_cache=False), backends={"default": backend}, cache=cache)
+    await lm.complete(MSGS, role="solve")
+    await lm.complete(MSGS, role="solve")
+    assert len(backend.calls) == 2 and len(cache) == 0
+
+
+async def test_length_cutoff_is_explained_in_the_repair(make_lm):
+    outputs = iter([Completion('{"score": 0.5, "rationale": "aaaa', 5, 64, finish_reason="length"),
+                    '{"score": 0.5, "rationale": "short"}'])
+    lm, backend = make_lm(lambda r: next(outputs))
+    result = await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert result.value.rationale == "short"
+    assert "token limit" in backend.calls[1].messages[-1].content
