@@ -88,7 +88,7 @@ async def test_refusal_is_its_own_category(make_lm):
 
 async def test_transient_faults_are_retried_then_succeed(make_lm):
     outcomes = iter([RetryableError("429", retry_after=2.0), RetryableError("500"), "fine"])
-    lm, backend = make_lm(lambda r: next(outcomes))
+    lm, _backend = make_lm(lambda r: next(outcomes))
     slept: list[float] = []
 
     async def record_sleep(seconds: float) -> None:
@@ -118,7 +118,7 @@ async def test_failed_calls_are_not_cached(make_lm):
     def script(r):
         return RetryableError("down") if state["fail"] else "up"
 
-    lm, backend = make_lm(script)
+    lm, _backend = make_lm(script)
     lm.config.models["default"] = lm.config.models["default"].model_copy(update={"max_retries": 0})
     with pytest.raises(InfrastructureError):
         await lm.complete(MSGS, role="solve")
@@ -134,7 +134,7 @@ async def test_identical_concurrent_requests_are_paid_once(make_lm):
 
 
 async def test_budget_stops_paid_calls_but_not_cache_hits(make_lm):
-    lm, backend = make_lm(lambda r: r.messages[-1].content.upper())
+    lm, _backend = make_lm(lambda r: r.messages[-1].content.upper())
     lm.budget = Budget(max_calls=2)
     await lm.complete([Message("user", "a")], role="solve")
     await lm.complete([Message("user", "b")], role="solve")

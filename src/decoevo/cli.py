@@ -16,6 +16,11 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+@app.callback()
+def _root() -> None:
+    """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
+
+
 def fail(message: str) -> None:
     """Print a one-paragraph error and exit 2, with no traceback."""
     err_console.print(f"[bold red]error:[/] {message}")

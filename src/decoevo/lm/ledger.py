@@ -103,8 +103,8 @@ class UsageLedger:
         from rich.table import Table
 
         t = Table(title=title)
-        for col in ("role", "model", "calls", "cache hits", "prompt tok", "completion tok", "latency s",
-                    "retries", "repairs", "infra", "parse", "refusal"):
+        for col in ("role", "model", "calls", "hits", "in tok", "out tok", "sec",
+                    "retry", "repair", "infra", "parse", "refusal"):
             t.add_column(col, justify="left" if col in ("role", "model") else "right")
         items = sorted(self.rows.items())
         for (role, model), r in [*items, (("TOTAL", ""), self.total())]:
