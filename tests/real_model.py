@@ -44,7 +44,7 @@ def llama_cpp_server(startup_timeout_s: float = 120.0) -> Iterator[str]:
            "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(available_cores()),
            "--n_ctx", "4096", "--model_alias", "smollm2"]
     # The server logs a lot to stderr while loading; a pipe would fill and block it, so use a file.
-    log = tempfile.TemporaryFile(mode="w+")
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, text=True)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + startup_timeout_s

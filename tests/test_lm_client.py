@@ -174,3 +174,13 @@ async def test_length_cutoff_is_explained_in_the_repair(make_lm):
     result = await lm.complete(MSGS, role="judge", schema=Verdict)
     assert result.value.rationale == "short"
     assert "token limit" in backend.calls[1].messages[-1].content
+
+
+async def test_on_call_observer_sees_paid_calls_and_hits(make_lm):
+    lm, _ = make_lm(lambda r: "x")
+    seen = []
+    lm.on_call = seen.append
+    await lm.complete(MSGS, role="solve")
+    await lm.complete(MSGS, role="solve")
+    assert [r.cached for r in seen] == [False, True]
+    assert seen[0].key == seen[1].key and seen[0].completion_tokens >= 1

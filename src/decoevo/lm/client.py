@@ -28,6 +28,18 @@ from .types import BackendRequest, CallResult, Completion, GenParams, Message
 T = TypeVar("T", bound=BaseModel)
 
 
+@dataclass(frozen=True)
+class CallRecord:
+    """One answered request, as seen by `on_call` observers (the run directory's call log)."""
+
+    role: str
+    model: str
+    key: str
+    cached: bool
+    prompt_tokens: int
+    completion_tokens: int
+
+
 class BudgetExceeded(Exception):
     """Raised before a paid call that would exceed the run's budget; runs stop cleanly on it."""
 
@@ -75,6 +87,7 @@ class LM:
         ledger: UsageLedger | None = None,
         budget: Budget | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_call: Callable[[CallRecord], None] | None = None,
     ) -> None:
         self.config = config or LMConfig()
         self._backends: dict[str, Backend] = dict(backends or {})
@@ -85,6 +98,7 @@ class LM:
         self.ledger = ledger or UsageLedger()
         self.budget = budget or Budget()
         self._sleep = sleep
+        self.on_call = on_call
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
 
     # ---- routing -------------------------------------------------------------------------------
@@ -192,12 +206,12 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.ledger.record_hit(role, model_name)
+                self._record_hit(role, model_name, key)
                 return hit, True
         pending = self._inflight.get(key)
         if pending is not None:  # the same request is already being paid for: share its answer
             completion = await asyncio.shield(pending)
-            self.ledger.record_hit(role, model_name)
+            self._record_hit(role, model_name, key)
             return completion, True
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -212,7 +226,15 @@ class LM:
         future.set_result(completion)
         if self.cache is not None:
             self.cache.put(key, backend.identity, completion)
+        if self.on_call is not None:
+            self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
+                                    completion.completion_tokens))
         return completion, False
+
+    def _record_hit(self, role: str, model_name: str, key: str) -> None:
+        self.ledger.record_hit(role, model_name)
+        if self.on_call is not None:
+            self.on_call(CallRecord(role, model_name, key, True, 0, 0))
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
