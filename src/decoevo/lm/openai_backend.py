@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import openai
 
 from .config import ModelSpec
@@ -13,19 +12,32 @@ from .retry import parse_retry_after
 from .types import BackendRequest, Completion
 
 
+def _http_client(spec: ModelSpec) -> Any:
+    """An HTTP client of the kind the installed SDK is built on, with one pooled connection per
+    request we allow in flight.
+
+    openai>=3 runs on httpx2, whose connection pool does linear work per request; handing it a legacy
+    `httpx` client instead costs O(connections^2) per request in httpcore's pool bookkeeping, which
+    at 64 connections used more CPU than the requests themselves (bench/lm_overhead.py). Taking the
+    classes from the SDK keeps this right whichever httpx flavour it uses.
+    """
+    limits_type = type(openai.DEFAULT_CONNECTION_LIMITS)
+    limits = limits_type(max_connections=spec.max_concurrency, max_keepalive_connections=spec.max_concurrency)
+    return openai.DefaultAsyncHttpxClient(limits=limits, timeout=spec.timeout_s, follow_redirects=False)
+
+
 class OpenAIBackend:
     def __init__(self, spec: ModelSpec) -> None:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
         self.max_concurrency = spec.max_concurrency
-        limits = httpx.Limits(max_connections=spec.max_concurrency, max_keepalive_connections=spec.max_concurrency)
         self._client = openai.AsyncOpenAI(
             base_url=spec.base_url,
             api_key=spec.read_api_key(),
             max_retries=0,  # our retry loop owns retries, so each one is counted in the ledger
             timeout=spec.timeout_s,
-            http_client=httpx.AsyncClient(limits=limits, timeout=spec.timeout_s),
+            http_client=_http_client(spec),
         )
 
     def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..lm.types import BackendRequest, Completion
+from . import world
 
 
 class ScriptedBackend:
@@ -12,7 +13,9 @@ class ScriptedBackend:
 
     max_concurrency = 4
 
-    def __init__(self, script: Callable[[BackendRequest], str | Completion | Exception], identity: str = "scripted"):
+    def __init__(
+        self, script: Callable[[BackendRequest], str | Completion | Exception], identity: str = "scripted"
+    ) -> None:
         self.script = script
         self.identity = identity
         self.calls: list[BackendRequest] = []
@@ -29,3 +32,11 @@ class ScriptedBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+def toy_world_backend(identity: str = "toy-world") -> ScriptedBackend:
+    """A backend that plays every role in `decoevo.testing.world`."""
+    return ScriptedBackend(
+        lambda r: world.respond([m.as_dict() for m in r.messages], r.json_schema, r.params.sample_index),
+        identity=identity,
+    )

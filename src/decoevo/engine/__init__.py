@@ -1,0 +1,1 @@
+"""The DecoEvo engine: scoring, policies, the inner (solver) and outer (generator) loops."""

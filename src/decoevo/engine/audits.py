@@ -1,0 +1,88 @@
+"""The two audits of the outer loop (paper §3.3), on any question set.
+
+Structural: π_str + question + rubric -> (u_q, ξ_q, κ_q); never a response or a score.
+Near-tie contrastive: L rollouts of the current solver, scored by the current rubric only to locate
+near-ties; a rubric-blind preference in both orders; then, for the proposal side, a rubric reveal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from ..domain import QuestionView, Skill
+from ..roles.contrastive_audit import ContrastiveRecord, blind_preference, reveal
+from ..roles.structural_audit import StructuralRecord, structural_audit
+from .context import EngineContext, Scored
+from .pairs import select_near_tie_pairs, select_random_pairs
+
+
+async def structural_records(
+    ctx: EngineContext, questions: list[QuestionView], generator: Skill
+) -> list[StructuralRecord]:
+    async def one(q: QuestionView) -> StructuralRecord:
+        rubric = await ctx.rubric(q, generator)
+        return await structural_audit(ctx.lm, ctx.spec_for(q.task), q, rubric,
+                                      params=ctx.params(ctx.hyper.max_tokens_audit))
+
+    return await ctx.gather(one, questions)
+
+
+@dataclass(frozen=True)
+class AuditedPair:
+    """A pair the blind auditor decided: r+ preferred over r−, with the scored rollouts behind it."""
+
+    question: QuestionView
+    plus: Scored
+    minus: Scored
+    rationale: str
+
+
+async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill) -> list[Scored]:
+    h = ctx.hyper
+    rubric = await ctx.rubric(q, generator)
+    responses = await asyncio.gather(*[
+        ctx.respond(q, solver, sample_index=i, temperature=h.rollout_temperature) for i in range(h.rollouts)])
+    return list(await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses]))
+
+
+async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solver: Skill, generator: Skill,
+                        label: str) -> list[AuditedPair]:
+    """Rollouts -> pair selection -> stage 1 (blind, both orders). Equivalent pairs are dropped."""
+    h = ctx.hyper
+
+    async def one(q: QuestionView) -> list[AuditedPair]:
+        scored = await _rollouts(ctx, q, solver, generator)
+        z = [s.score for s in scored]
+        if ctx.method.pair_selection == "near_tie":
+            pairs = select_near_tie_pairs(z, h.tau_tie, h.pairs_per_question)
+        else:
+            pairs = select_random_pairs(len(z), h.pairs_per_question, ctx.rng("pairs", label, q.id))
+        out = []
+        for i, j in pairs:
+            shown = None if ctx.method.rubric_blind else scored[i].rubric
+            winner, rationale = await blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
+                                                       rubric=shown, params=ctx.params(h.max_tokens_audit))
+            if winner is None:
+                continue
+            plus, minus = (scored[i], scored[j]) if winner == 0 else (scored[j], scored[i])
+            out.append(AuditedPair(q, plus, minus, rationale))
+        return out
+
+    return [p for ps in await ctx.gather(one, questions) for p in ps]
+
+
+async def contrastive_records(ctx: EngineContext, questions: list[QuestionView], solver: Skill,
+                              generator: Skill, label: str) -> list[ContrastiveRecord]:
+    """The proposal side on the probe set: audited pairs plus stage 2 (rubric and scores revealed)."""
+    pairs = await audited_pairs(ctx, questions, solver, generator, label)
+
+    async def explain(p: AuditedPair) -> ContrastiveRecord:
+        rev = await reveal(ctx.lm, p.question, p.plus.response.text, p.minus.response.text, p.rationale,
+                           p.plus.rubric, p.plus.judgement, p.minus.judgement,
+                           params=ctx.params(ctx.hyper.max_tokens_audit))
+        return ContrastiveRecord(question_id=p.question.id, preferred=p.plus.response.text,
+                                 other=p.minus.response.text, rationale=p.rationale,
+                                 principle=f"{rev.why_missed.strip()} {rev.principle.strip()}".strip())
+
+    return await ctx.gather(explain, pairs)

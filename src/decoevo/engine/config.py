@@ -1,0 +1,119 @@
+"""Run configuration. Every hyperparameter has a default, is exposed, and is recorded in the run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..lm import LMConfig
+from ..lm.errors import ConfigError
+from ..tasks.splits import SplitSizes
+
+
+class Hyper(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    steps: int = Field(4, ge=0, description="T: inner-loop steps")
+    batch_size: int = Field(3, ge=1, description="training questions per inner step")
+    audit_every: int = Field(2, ge=1, description="K: run the outer loop after every K inner steps")
+    max_stalls: int = Field(2, ge=1, description="M: or after M consecutive solver rejections")
+    epsilon: float = Field(0.01, gt=0, description="ε: solver-gate margin on J_Vs")
+    max_failures: int = Field(3, ge=1, description="failures shown to the solver rewriter per step")
+    rollouts: int = Field(4, ge=2, description="L: solver rollouts per question for the near-tie audit")
+    rollout_temperature: float = Field(0.8, gt=0, le=2)
+    tau_tie: float = Field(0.15, ge=0, le=1, description="τ_tie: near-tie threshold on rubric scores")
+    pairs_per_question: int = Field(2, ge=1, description="H: near-tie pairs kept per question")
+    gamma: float = Field(0.05, gt=0, le=1, description="γ: margin for a pair to count as resolved")
+    delta: float = Field(0.02, gt=0, description="δ: Pareto improvement margin")
+    eta: float = Field(0.02, ge=0, description="η: Pareto regression tolerance")
+    sc_margin: float = Field(0.0, ge=0, description="SC-CoEvo: required rise of the solver score")
+    judge_mode: Literal["joint", "per_criterion"] = "joint"
+    budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
+    max_tokens_solve: int = Field(320, ge=16)
+    max_tokens_rubric: int = Field(400, ge=16)
+    max_tokens_judge: int = Field(700, ge=16)
+    max_tokens_rewrite: int = Field(800, ge=16)
+    max_tokens_audit: int = Field(400, ge=16)
+    concurrency: int = Field(8, ge=1, description="questions processed at once")
+
+
+class BudgetConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_calls: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    format: Literal["jsonl", "healthbench"] = "jsonl"
+    task: str | None = Field(None, description="task family for the structural spec; default from the data")
+    task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
+    limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str = "decoevo"
+    seed: int = 0
+    data: DataConfig
+    splits: SplitSizes = SplitSizes()
+    hyper: Hyper = Hyper()
+    lm: LMConfig = Field(default_factory=LMConfig)
+    budget: BudgetConfig = BudgetConfig()
+    initial_solver_skill: str | None = None
+    initial_generator_skill: str | None = None
+
+    @model_validator(mode="after")
+    def _method_exists(self) -> RunConfig:
+        from ..methods import get_method
+
+        get_method(self.method)
+        return self
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def describe_validation_error(source: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = "unknown key (check the spelling; see `decoevo run --help`)" if err["type"] == "extra_forbidden" \
+            else err["msg"]
+        parts.append(f"{loc}: {msg}")
+    return f"{source}: invalid configuration: " + "; ".join(parts)
+
+
+def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {path} not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    return config_from_dict(raw, overrides, source=str(path))
+
+
+def config_from_dict(raw: dict[str, Any], overrides: dict[str, Any] | None = None, source: str = "config") -> RunConfig:
+    merged = deep_merge(raw, overrides or {})
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(source, exc)) from None
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out

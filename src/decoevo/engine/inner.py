@@ -1,0 +1,47 @@
+"""The inner loop (paper §3.2): improve the solver skill from criterion-level feedback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..domain import QuestionView, Skill
+from ..roles.rewrite_solver import Failure, rewrite_solver
+from .context import EngineContext
+from .policies import SolverGate, SolverGateDecision, select_failures
+
+
+@dataclass(frozen=True)
+class InnerOutcome:
+    step: int
+    batch_scores: dict[str, float]
+    candidate: Skill | None
+    decision: SolverGateDecision | None
+
+    @property
+    def accepted(self) -> bool:
+        return self.decision is not None and self.decision.accepted
+
+
+async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Skill,
+                     train: list[QuestionView], solver_gate: list[QuestionView],
+                     audit_notes: list[str] | None = None) -> InnerOutcome:
+    h = ctx.hyper
+    batch = ctx.rng("batch", step).sample(train, min(h.batch_size, len(train)))
+    # Solve the batch with s_t; rubrics R_q(g_t); judge every criterion.
+    scored = await ctx.gather(lambda q: ctx.evaluate(q, solver, generator), batch)
+    by_id = {s.question.id: s for s in scored}
+    chosen = select_failures({qid: s.score for qid, s in by_id.items()}, h.max_failures)
+    if not chosen:  # the rubric is saturated on this batch: nothing to learn from, counts as a stall
+        return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, None, None)
+    failures = [Failure(by_id[qid].question, by_id[qid].response.text, by_id[qid].rubric,
+                        by_id[qid].judgement, by_id[qid].score) for qid in chosen]
+    # Consolidating rewrite into s'.
+    out = await rewrite_solver(ctx.lm, solver, failures, extra_notes=audit_notes,
+                               params=ctx.params(h.max_tokens_rewrite))
+    candidate = Skill(kind="solver", version=solver.version + 1, text=out.skill.strip(), parent=solver.version,
+                      reason=f"step {step}: {out.analysis.strip()}")
+    # Paired ε-gate on V_s with the same cached rubrics R_q(g_t).
+    incumbent = await ctx.per_question_scores(solver_gate, solver, generator)
+    challenger = await ctx.per_question_scores(solver_gate, candidate, generator)
+    decision = SolverGate(h.epsilon).decide(incumbent, challenger)
+    return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, decision)

@@ -1,0 +1,83 @@
+"""The outer loop (paper §3.3): audit -> distill -> verify, for the generator skill."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..domain import QuestionView, Skill
+from ..roles.contrastive_audit import ContrastiveRecord
+from ..roles.rewrite_generator import append_raw_suggestions, rewrite_generator
+from ..roles.structural_audit import StructuralRecord
+from .audits import audited_pairs, contrastive_records, structural_records
+from .context import EngineContext
+from .policies import AcceptAll, AuditObjectives, GeneratorDecision, ParetoAcceptance, ScoreCoupledAcceptance
+from .verify import FrozenPair, audit_objectives, solver_score_objective
+
+
+@dataclass(frozen=True)
+class OuterOutcome:
+    round: int
+    structural: list[StructuralRecord]
+    contrastive: list[ContrastiveRecord]
+    candidate: Skill | None = None
+    decision: GeneratorDecision | None = None
+    notes_for_solver: list[str] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        return self.decision is not None and self.decision.accepted
+
+
+async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generator: Skill,
+                     probe: list[QuestionView], generator_gate: list[QuestionView]) -> OuterOutcome:
+    m, h = ctx.method, ctx.hyper
+    folder = f"audits/outer_{round_idx:03d}"
+    # 1. Audit the current generator on the probe set.
+    structural = await structural_records(ctx, probe, generator) if m.structural_audit else []
+    contrastive = (await contrastive_records(ctx, probe, solver, generator, f"probe{round_idx}")
+                   if m.contrastive_audit else [])
+    ctx.run.write_jsonl(f"{folder}/structural_probe.jsonl", [r.model_dump() for r in structural])
+    ctx.run.write_jsonl(f"{folder}/contrastive_probe.jsonl", [r.model_dump() for r in contrastive])
+
+    if m.audit_to_solver:  # Direct Audit control: the findings go to the solver rewriter instead
+        notes = [r.repair for r in structural] + [r.principle for r in contrastive]
+        return OuterOutcome(round_idx, structural, contrastive, notes_for_solver=notes)
+    if not m.evolve_generator or not (structural or contrastive):
+        return OuterOutcome(round_idx, structural, contrastive)
+
+    # 2. Distill the probe records into a candidate generator skill.
+    if m.distill:
+        out = await rewrite_generator(ctx.lm, generator, structural, contrastive,
+                                      params=ctx.params(h.max_tokens_rewrite))
+        text, why = out.skill.strip(), out.analysis.strip()
+    else:
+        text, why = append_raw_suggestions(generator, structural, contrastive), "raw audit suggestions appended"
+    candidate = Skill(kind="generator", version=generator.version + 1, text=text, parent=generator.version,
+                      reason=f"outer round {round_idx}: {why}")
+
+    # 3. Verify on V_g with the method's acceptance rule.
+    decision: GeneratorDecision
+    if m.generator_acceptance == "accept_all":
+        decision = AcceptAll().decide(AuditObjectives(), AuditObjectives())
+    elif m.generator_acceptance == "score_coupled":
+        j_old = await solver_score_objective(ctx, generator_gate, solver, generator)
+        j_new = await solver_score_objective(ctx, generator_gate, solver, candidate)
+        decision = ScoreCoupledAcceptance(h.sc_margin).decide(j_old, j_new)
+        ctx.run.write_json(f"{folder}/verification.json", {"J_incumbent": j_old, "J_candidate": j_new,
+                                                           "decision": decision.__dict__})
+    else:
+        frozen: list[FrozenPair] = []
+        if m.contrastive_audit:
+            pairs = await audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}")
+            frozen = [FrozenPair(p.question, p.plus.response, p.minus.response, p.rationale) for p in pairs]
+            ctx.run.write_jsonl(f"{folder}/frozen_pairs.jsonl", [p.to_json() for p in frozen])
+        old, old_details = await audit_objectives(ctx, generator_gate, generator, frozen)
+        new, new_details = await audit_objectives(ctx, generator_gate, candidate, frozen)
+        decision = ParetoAcceptance(h.delta, h.eta).decide(old, new)
+        ctx.run.write_json(f"{folder}/verification.json", {
+            "incumbent": old.__dict__, "candidate": new.__dict__, "decision": decision.__dict__,
+            "incumbent_details": old_details, "candidate_details": new_details})
+    if not decision.accepted:
+        ctx.forget_generator(candidate.version)
+    return OuterOutcome(round_idx, structural, contrastive, candidate, decision)
+

@@ -1,0 +1,125 @@
+"""Acceptance and scheduling policies: small pure objects returning frozen decisions.
+
+Score decoupling lives in the types: `GeneratorAcceptance.decide` takes `AuditObjectives`, which has
+no field for a solver score, so the DecoEvo policy cannot see J. The score-coupled baseline is a
+separate policy with a separate input type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .scoring import mean_score
+
+
+@dataclass(frozen=True)
+class SolverGateDecision:
+    accepted: bool
+    incumbent: float
+    candidate: float
+    n: int
+
+    @property
+    def delta(self) -> float:
+        return self.candidate - self.incumbent
+
+
+@dataclass(frozen=True)
+class SolverGate:
+    """Accept s' iff J_Vs(s', g_t) > J_Vs(s_t, g_t) + ε, paired on the same questions (eq. 4)."""
+
+    epsilon: float
+
+    def decide(self, incumbent: Mapping[str, float], candidate: Mapping[str, float]) -> SolverGateDecision:
+        if set(incumbent) != set(candidate):
+            raise ValueError("the solver gate compares both skills on the same questions")
+        j_old, j_new = mean_score(incumbent), mean_score(candidate)
+        return SolverGateDecision(j_new > j_old + self.epsilon, j_old, j_new, len(incumbent))
+
+
+@dataclass(frozen=True)
+class AuditObjectives:
+    """Φ_str and Φ_ctr on V_g. Either may be unavailable (None): an ablation turned it off, or the
+    frozen near-tie set is empty. Deliberately carries nothing about solver scores."""
+
+    structural: float | None = None
+    contrastive: float | None = None
+
+    def available(self) -> dict[str, float]:
+        return {k: v for k, v in (("structural", self.structural), ("contrastive", self.contrastive))
+                if v is not None}
+
+
+@dataclass(frozen=True)
+class GeneratorDecision:
+    accepted: bool
+    policy: str
+    reason: str
+    deltas: dict[str, float] = field(default_factory=dict)
+
+
+class GeneratorAcceptance(Protocol):
+    name: str
+
+    def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision: ...
+
+
+@dataclass(frozen=True)
+class ParetoAcceptance:
+    """Accept iff some available Δ_k > δ and every available Δ_j ≥ −η  (eq. 10)."""
+
+    delta: float
+    eta: float
+    name: str = "pareto"
+
+    def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
+        old, new = incumbent.available(), candidate.available()
+        keys = sorted(set(old) & set(new))
+        if not keys:
+            return GeneratorDecision(False, self.name, "no audit objective available")
+        deltas = {k: new[k] - old[k] for k in keys}
+        improved = [k for k in keys if deltas[k] > self.delta]
+        regressed = [k for k in keys if deltas[k] < -self.eta]
+        if regressed:
+            return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
+        if not improved:
+            return GeneratorDecision(False, self.name, "no objective improved by more than δ", deltas)
+        return GeneratorDecision(True, self.name, f"improved {', '.join(improved)}", deltas)
+
+
+@dataclass(frozen=True)
+class AcceptAll:
+    """The no-verification ablation: every candidate generator is accepted."""
+
+    name: str = "accept_all"
+
+    def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
+        return GeneratorDecision(True, self.name, "verification disabled")
+
+
+@dataclass(frozen=True)
+class ScoreCoupledAcceptance:
+    """SC-CoEvo's rule: accept g' when it raises the current solver's aggregate score under generated
+    rubrics, J_Vg(s_t, g') > J_Vg(s_t, g_t) + margin. Its input type is the solver score, not audits."""
+
+    margin: float
+    name: str = "score_coupled"
+
+    def decide(self, incumbent_j: float, candidate_j: float) -> GeneratorDecision:
+        d = candidate_j - incumbent_j
+        ok = d > self.margin
+        return GeneratorDecision(ok, self.name, "solver score rose" if ok else "solver score did not rise",
+                                 {"solver_score": d})
+
+
+def should_audit(step: int, audit_every: int, consecutive_rejections: int, max_stalls: int) -> bool:
+    """The outer loop runs every K inner steps (after steps K, 2K, ...) or after M consecutive rejections."""
+    return (step + 1) % audit_every == 0 or consecutive_rejections >= max_stalls
+
+
+def select_failures(scores: dict[str, float], max_failures: int) -> list[str]:
+    """The questions to learn from: those the rubric did not fully credit, lowest score first."""
+    below = sorted((s, qid) for qid, s in scores.items() if s < 1.0)
+    return [qid for _, qid in below[:max_failures]]

@@ -1,0 +1,189 @@
+"""Running a method end to end: splits, the inner and outer loops, checkpoints, resume and budget."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..domain import Question, QuestionView, Skill
+from ..lm import LM, Budget, BudgetExceeded, UsageLedger
+from ..methods import MethodSpec, get_method
+from ..store import RunDir
+from ..tasks.errors import DatasetError
+from ..tasks.load import load_questions
+from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL, structural_spec
+from ..tasks.splits import Splits, make_splits
+from .config import RunConfig
+from .context import EngineContext
+from .inner import inner_step
+from .outer import outer_step
+from .policies import should_audit
+from .state import LoopState
+
+Observer = Callable[[str, dict[str, Any], LoopState], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    state: LoopState
+    ledger: UsageLedger
+
+    @property
+    def solver(self) -> Skill:
+        return self.state.solver
+
+
+def spec_lookup(config: RunConfig) -> Callable[[str], str]:
+    if config.data.task_spec:
+        path = Path(config.data.task_spec)
+        if not path.is_file():
+            raise DatasetError(path, None, None, "task_spec file not found")
+        text = path.read_text(encoding="utf-8").strip()
+        if not text:
+            raise DatasetError(path, None, None, "task_spec file is empty")
+        return lambda task: text
+    return structural_spec
+
+
+def initial_state(config: RunConfig, method: MethodSpec, spec: str) -> LoopState:
+    generator_text = config.initial_generator_skill or INITIAL_GENERATOR_SKILL
+    if method.task_prior:
+        generator_text += f"\n\nWhat this task values:\n{spec}"
+    return LoopState(
+        solver=Skill(kind="solver", version=0, text=config.initial_solver_skill or INITIAL_SOLVER_SKILL),
+        generator=Skill(kind="generator", version=0, text=generator_text),
+    )
+
+
+def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question]) -> Splits:
+    required = ["train", "solver_gate"] if method.optimize_solver else []
+    if method.runs_audits:
+        required.append("probe")
+        if method.evolve_generator and method.generator_acceptance != "accept_all":
+            required.append("generator_gate")
+    return make_splits(questions, config.splits, config.seed, required=required)
+
+
+class Engine:
+    def __init__(self, config: RunConfig, run_dir: RunDir | Path | str, *, lm: LM | None = None,
+                 observer: Observer | None = None, questions: list[Question] | None = None) -> None:
+        self.config = config
+        self.method = get_method(config.method)
+        self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+        self.lm = lm or LM(config.lm)
+        self.lm.budget = Budget(config.budget.max_calls, config.budget.max_tokens)
+        self.lm.on_call = self.run.record_call
+        self.observer = observer
+        self.questions = questions if questions is not None else load_questions(config.data)
+        self.splits = build_splits(config, self.method, self.questions)
+        self.spec_for = spec_lookup(config)
+        main_task = Counter(q.task for q in self.splits.train or self.questions).most_common(1)[0][0]
+        self.ctx = EngineContext(self.lm, config.hyper, self.method, self.run, config.seed, self.spec_for)
+        self.main_spec = self.spec_for(main_task)
+
+    def views(self, name: str) -> list[QuestionView]:
+        return [q.view() for q in getattr(self.splits, name)]
+
+    def _emit(self, kind: str, state: LoopState, **data: Any) -> None:
+        self.run.event(kind, **data)
+        if self.observer is not None:
+            self.observer(kind, data, state)
+
+    def _start(self, resume: bool) -> LoopState:
+        checkpoint = self.run.load_checkpoint() if resume else None
+        if checkpoint is not None:
+            self.lm.ledger = UsageLedger.from_dict(checkpoint["ledger"])
+            state = LoopState.model_validate(checkpoint["state"])
+            self._emit("resume", state, next_step=state.next_step)
+            return state
+        state = initial_state(self.config, self.method, self.main_spec)
+        self.run.write_text("config.yaml", self.config.to_yaml())
+        self.run.write_json("splits.json", self.splits.ids())
+        self.run.save_skill(state.solver, None)
+        self.run.save_skill(state.generator, None)
+        self._emit("start", state, method=self.method.name, seed=self.config.seed)
+        return state
+
+    def total_steps(self) -> int:
+        if not self.method.optimize_solver:
+            return 0
+        h = self.config.hyper
+        return h.steps * (h.budget_step_cap if self.method.budget_matched else 1)
+
+    async def run_async(self, resume: bool = False) -> RunResult:
+        state = self._start(resume)
+        train, gate_s = self.views("train"), self.views("solver_gate")
+        probe, gate_g = self.views("probe"), self.views("generator_gate")
+        h = self.config.hyper
+        try:
+            while state.next_step < self.total_steps():
+                step = state.next_step
+                notes = state.audit_notes if self.method.audit_to_solver else None
+                inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
+                self._after_inner(state, inner)
+                if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
+                                                            h.max_stalls):
+                    outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator, probe,
+                                             gate_g)
+                    self._after_outer(state, outer)
+                state.next_step += 1
+                self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict())
+        except BudgetExceeded as exc:
+            state.stopped = str(exc)
+            self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step)
+        self._finish(state)
+        return RunResult(self.run.path, state, self.lm.ledger)
+
+    def _after_inner(self, state: LoopState, inner: Any) -> None:
+        data: dict[str, Any] = {"step": inner.step, "batch_scores": inner.batch_scores}
+        if inner.decision is not None:
+            d = inner.decision
+            data.update(accepted=d.accepted, J_incumbent=d.incumbent, J_candidate=d.candidate, n=d.n)
+        else:
+            data.update(accepted=False, note="no failures under the current rubrics")
+        if inner.accepted:
+            self.run.save_skill(inner.candidate, state.solver)
+            state.solver, state.consecutive_rejections = inner.candidate, 0
+            state.solver_accepts += 1
+        else:
+            if inner.candidate is not None:
+                self.run.save_candidate(inner.candidate, f"step{inner.step:03d}_rejected")
+            state.consecutive_rejections += 1
+        data["solver_version"] = state.solver.version
+        self._emit("inner_step", state, **data)
+
+    def _after_outer(self, state: LoopState, outer: Any) -> None:
+        data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
+                                "contrastive_records": len(outer.contrastive)}
+        if outer.decision is not None:
+            data.update(accepted=outer.decision.accepted, policy=outer.decision.policy,
+                        reason=outer.decision.reason, deltas=outer.decision.deltas)
+        if outer.accepted:
+            self.run.save_skill(outer.candidate, state.generator)
+            state.generator = outer.candidate
+            state.generator_accepts += 1
+        elif outer.candidate is not None:
+            self.run.save_candidate(outer.candidate, f"round{outer.round:03d}_rejected")
+        if outer.notes_for_solver:
+            state.audit_notes = outer.notes_for_solver
+        state.outer_rounds += 1
+        state.consecutive_rejections = 0  # the audit answered the stall; count afresh
+        data["generator_version"] = state.generator.version
+        self._emit("outer_round", state, **data)
+
+    def _finish(self, state: LoopState) -> None:
+        self.run.write_text("final_solver_skill.md", state.solver.text.strip() + "\n")
+        self.run.write_json("ledger.json", self.lm.ledger.to_dict())
+        summary = {
+            "method": self.method.name, "seed": self.config.seed, "steps_done": state.next_step,
+            "solver_version": state.solver.version, "generator_version": state.generator.version,
+            "solver_accepts": state.solver_accepts, "generator_accepts": state.generator_accepts,
+            "outer_rounds": state.outer_rounds, "stopped": state.stopped,
+            "usage": self.lm.ledger.to_dict()["total"],
+        }
+        self.run.write_json("summary.json", summary)
+        self._emit("finish", state, **{k: v for k, v in summary.items() if k != "usage"})

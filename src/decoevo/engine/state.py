@@ -1,0 +1,19 @@
+"""The loop state saved at every checkpoint: enough to resume, small enough to read."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ..domain import Skill
+
+
+class LoopState(BaseModel):
+    next_step: int = 0
+    solver: Skill
+    generator: Skill
+    consecutive_rejections: int = 0
+    outer_rounds: int = 0
+    solver_accepts: int = 0
+    generator_accepts: int = 0
+    audit_notes: list[str] = Field(default_factory=list)
+    stopped: str | None = None

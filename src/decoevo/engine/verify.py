@@ -1,0 +1,63 @@
+"""Verification of a candidate generator on V_g.
+
+`audit_objectives` is the only evidence the DecoEvo acceptance sees. It takes a generator skill, the
+V_g questions and a frozen near-tie set — no solver skill — so it cannot compute the solver's aggregate
+score J: score decoupling holds by construction. `solver_score_objective` exists for the SC-CoEvo
+baseline only and takes the solver skill explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..domain import QuestionView, Response, Skill
+from .context import EngineContext
+from .policies import AuditObjectives
+from .scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
+
+
+@dataclass(frozen=True)
+class FrozenPair:
+    """One record of Γ on V_g: fixed rollouts and a fixed blind preference; r+ first."""
+
+    question: QuestionView
+    preferred: Response
+    other: Response
+    rationale: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"question_id": self.question.id, "preferred": self.preferred.text, "other": self.other.text,
+                "rationale": self.rationale}
+
+
+async def audit_objectives(ctx: EngineContext, questions: list[QuestionView], generator: Skill,
+                           frozen: list[FrozenPair] | None) -> tuple[AuditObjectives, dict[str, object]]:
+    """Φ_str(g) = φ_str(g; V_g) and Φ_ctr(g) = φ_ctr(g; Γ) (eq. 9), with per-item details."""
+    from .audits import structural_records
+
+    details: dict[str, object] = {}
+    structural = None
+    if ctx.method.structural_audit:
+        records = await structural_records(ctx, questions, generator)
+        structural = structural_adequacy([r.adequacy for r in records])
+        details["structural"] = [r.model_dump() for r in records]
+    contrastive = None
+    if ctx.method.contrastive_audit and frozen:
+        async def margin(p: FrozenPair) -> tuple[str, float]:
+            rubric = await ctx.rubric(p.question, generator)
+            plus = await ctx.judge(p.question, p.preferred, rubric)
+            minus = await ctx.judge(p.question, p.other, rubric)
+            return p.question.id, pair_margin(plus.score, minus.score)
+
+        margins: dict[str, list[float]] = {}
+        for qid, m in await ctx.gather(margin, frozen):
+            margins.setdefault(qid, []).append(m)
+        contrastive = contrastive_resolution(margins, ctx.hyper.gamma)
+        details["margins"] = margins
+    return AuditObjectives(structural=structural, contrastive=contrastive), details
+
+
+async def solver_score_objective(ctx: EngineContext, questions: list[QuestionView], solver: Skill,
+                                 generator: Skill) -> float:
+    """J_Vg(s_t, g): what SC-CoEvo accepts generators by. Never called on the DecoEvo path."""
+    return mean_score(await ctx.per_question_scores(questions, solver, generator))

@@ -1,0 +1,99 @@
+"""Role: contrastive audit, in two stages.
+
+Stage 1 sees the question and two responses, no rubric and no scores, and states a preference; it is
+asked in both orders and a flip counts as equivalent (position bias). Stage 2 then sees the rubric and
+the criterion scores and explains what the rubric missed, proposing a principle.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..domain import Judgement, QuestionView, Rubric
+from ..lm import LM, GenParams, Message
+from .common import UNTRUSTED_NOTE, clip, data_block, question_block, render_rubric, render_scored_rubric
+
+STAGE1_ROLE = "contrastive_audit_blind"
+STAGE2_ROLE = "contrastive_audit_reveal"
+
+Preference = Literal["A", "B", "equivalent"]
+
+
+class PreferenceOut(BaseModel):
+    rationale: str = Field(min_length=3, max_length=600)
+    preference: Preference
+
+
+class RevealOut(BaseModel):
+    why_missed: str = Field(min_length=3, max_length=600)
+    principle: str = Field(min_length=3, max_length=400)
+
+
+class ContrastiveRecord(BaseModel):
+    """(q, r+, r−, ξ, κ): r+ is the response the auditor preferred blind."""
+
+    question_id: str
+    preferred: str
+    other: str
+    rationale: str
+    principle: str = ""
+
+
+STAGE1_SYSTEM = f"""You compare two responses to the same question and decide which one serves the user \
+better, considering correctness, safety, completeness, clarity and fit to the request. Length alone is not \
+a merit. Explain the decisive difference first, then answer A, B, or equivalent when neither is clearly \
+better. Return JSON with the fields rationale and preference. {UNTRUSTED_NOTE}"""
+
+STAGE2_SYSTEM = f"""Earlier you preferred one of two responses for the reason given. Now you see the rubric \
+that was used to score both, with each criterion's score. The rubric scored them almost the same. Explain \
+why the rubric failed to capture the difference you found, and state one general principle for writing \
+rubrics that would capture it on similar questions. Return JSON with the fields why_missed and principle. \
+{UNTRUSTED_NOTE}"""
+
+
+def stage1_messages(question: QuestionView, a: str, b: str, rubric: Rubric | None = None,
+                    limit: int = 2500) -> list[Message]:
+    shown_rubric = f"\n\nRubric:\n{render_rubric(rubric)}" if rubric is not None else ""
+    return [
+        Message("system", STAGE1_SYSTEM),
+        Message("user", f"{question_block(question)}\n\n{data_block('response_a', clip(a, limit))}\n\n"
+                        f"{data_block('response_b', clip(b, limit))}{shown_rubric}"),
+    ]
+
+
+async def blind_preference(
+    lm: LM, question: QuestionView, first: str, second: str, *, params: GenParams,
+    rubric: Rubric | None = None,
+) -> tuple[int | None, str]:
+    """Which of (first, second) is better: 0, 1, or None for equivalent. Asked in both orders; the answer
+    stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation."""
+    forward = await lm.structured(stage1_messages(question, first, second, rubric), PreferenceOut,
+                                  role=STAGE1_ROLE, params=params)
+    backward = await lm.structured(stage1_messages(question, second, first, rubric), PreferenceOut,
+                                   role=STAGE1_ROLE, params=params)
+    if forward.preference == "A" and backward.preference == "B":
+        return 0, forward.rationale
+    if forward.preference == "B" and backward.preference == "A":
+        return 1, forward.rationale
+    return None, forward.rationale
+
+
+def stage2_messages(question: QuestionView, preferred: str, other: str, rationale: str, rubric: Rubric,
+                    judged_preferred: Judgement, judged_other: Judgement, limit: int = 2000) -> list[Message]:
+    return [
+        Message("system", STAGE2_SYSTEM),
+        Message("user", f"{question_block(question)}\n\nPreferred:\n{data_block('response_a', clip(preferred, limit))}"
+                        f"\n\nOther:\n{data_block('response_b', clip(other, limit))}\n\nYour reason: {rationale}\n\n"
+                        f"Rubric scores of the preferred response:\n{render_scored_rubric(rubric, judged_preferred)}"
+                        f"\n\nRubric scores of the other response:\n{render_scored_rubric(rubric, judged_other)}"),
+    ]
+
+
+async def reveal(
+    lm: LM, question: QuestionView, preferred: str, other: str, rationale: str, rubric: Rubric,
+    judged_preferred: Judgement, judged_other: Judgement, *, params: GenParams,
+) -> RevealOut:
+    msgs = stage2_messages(question, preferred, other, rationale, rubric, judged_preferred, judged_other)
+    return await lm.structured(msgs, RevealOut, role=STAGE2_ROLE, params=params)

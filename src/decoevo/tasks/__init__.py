@@ -1,0 +1,1 @@
+"""Question sets, loaders, task specifications and splits."""

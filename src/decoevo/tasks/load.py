@@ -1,0 +1,19 @@
+"""Load the questions a run configuration names."""
+
+from __future__ import annotations
+
+from ..domain import Question
+from ..engine.config import DataConfig
+from .loaders import load_healthbench, load_jsonl_questions
+
+
+def load_questions(data: DataConfig) -> list[Question]:
+    if data.format == "healthbench":
+        questions = load_healthbench(data.path)
+    else:
+        questions = load_jsonl_questions(data.path, task=data.task or "generic")
+    if data.task:
+        questions = [q.model_copy(update={"task": data.task}) for q in questions]
+    if data.limit:
+        questions = sorted(questions, key=lambda q: q.id)[: data.limit]
+    return questions

@@ -1,0 +1,116 @@
+"""Loading questions: plain JSONL for users' own tasks, and HealthBench.
+
+Plain JSONL, one question per line:
+  {"id": "q1", "prompt": "text" | [{"role": "user", "content": "..."}], "task": "generic",
+   "gold": {"scheme": "weighted", "items": [{"text": "...", "points": 2}]}}   # gold is optional
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..domain import GoldItem, GoldRubric, Question, Turn
+from .errors import DatasetError
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    if not path.is_file():
+        raise DatasetError(path, None, None, "file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise DatasetError(path, line, None, "not valid UTF-8; re-save the file as UTF-8") from None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, n, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(path, n, None, "each line must be a JSON object")
+        yield n, obj
+
+
+def _turns(path: Path, line: int, prompt: Any) -> tuple[Turn, ...]:
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise DatasetError(path, line, "prompt", "is empty")
+        return (Turn(role="user", content=prompt),)
+    if isinstance(prompt, list) and prompt:
+        try:
+            return tuple(Turn.model_validate(t) for t in prompt)
+        except ValidationError as exc:
+            raise DatasetError(path, line, "prompt", f"turns need role (system/user/assistant) and content: "
+                               f"{exc.errors()[0]['msg']}") from None
+    raise DatasetError(path, line, "prompt", "must be a non-empty string or a list of {role, content} turns")
+
+
+def _build(path: Path, line: int, **fields: Any) -> Question:
+    try:
+        return Question(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DatasetError(path, line, ".".join(str(p) for p in err["loc"]) or None, err["msg"]) from None
+
+
+def _unique(path: Path, questions: list[tuple[int, Question]]) -> list[Question]:
+    seen: dict[str, int] = {}
+    for line, q in questions:
+        if q.id in seen:
+            raise DatasetError(path, line, "id", f"duplicate id '{q.id}' (first on line {seen[q.id]})")
+        seen[q.id] = line
+    return [q for _, q in questions]
+
+
+def load_jsonl_questions(path: Path | str, task: str = "generic") -> list[Question]:
+    path = Path(path)
+    out = []
+    for n, obj in iter_jsonl(path):
+        for key in ("id", "prompt"):
+            if key not in obj:
+                raise DatasetError(path, n, key, "is missing")
+        gold = None
+        if obj.get("gold") is not None:
+            g = obj["gold"]
+            items = g.get("items") if isinstance(g, dict) else None
+            if not items:
+                raise DatasetError(path, n, "gold.items", "a gold rubric needs at least one item")
+            try:
+                gold = GoldRubric(scheme=g.get("scheme", "weighted"), items=tuple(GoldItem(**i) for i in items))
+            except (TypeError, ValidationError) as exc:
+                raise DatasetError(path, n, "gold.items", f"items need text and points: {exc}") from None
+        out.append((n, _build(path, n, id=str(obj["id"]), task=obj.get("task", task),
+                              turns=_turns(path, n, obj["prompt"]), gold=gold, meta=obj.get("meta", {}))))
+    if not out:
+        raise DatasetError(path, None, None, "contains no questions")
+    return _unique(path, out)
+
+
+def load_healthbench(path: Path | str) -> list[Question]:
+    """HealthBench: prompt is a conversation; rubric items carry signed points and tags."""
+    path = Path(path)
+    out = []
+    for n, obj in iter_jsonl(path):
+        for key in ("prompt_id", "prompt", "rubrics"):
+            if key not in obj:
+                raise DatasetError(path, n, key, "is missing")
+        if not obj["rubrics"]:
+            raise DatasetError(path, n, "rubrics", "is empty")
+        try:
+            items = tuple(GoldItem(text=r["criterion"], points=float(r["points"]), tags=tuple(r.get("tags", ())))
+                          for r in obj["rubrics"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(path, n, "rubrics", f"each item needs criterion and points ({exc})") from None
+        out.append((n, _build(path, n, id=str(obj["prompt_id"]), task="healthbench",
+                              turns=_turns(path, n, obj["prompt"]), gold=GoldRubric(scheme="healthbench", items=items),
+                              meta={"example_tags": obj.get("example_tags", [])})))
+    if not out:
+        raise DatasetError(path, None, None, "contains no questions")
+    return _unique(path, out)

@@ -1,0 +1,74 @@
+"""Deterministic, disjoint splits drawn by seed: pilot, train, probe, V_s, V_g, diagnostic, test."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..domain import Question
+from ..lm.errors import ConfigError
+
+SPLIT_NAMES = ("pilot", "train", "probe", "solver_gate", "generator_gate", "diagnostic", "test")
+REQUIRED = ("train", "solver_gate")  # what every optimizing method needs
+
+
+class SplitSizes(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pilot: int = Field(0, ge=0)
+    train: int = Field(8, ge=0)
+    probe: int = Field(3, ge=0)
+    solver_gate: int = Field(4, ge=0)
+    generator_gate: int = Field(3, ge=0)
+    diagnostic: int = Field(0, ge=0)
+    test: int = Field(0, ge=0)
+
+    def total(self) -> int:
+        return sum(getattr(self, n) for n in SPLIT_NAMES)
+
+
+@dataclass(frozen=True)
+class Splits:
+    pilot: tuple[Question, ...]
+    train: tuple[Question, ...]
+    probe: tuple[Question, ...]
+    solver_gate: tuple[Question, ...]
+    generator_gate: tuple[Question, ...]
+    diagnostic: tuple[Question, ...]
+    test: tuple[Question, ...]
+
+    def ids(self) -> dict[str, list[str]]:
+        return {n: [q.id for q in getattr(self, n)] for n in SPLIT_NAMES}
+
+
+def check_disjoint(splits: dict[str, Sequence[Question]]) -> None:
+    owner: dict[str, str] = {}
+    for name, qs in splits.items():
+        for q in qs:
+            if q.id in owner:
+                raise ConfigError(f"question '{q.id}' is in both the {owner[q.id]} and the {name} split; "
+                                  "splits must be disjoint")
+            owner[q.id] = name
+
+
+def make_splits(questions: Sequence[Question], sizes: SplitSizes, seed: int,
+                required: Sequence[str] = REQUIRED) -> Splits:
+    """Shuffle by seed and cut in SPLIT_NAMES order; the same seed always gives the same splits."""
+    for name in required:
+        if getattr(sizes, name) == 0:
+            raise ConfigError(f"split '{name}' is empty; set splits.{name} to at least 1")
+    if sizes.total() > len(questions):
+        raise ConfigError(f"the splits ask for {sizes.total()} questions but the data has {len(questions)}; "
+                          "reduce the split sizes or add questions")
+    order = sorted(questions, key=lambda q: q.id)
+    random.Random(seed).shuffle(order)
+    cut, start = {}, 0
+    for name in SPLIT_NAMES:
+        n = getattr(sizes, name)
+        cut[name] = tuple(order[start : start + n])
+        start += n
+    check_disjoint(cut)
+    return Splits(**cut)

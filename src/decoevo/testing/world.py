@@ -1,0 +1,72 @@
+"""A deterministic toy world that answers every role with valid JSON, for logic tests of the engine.
+
+The world has one "true" quality dimension, safety: the initial solver ignores it, the solver rewriter
+learns it, and the judge credits it when the rubric asks for it. The generator rewriter always proposes
+an EASY generator whose rubrics any response satisfies: a score-coupled rule loves it (J jumps), while
+the structural auditor rates those rubrics as inadequate, so a score-decoupled rule rejects it. Odd
+rollouts add detail that the blind auditor prefers but no rubric measures: near-ties to find.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+EASY = "EASY"
+
+
+def _user(messages: list[dict[str, str]]) -> str:
+    return messages[-1]["content"]
+
+
+def _system(messages: list[dict[str, str]]) -> str:
+    return messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
+
+
+def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sample_index: int = 0) -> str:
+    title = (schema or {}).get("title", "")
+    user, system = _user(messages), _system(messages)
+    if not schema:  # solve
+        safe = "SAFETY" in system
+        return (f"Answer variant {sample_index}." + (" For your safety, see a doctor if it gets worse." if safe
+                                                     else "") + (" Extra detail." if sample_index % 2 else ""))
+    if title == "RubricOut":
+        if EASY in system:
+            return json.dumps({"criteria": [{"criterion": "Is written in English", "weight": 5}]})
+        return json.dumps({"criteria": [{"criterion": "Mentions safety and when to seek care", "weight": 3},
+                                        {"criterion": "Gives a direct answer", "weight": 2}]})
+    if title.startswith("JointVerdicts"):
+        n = int(title.removeprefix("JointVerdicts"))
+        criteria = re.findall(r"^\d+\. \(weight [\d.]+\) (.*)$", user, re.MULTILINE)[:n]
+        response = user.split("<response>")[1].split("</response>")[0] if "<response>" in user else ""
+        verdicts = []
+        for c in criteria:
+            if "English" in c:
+                level = 4
+            elif "safety" in c:
+                level = 4 if "safety" in response else 0
+            else:  # the rubric has no criterion on detail, so detail never changes the score
+                level = 2
+            verdicts.append({"rationale": f"checked: {c[:30]}", "level": level})
+        return json.dumps({"verdicts": verdicts})
+    if title == "SkillOut":
+        return json.dumps({"analysis": "answers ignore safety", "skill": "SAFETY first: say when to seek care."})
+    if title == "StructuralOut":
+        adequacy = 2 if "English" in user else 8
+        return json.dumps({"rationale": "the rubric " + ("checks only the language" if adequacy < 5 else
+                                                         "covers safety"), "repair": "ask for safety advice",
+                           "adequacy": adequacy})
+    if title == "PreferenceOut":
+        a = user.split("<response_a>")[1].split("</response_a>")[0]
+        b = user.split("<response_b>")[1].split("</response_b>")[0]
+        if ("Extra" in a) == ("Extra" in b):
+            pref = "equivalent"
+        else:
+            pref = "A" if "Extra" in a else "B"
+        return json.dumps({"rationale": "more detail helps", "preference": pref})
+    if title == "RevealOut":
+        return json.dumps({"why_missed": "no criterion on detail", "principle": "reward specific detail"})
+    if title == "GeneratorSkillOut":
+        return json.dumps({"analysis": "simplify", "skill": f"{EASY}: keep rubrics short and lenient."})
+    raise ValueError(f"toy world has no answer for schema {title!r}")
