@@ -13,7 +13,7 @@ from .engine_helpers import toy_engine
 
 
 async def test_decoevo_learns_the_solver_and_writes_a_readable_run(tmp_path):
-    engine, backend = toy_engine(tmp_path, "decoevo")
+    engine, _backend = toy_engine(tmp_path, "decoevo")
     result = await engine.run_async()
     run = result.run_dir
     # The solver rewriter's SAFETY skill raises J on V_s, so the gate accepts it at step 0.

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from decoevo.lm import Completion, GenParams, LMConfig, Message, ModelSpec, RequestCache, UsageLedger
 from decoevo.lm.cache import request_key
 from decoevo.lm.errors import FailureCategory
-from decoevo.lm.local import bound_string_lengths
+from decoevo.lm.local import grammar_schema
 from decoevo.lm.retry import RetryPolicy, parse_retry_after
 from decoevo.lm.structured import extract_json, parse_structured
 from decoevo.lm.types import BackendRequest
@@ -130,10 +130,10 @@ def test_api_key_comes_from_env_or_file(tmp_path, monkeypatch):
     assert "sk-" not in spec.model_dump_json()
 
 
-def test_string_bounds_added_for_the_grammar():
-    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string", "maxLength": 5},
-                                               "c": {"type": "array", "items": {"type": "string"}}}}
-    out = bound_string_lengths(schema, 100)
-    assert out["properties"]["a"]["maxLength"] == 100
-    assert out["properties"]["b"]["maxLength"] == 5
-    assert out["properties"]["c"]["items"]["maxLength"] == 100
+def test_grammar_schema_keeps_short_bounds_and_drops_long_ones():
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5000, "minLength": 1},
+                                               "c": {"type": "array", "items": {"type": "string", "maxLength": 90}}}}
+    out = grammar_schema(schema)
+    assert out["properties"]["a"] == {"type": "string", "minLength": 1}
+    assert out["properties"]["c"]["items"] == {"type": "string", "maxLength": 90}
+    assert schema["properties"]["a"]["maxLength"] == 5000  # the original is untouched

@@ -1,8 +1,11 @@
-"""The decoevo command line."""
+"""The decoevo command line: doctor, run, resume, export, methods."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -11,7 +14,7 @@ from rich.table import Table
 from .lm import LMConfig, LMError, ModelSpec
 from .lm.errors import ConfigError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console()
 err_console = Console(stderr=True)
 
@@ -21,20 +24,26 @@ def _root() -> None:
     """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
 
 
-def fail(message: str) -> None:
-    """Print a one-paragraph error and exit 2, with no traceback."""
-    err_console.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(2)
+def fail(message: str, code: int = 2) -> None:
+    """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def model_spec_from_flags(model: str | None, base_url: str | None) -> ModelSpec:
+    if base_url:
+        return ModelSpec(backend="openai", model=model or "default", base_url=base_url)
+    if model:
+        return ModelSpec(gguf_path=model, model=Path(model).stem)
+    return ModelSpec()
 
 
 def model_config_from_flags(model: str | None, base_url: str | None, no_cache: bool) -> LMConfig:
     try:
-        spec = ModelSpec(backend="openai", model=model or "default", base_url=base_url) if base_url else (
-            ModelSpec(gguf_path=model) if model and model.endswith(".gguf") else ModelSpec())
-        return LMConfig(models={"default": spec}, use_cache=not no_cache)
+        return LMConfig(models={"default": model_spec_from_flags(model, base_url)}, use_cache=not no_cache)
     except ValueError as exc:
         fail(str(exc))
-        raise  # unreachable; keeps type checkers content
+        raise  # unreachable
 
 
 @app.command()
@@ -61,6 +70,205 @@ def doctor(
             return
     console.print(f"structured call OK in {seconds:.1f}s -> {answer.model_dump()}")
     console.print(lm.ledger.table())
+
+
+@app.command("methods")
+def list_methods() -> None:
+    """List the methods (a method is a configuration of the one engine)."""
+    from .methods import METHODS
+
+    table = Table(title="methods")
+    table.add_column("name")
+    table.add_column("what it does")
+    for m in METHODS.values():
+        table.add_row(m.name, m.description)
+    console.print(table)
+
+
+def _overrides(method: str | None, data: str | None, fmt: str | None, task: str | None, task_spec: str | None,
+               steps: int | None, max_calls: int | None, max_tokens: int | None, sets: list[str]) -> dict[str, Any]:
+    import yaml
+
+    out: dict[str, Any] = {}
+    if method:
+        out["method"] = method
+    data_over = {k: v for k, v in (("path", data), ("format", fmt), ("task", task), ("task_spec", task_spec)) if v}
+    if data_over:
+        out["data"] = data_over
+    if steps is not None:
+        out.setdefault("hyper", {})["steps"] = steps
+    budget = {k: v for k, v in (("max_calls", max_calls), ("max_tokens", max_tokens)) if v is not None}
+    if budget:
+        out["budget"] = budget
+    for item in sets:
+        if "=" not in item:
+            fail(f"--set expects KEY=VALUE with a dotted key, e.g. hyper.epsilon=0.02; got '{item}'")
+        key, value = item.split("=", 1)
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(value)
+    return out
+
+
+def _seeds(seeds: str) -> list[int]:
+    try:
+        return [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError:
+        fail(f"--seeds expects comma-separated integers, e.g. 0,1,2; got '{seeds}'")
+        raise
+
+
+def _execute(config: Any, run_dir: Path, resume: bool) -> None:
+    from .engine.estimate import estimate_calls
+    from .engine.run import Engine
+    from .methods import get_method
+    from .progress import RunProgress
+
+    engine = Engine(config, run_dir)
+    if not resume:
+        est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+        console.print(f"[bold]{engine.method.name}[/] seed {config.seed} -> {run_dir}\n"
+                      f"expected model calls before caching: ~{est.expected:,} "
+                      f"(at most ~{est.upper_bound:,} if stalls trigger extra audits)")
+    with RunProgress(console, engine.total_steps(), f"{engine.method.name} s{config.seed}") as progress:
+        engine.observer = progress.on_event
+        engine.lm.on_call = _chain(engine.lm.on_call, progress.on_call)
+        result = asyncio.run(engine.run_async(resume=resume))
+    console.print(result.ledger.table(title=f"usage: {run_dir.name}"))
+    state = result.state
+    console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
+                  f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
+                  + (f"; stopped: {state.stopped}" if state.stopped else ""))
+    console.print(f"results: {run_dir}  (final skill: {run_dir / 'final_solver_skill.md'})")
+
+
+def _chain(first: Any, second: Any) -> Any:
+    def call(record: Any) -> None:
+        if first is not None:
+            first(record)
+        second(record)
+
+    return call
+
+
+def _guard(fn: Any, *args: Any) -> None:
+    """Turn known failures into one-paragraph messages: exit 2 for input/config, 1 for model failures."""
+    try:
+        fn(*args)
+    except ConfigError as exc:
+        fail(str(exc))
+    except LMError as exc:
+        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
+             f"fix the cause and continue with `decoevo resume RUN_DIR`.", code=1 if exc.category != "infrastructure"
+             else 2)
+    except KeyboardInterrupt:
+        fail("interrupted; continue with `decoevo resume RUN_DIR` (completed steps and paid calls are kept)", 130)
+
+
+@app.command()
+def run(
+    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
+    method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
+    data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file. Default: bundled sample."),
+    fmt: str = typer.Option(None, "--format", help="jsonl or healthbench"),
+    task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
+    task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
+    model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
+    base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    seeds: str = typer.Option("0", help="Comma-separated seeds; one run per seed."),
+    steps: int = typer.Option(None, help="Inner-loop steps T."),
+    preset: str = typer.Option("quick", help="quick (embedded demo), default, or paper"),
+    runs_root: Path = typer.Option(Path("runs"), help="Where run directories are created."),
+    name: str = typer.Option(None, help="Run directory name (default: METHOD-DATA-sSEED)."),
+    max_calls: int = typer.Option(None, help="Stop cleanly after this many paid calls."),
+    max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
+    set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
+) -> None:
+    """Run a method (default: DecoEvo) and write a run directory per seed."""
+    _guard(_run, config_file, method, data, fmt, task, task_spec, model, base_url, seeds, steps, preset, runs_root,
+           name, max_calls, max_tokens, no_cache, set_)
+
+
+def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, task: str | None,
+         task_spec: str | None, model: str | None, base_url: str | None, seeds: str, steps: int | None, preset: str,
+         runs_root: Path, name: str | None, max_calls: int | None, max_tokens: int | None, no_cache: bool,
+         sets: list[str]) -> None:
+    import yaml
+
+    from .engine.config import config_from_dict, deep_merge
+    from .presets import PRESETS, bundled_healthbench
+
+    if preset not in PRESETS:
+        fail(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
+    base: dict[str, Any] = deep_merge({}, PRESETS[preset])
+    source = "flags"
+    if config_file is not None:
+        if not config_file.is_file():
+            fail(f"config file {config_file} not found")
+        try:
+            loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            fail(f"{config_file}: not valid YAML: {exc}")
+        if not isinstance(loaded, dict):
+            fail(f"{config_file}: the top level must be a mapping")
+        base, source = deep_merge(base, loaded), str(config_file)
+    if "data" not in base and not data:
+        base["data"] = {"path": bundled_healthbench(), "format": "healthbench"}
+    if model or base_url or no_cache:
+        lm = model_config_from_flags(model, base_url, no_cache)
+        base["lm"] = deep_merge(base.get("lm", {}), lm.model_dump(mode="json", exclude_unset=True))
+        base["lm"]["models"] = lm.model_dump(mode="json")["models"]
+        base["lm"]["use_cache"] = not no_cache
+    over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
+    for seed in _seeds(seeds):
+        config = config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source)
+        stem = Path(config.data.path).stem.split(".")[0]
+        run_dir = runs_root / (name or f"{config.method}-{stem}-s{seed}")
+        if (run_dir / "config.yaml").exists():
+            fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
+        _execute(config, run_dir, resume=False)
+
+
+@app.command()
+def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`.")) -> None:
+    """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
+    _guard(_resume, run_dir)
+
+
+def _resume(run_dir: Path) -> None:
+    from .engine.config import load_config
+
+    if not (run_dir / "config.yaml").is_file():
+        fail(f"{run_dir} is not a run directory (no config.yaml)")
+    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True)
+
+
+@app.command()
+def export(
+    run_dir: Path = typer.Argument(..., help="A run directory."),
+    output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
+) -> None:
+    """Print the final solver skill (the only artifact that ships)."""
+    import json
+
+    text = None
+    if (run_dir / "checkpoint.json").is_file():
+        text = json.loads((run_dir / "checkpoint.json").read_text())["state"]["solver"]["text"]
+    elif (run_dir / "final_solver_skill.md").is_file():
+        text = (run_dir / "final_solver_skill.md").read_text()
+    elif (run_dir / "skills/solver/v000.md").is_file():
+        text = (run_dir / "skills/solver/v000.md").read_text().split("-->\n\n", 2)[-1]
+    if text is None:
+        fail(f"{run_dir} is not a run directory (no checkpoint or skills found)")
+        return
+    if output:
+        output.write_text(text.strip() + "\n", encoding="utf-8")
+        err_console.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text.strip() + "\n")
 
 
 def main() -> None:  # pragma: no cover

@@ -31,6 +31,7 @@ class Hyper(BaseModel):
     eta: float = Field(0.02, ge=0, description="η: Pareto regression tolerance")
     sc_margin: float = Field(0.0, ge=0, description="SC-CoEvo: required rise of the solver score")
     judge_mode: Literal["joint", "per_criterion"] = "joint"
+    max_criteria: int = Field(8, ge=1, le=20, description="most criteria a generated rubric may have")
     budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
     max_tokens_solve: int = Field(320, ge=16)
     max_tokens_rubric: int = Field(400, ge=16)

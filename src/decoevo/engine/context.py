@@ -67,7 +67,8 @@ class EngineContext:
         key = (generator.version, question.id)
         if key not in self._rubrics:
             self._rubrics[key] = asyncio.ensure_future(
-                generate_rubric(self.lm, question, generator, params=self.params(self.hyper.max_tokens_rubric)))
+                generate_rubric(self.lm, question, generator, max_criteria=self.hyper.max_criteria,
+                                params=self.params(self.hyper.max_tokens_rubric)))
         return await self._rubrics[key]
 
     def forget_generator(self, version: int) -> None:

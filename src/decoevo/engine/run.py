@@ -10,6 +10,7 @@ from typing import Any
 
 from ..domain import Question, QuestionView, Skill
 from ..lm import LM, Budget, BudgetExceeded, UsageLedger
+from ..lm.client import CallRecord
 from ..methods import MethodSpec, get_method
 from ..store import RunDir
 from ..tasks.errors import DatasetError
@@ -35,6 +36,14 @@ class RunResult:
     @property
     def solver(self) -> Skill:
         return self.state.solver
+
+
+def _both(first: Callable[[CallRecord], None], second: Callable[[CallRecord], None]) -> Callable[[CallRecord], None]:
+    def call(record: CallRecord) -> None:
+        first(record)
+        second(record)
+
+    return call
 
 
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
@@ -70,13 +79,14 @@ def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question
 
 class Engine:
     def __init__(self, config: RunConfig, run_dir: RunDir | Path | str, *, lm: LM | None = None,
-                 observer: Observer | None = None, questions: list[Question] | None = None) -> None:
+                 observer: Observer | None = None, questions: list[Question] | None = None,
+                 on_call: Callable[[CallRecord], None] | None = None) -> None:
         self.config = config
         self.method = get_method(config.method)
         self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         self.lm = lm or LM(config.lm)
         self.lm.budget = Budget(config.budget.max_calls, config.budget.max_tokens)
-        self.lm.on_call = self.run.record_call
+        self.lm.on_call = self.run.record_call if on_call is None else _both(self.run.record_call, on_call)
         self.observer = observer
         self.questions = questions if questions is not None else load_questions(config.data)
         self.splits = build_splits(config, self.method, self.questions)

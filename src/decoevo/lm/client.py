@@ -22,7 +22,7 @@ from .config import LMConfig, ModelSpec
 from .errors import FailureCategory, InfrastructureError, LMError, ParseError, RefusalError, RetryableError
 from .ledger import UsageLedger
 from .retry import RetryPolicy
-from .structured import looks_like_refusal, parse_structured, repair_messages
+from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
 from .types import BackendRequest, CallResult, Completion, GenParams, Message
 
 T = TypeVar("T", bound=BaseModel)
@@ -143,7 +143,7 @@ class LM:
         original = tuple(messages)
         model_name = self.model_for(role)
         backend = self.backend(model_name)
-        json_schema = schema.model_json_schema() if schema is not None else None
+        json_schema = schema_for(schema) if schema is not None else None
         msgs, call_params = original, params
         prompt_tokens = completion_tokens = 0
         all_cached = True

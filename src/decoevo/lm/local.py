@@ -41,16 +41,19 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def bound_string_lengths(schema: Any, max_length: int = 600) -> Any:
-    """Give every string without maxLength a bound, so a small model cannot ramble until max_tokens
-    inside a JSON string (llama.cpp's schema grammar honours maxLength)."""
+GRAMMAR_MAX_LENGTH = 200
+
+
+def grammar_schema(schema: Any) -> Any:
+    """The schema as sent to llama.cpp's grammar builder. A bounded string becomes one nested rule per
+    character: fine for short bounds (they stop a small model from rambling inside a string), but
+    long bounds make decoding slow and can fail to build. Bounds above GRAMMAR_MAX_LENGTH are dropped;
+    validation after decoding still applies the schema's own limits, and max_tokens bounds the output."""
     if isinstance(schema, dict):
-        out = {k: bound_string_lengths(v, max_length) for k, v in schema.items()}
-        if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
-            out["maxLength"] = max_length
-        return out
+        return {k: grammar_schema(v) for k, v in schema.items()
+                if not (k == "maxLength" and isinstance(v, int) and v > GRAMMAR_MAX_LENGTH)}
     if isinstance(schema, list):
-        return [bound_string_lengths(v, max_length) for v in schema]
+        return [grammar_schema(v) for v in schema]
     return schema
 
 
@@ -96,7 +99,7 @@ class LocalBackend:
         if request.json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_object",
-                "schema": bound_string_lengths(request.json_schema),
+                "schema": grammar_schema(request.json_schema),
             }
         try:
             out = llama.create_chat_completion(**kwargs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
@@ -60,7 +61,10 @@ class OpenAIBackend:
         if fmt is not None:
             kwargs["response_format"] = fmt
         try:
-            resp = await self._client.chat.completions.create(**kwargs)
+            # The SDK's low-level POST: same URL, headers, auth and error classes as
+            # `chat.completions.create`, without its per-call parameter transform and response model
+            # construction, which cost more CPU than the HTTP exchange itself (bench/lm_overhead.py).
+            raw = await self._client.post("/chat/completions", body=kwargs, cast_to=bytes)
         except openai.RateLimitError as exc:
             raise RetryableError(
                 f"rate limited (429) by {self.spec.base_url}",
@@ -83,21 +87,29 @@ class OpenAIBackend:
             elif status in (401, 403):
                 hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
             raise InfrastructureError(f"HTTP {status} from {self.spec.base_url}: {exc.message}.{hint}") from exc
-        except (ValueError, KeyError, TypeError) as exc:  # a body the client could not decode
-            raise RetryableError(f"malformed response body from {self.spec.base_url}: {exc}") from exc
-        if not resp.choices:
+        try:
+            return self._completion(json.loads(raw))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
+            raise RetryableError(f"malformed response body from {self.spec.base_url}: {exc!r}") from exc
+
+    def _completion(self, body: dict[str, Any]) -> Completion:
+        choices = body.get("choices")
+        if not choices:
             raise RetryableError(f"response from {self.spec.base_url} has no choices")
-        choice = resp.choices[0]
-        message = choice.message
-        refusal = getattr(message, "refusal", None)
+        choice = choices[0]
+        message = choice.get("message") or {}
+        refusal = message.get("refusal")
         if refusal:
             raise RefusalError(f"model refused: {refusal}")
-        usage = resp.usage
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            raise TypeError(f"message content is {type(content).__name__}, not a string")
+        usage = body.get("usage") or {}
         return Completion(
-            text=message.content or "",
-            prompt_tokens=usage.prompt_tokens if usage else 0,
-            completion_tokens=usage.completion_tokens if usage else 0,
-            finish_reason=choice.finish_reason or "stop",
+            text=content or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=choice.get("finish_reason") or "stop",
         )
 
     async def aclose(self) -> None:

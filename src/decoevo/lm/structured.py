@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, TypeVar
@@ -57,7 +58,10 @@ def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.match(text))
 
 
+@functools.lru_cache(maxsize=512)
 def schema_for(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema, built once per class (pydantic rebuilds it on every call, which cost a
+    third of a millisecond per structured request). Shared: treat the result as read-only."""
     return model.model_json_schema()
 
 

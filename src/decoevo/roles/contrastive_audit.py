@@ -22,13 +22,13 @@ Preference = Literal["A", "B", "equivalent"]
 
 
 class PreferenceOut(BaseModel):
-    rationale: str = Field(min_length=3, max_length=600)
+    rationale: str = Field(min_length=3, json_schema_extra={"maxLength": 200})
     preference: Preference
 
 
 class RevealOut(BaseModel):
-    why_missed: str = Field(min_length=3, max_length=600)
-    principle: str = Field(min_length=3, max_length=400)
+    why_missed: str = Field(min_length=3, json_schema_extra={"maxLength": 200})
+    principle: str = Field(min_length=3, json_schema_extra={"maxLength": 160})
 
 
 class ContrastiveRecord(BaseModel):

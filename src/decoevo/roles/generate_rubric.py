@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from ..domain import Criterion, QuestionView, Rubric, Skill
 from ..lm import LM, GenParams, Message
@@ -14,12 +15,15 @@ ROLE = "generate_rubric"
 
 
 class CriterionOut(BaseModel):
-    criterion: str = Field(min_length=3, max_length=300)
+    criterion: str = Field(min_length=3, max_length=500, json_schema_extra={"maxLength": 160})
     weight: Literal[1, 2, 3, 4, 5]
 
 
-class RubricOut(BaseModel):
-    criteria: list[CriterionOut] = Field(min_length=1, max_length=10)
+@cache
+def rubric_schema(max_criteria: int) -> type[BaseModel]:
+    """Between 1 and max_criteria criteria; the grammar and the validator both enforce the bound."""
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"RubricOut{max_criteria}", criteria=(list[CriterionOut], Field(min_length=1, max_length=max_criteria)))
 
 
 SYSTEM = """You write grading rubrics. For the question you are given, list the specific criteria that an \
@@ -41,10 +45,13 @@ def messages(question: QuestionView, skill: Skill) -> list[Message]:
     ]
 
 
-async def generate_rubric(lm: LM, question: QuestionView, skill: Skill, *, params: GenParams) -> Rubric:
-    out = await lm.structured(messages(question, skill), RubricOut, role=ROLE, params=params)
+async def generate_rubric(
+    lm: LM, question: QuestionView, skill: Skill, *, params: GenParams, max_criteria: int = 8
+) -> Rubric:
+    out = await lm.structured(messages(question, skill), rubric_schema(max_criteria), role=ROLE, params=params)
+    criteria: list[CriterionOut] = out.criteria  # type: ignore[attr-defined]
     return Rubric(
         question_id=question.id,
         generator_version=skill.version,
-        criteria=tuple(Criterion(text=c.criterion.strip(), weight=float(c.weight)) for c in out.criteria),
+        criteria=tuple(Criterion(text=c.criterion.strip(), weight=float(c.weight)) for c in criteria),
     )

@@ -12,11 +12,11 @@ from .contrastive_audit import ContrastiveRecord
 from .structural_audit import StructuralRecord
 
 ROLE = "rewrite_generator"
-SKILL_MAX_CHARS = 2500
+SKILL_MAX_CHARS = 4000
 
 
 class GeneratorSkillOut(BaseModel):
-    analysis: str = Field(max_length=800)
+    analysis: str = Field(json_schema_extra={"maxLength": 200})
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 
 

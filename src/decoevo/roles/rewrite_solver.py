@@ -11,7 +11,7 @@ from ..lm import LM, GenParams, Message
 from .common import clip, data_block
 
 ROLE = "rewrite_solver"
-SKILL_MAX_CHARS = 2500
+SKILL_MAX_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Failure:
 
 
 class SkillOut(BaseModel):
-    analysis: str = Field(max_length=800, description="recurring causes behind the failures")
+    analysis: str = Field(description="recurring causes behind the failures", json_schema_extra={"maxLength": 200})
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 
 

@@ -13,8 +13,10 @@ ROLE = "structural_audit"
 
 
 class StructuralOut(BaseModel):
-    rationale: str = Field(min_length=3, max_length=600, description="cite the question or rubric text")
-    repair: str = Field(min_length=3, max_length=400, description="how rubric writing should change")
+    rationale: str = Field(min_length=3, description="cite the question or rubric text",
+                           json_schema_extra={"maxLength": 200})
+    repair: str = Field(min_length=3, description="how rubric writing should change",
+                        json_schema_extra={"maxLength": 160})
     adequacy: int = Field(ge=0, le=10, description="0 = rubric misses what matters, 10 = complete")
 
 

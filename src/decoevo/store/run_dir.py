@@ -87,7 +87,7 @@ class RunDir:
         p = self.path / rel
         if not p.exists():
             return []
-        return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [json.loads(line) for line in p.read_text(encoding="utf-8").split("\n") if line.strip()]
 
     # ---- logs ----------------------------------------------------------------------------------
     def event(self, kind: str, **data: Any) -> None:

@@ -26,7 +26,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise DatasetError(path, line, None, "not valid UTF-8; re-save the file as UTF-8") from None
-    for n, raw in enumerate(text.splitlines(), 1):
+    # split on "\n" only: str.splitlines() also splits on U+2028 and friends, which JSON strings may hold
+    for n, raw in enumerate(text.split("\n"), 1):
         if not raw.strip():
             continue
         try:

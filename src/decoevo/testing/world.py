@@ -31,7 +31,7 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
         safe = "SAFETY" in system
         return (f"Answer variant {sample_index}." + (" For your safety, see a doctor if it gets worse." if safe
                                                      else "") + (" Extra detail." if sample_index % 2 else ""))
-    if title == "RubricOut":
+    if title.startswith("RubricOut"):
         if EASY in system:
             return json.dumps({"criteria": [{"criterion": "Is written in English", "weight": 5}]})
         return json.dumps({"criteria": [{"criterion": "Mentions safety and when to seek care", "weight": 3},
@@ -70,3 +70,17 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
     if title == "GeneratorSkillOut":
         return json.dumps({"analysis": "simplify", "skill": f"{EASY}: keep rubrics short and lenient."})
     raise ValueError(f"toy world has no answer for schema {title!r}")
+
+
+def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema an OpenAI-style request asked for, in either response_format style."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        schema: dict[str, Any] = fmt["json_schema"]["schema"]
+        return schema
+    return fmt.get("schema")
+
+
+def sample_index_of(body: dict[str, Any]) -> int:
+    """The toy world varies rollouts by temperature > 0 and seed; map the seed back to a stable index."""
+    return int(body.get("seed") or 0) % 7 if body.get("temperature", 0) > 0 else 0

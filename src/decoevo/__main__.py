@@ -1,0 +1,3 @@
+from decoevo.cli import app
+
+app()

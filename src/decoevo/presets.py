@@ -1,0 +1,30 @@
+"""Named starting configurations. `quick` sizes a real DecoEvo run for the embedded 135M model on two
+CPU cores (a few minutes); `paper` is a starting point for a capable model behind a server."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any
+
+
+def bundled_healthbench() -> str:
+    return str(files("decoevo") / "data" / "healthbench_sample.jsonl")
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "quick": {
+        "splits": {"train": 4, "probe": 1, "solver_gate": 2, "generator_gate": 2, "diagnostic": 0, "test": 4},
+        "hyper": {"steps": 2, "batch_size": 2, "audit_every": 2, "max_stalls": 2, "rollouts": 3,
+                  "pairs_per_question": 1, "max_failures": 2, "max_criteria": 4, "tau_tie": 0.25, "max_tokens_solve": 160,
+                  "max_tokens_rubric": 300, "max_tokens_judge": 500, "max_tokens_rewrite": 400,
+                  "max_tokens_audit": 250},
+    },
+    "default": {},
+    "paper": {
+        "splits": {"pilot": 10, "train": 60, "probe": 12, "solver_gate": 20, "generator_gate": 20,
+                   "diagnostic": 20, "test": 100},
+        "hyper": {"steps": 20, "batch_size": 6, "audit_every": 4, "max_stalls": 3, "rollouts": 6,
+                  "pairs_per_question": 2, "max_tokens_solve": 1024, "max_tokens_judge": 1500,
+                  "max_tokens_rewrite": 1200, "max_tokens_audit": 600},
+    },
+}
