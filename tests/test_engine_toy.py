@@ -135,3 +135,23 @@ async def test_interrupted_run_resumes_to_the_same_skills_without_repaying(tmp_p
     assert len(first_backend.calls) + len(second_backend.calls) == len(set(paid_keys))
     events = [e["event"] for e in second.run.events()]
     assert events.count("inner_step") == 3 and "resume" in events
+
+
+async def test_an_unusable_judge_output_voids_the_step_and_is_logged(tmp_path):
+    """Fail closed: the judge's garbage is never scored; the candidate is not accepted; the run goes on."""
+    from decoevo.testing import world
+    from decoevo.testing.scripted import ScriptedBackend
+
+    def script(request):
+        title = (request.json_schema or {}).get("title", "")
+        if title.startswith("JointVerdicts") and "For your safety" in request.messages[-1].content:
+            return '{"verdicts": "all perfect"}'  # the judge breaks exactly when scoring the candidate
+        return world.respond([m.as_dict() for m in request.messages], request.json_schema,
+                             request.params.sample_index)
+
+    engine, _ = toy_engine(tmp_path, "skillopt", backend=ScriptedBackend(script))
+    result = await engine.run_async()
+    assert result.state.solver.version == 0 and result.state.failed_steps == 2
+    failed = [e for e in engine.run.events() if e["event"] == "inner_step_failed"]
+    assert len(failed) == 2 and failed[0]["category"] == "parse" and failed[0]["role"] == "judge"
+    assert result.ledger.total().failures["parse"] >= 2

@@ -130,10 +130,12 @@ def test_api_key_comes_from_env_or_file(tmp_path, monkeypatch):
     assert "sk-" not in spec.model_dump_json()
 
 
-def test_grammar_schema_keeps_short_bounds_and_drops_long_ones():
+def test_grammar_schema_bounds_every_string():
     schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5000, "minLength": 1},
+                                               "b": {"type": "string", "enum": ["x", "y"]},
                                                "c": {"type": "array", "items": {"type": "string", "maxLength": 90}}}}
-    out = grammar_schema(schema)
-    assert out["properties"]["a"] == {"type": "string", "minLength": 1}
+    out = grammar_schema(schema, 300)
+    assert out["properties"]["a"] == {"type": "string", "minLength": 1, "maxLength": 300}
+    assert "maxLength" not in out["properties"]["b"]
     assert out["properties"]["c"]["items"] == {"type": "string", "maxLength": 90}
     assert schema["properties"]["a"]["maxLength"] == 5000  # the original is untouched

@@ -13,11 +13,11 @@ def bundled_healthbench() -> str:
 
 PRESETS: dict[str, dict[str, Any]] = {
     "quick": {
-        "splits": {"train": 4, "probe": 1, "solver_gate": 2, "generator_gate": 2, "diagnostic": 0, "test": 4},
-        "hyper": {"steps": 2, "batch_size": 2, "audit_every": 2, "max_stalls": 2, "rollouts": 3,
-                  "pairs_per_question": 1, "max_failures": 2, "max_criteria": 4, "tau_tie": 0.25, "max_tokens_solve": 160,
-                  "max_tokens_rubric": 300, "max_tokens_judge": 500, "max_tokens_rewrite": 400,
-                  "max_tokens_audit": 250},
+        "splits": {"train": 4, "probe": 1, "solver_gate": 2, "generator_gate": 1, "diagnostic": 0, "test": 4},
+        "hyper": {"steps": 2, "batch_size": 2, "audit_every": 2, "max_stalls": 2, "rollouts": 2,
+                  "pairs_per_question": 1, "max_failures": 2, "max_criteria": 3, "tau_tie": 0.5,
+                  "max_tokens_solve": 120, "max_tokens_rubric": 250, "max_tokens_judge": 400,
+                  "max_tokens_rewrite": 500, "max_tokens_audit": 250},
     },
     "default": {},
     "paper": {

@@ -56,6 +56,9 @@ class RunProgress:
             mark = "[green]accepted[/]" if data.get("accepted") else "[yellow]kept[/]"
             self.console.log(f"outer round {data['round']}: generator candidate {mark} "
                              f"({data.get('reason', 'no candidate')})")
+        elif kind.endswith("_failed"):
+            self.console.log(f"[red]{kind.replace('_', ' ')}[/] ({data['category']}, {data['role']}): "
+                             "nothing accepted from it")
         elif kind == "budget_stop":
             self.console.log(f"[red]budget reached[/]: {data['reason']}")
         self._refresh()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain import Question, QuestionView, Skill
-from ..lm import LM, Budget, BudgetExceeded, UsageLedger
+from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
 from ..methods import MethodSpec, get_method
 from ..store import RunDir
@@ -133,13 +133,22 @@ class Engine:
             while state.next_step < self.total_steps():
                 step = state.next_step
                 notes = state.audit_notes if self.method.audit_to_solver else None
-                inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
-                self._after_inner(state, inner)
+                try:
+                    inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
+                    self._after_inner(state, inner)
+                except (ParseError, RefusalError) as exc:
+                    self._step_failed(state, "inner_step_failed", exc, step=step)
+                    state.consecutive_rejections += 1
                 if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
                                                             h.max_stalls):
-                    outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator, probe,
-                                             gate_g)
-                    self._after_outer(state, outer)
+                    try:
+                        outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
+                                                 probe, gate_g)
+                        self._after_outer(state, outer)
+                    except (ParseError, RefusalError) as exc:
+                        self._step_failed(state, "outer_round_failed", exc, round=state.outer_rounds)
+                        state.outer_rounds += 1
+                        state.consecutive_rejections = 0
                 state.next_step += 1
                 self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict())
         except BudgetExceeded as exc:
@@ -147,6 +156,12 @@ class Engine:
             self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step)
         self._finish(state)
         return RunResult(self.run.path, state, self.lm.ledger)
+
+    def _step_failed(self, state: LoopState, kind: str, exc: LMError, **where: Any) -> None:
+        """A model output stayed unusable after bounded repair. Nothing is scored or accepted from the
+        step; the incumbent skills stay, and the failure is logged with its category and role."""
+        state.failed_steps += 1
+        self._emit(kind, state, category=exc.category.value, role=exc.role, error=str(exc)[:500], **where)
 
     def _after_inner(self, state: LoopState, inner: Any) -> None:
         data: dict[str, Any] = {"step": inner.step, "batch_scores": inner.batch_scores}
@@ -192,7 +207,7 @@ class Engine:
             "method": self.method.name, "seed": self.config.seed, "steps_done": state.next_step,
             "solver_version": state.solver.version, "generator_version": state.generator.version,
             "solver_accepts": state.solver_accepts, "generator_accepts": state.generator_accepts,
-            "outer_rounds": state.outer_rounds, "stopped": state.stopped,
+            "outer_rounds": state.outer_rounds, "failed_steps": state.failed_steps, "stopped": state.stopped,
             "usage": self.lm.ledger.to_dict()["total"],
         }
         self.run.write_json("summary.json", summary)

@@ -16,4 +16,5 @@ class LoopState(BaseModel):
     solver_accepts: int = 0
     generator_accepts: int = 0
     audit_notes: list[str] = Field(default_factory=list)
+    failed_steps: int = 0  # steps or rounds voided by an unusable model output (see events.jsonl)
     stopped: str | None = None

@@ -40,6 +40,7 @@ class ModelSpec(BaseModel):
     backoff_cap_s: float = Field(30.0, gt=0)
     n_ctx: int = Field(8192, ge=512)
     n_threads: int | None = Field(None, ge=1)
+    grammar_max_string: int = Field(1000, ge=16, le=2000, description="local only: longest JSON string decoded")
 
     @model_validator(mode="after")
     def _check_backend_fields(self) -> ModelSpec:

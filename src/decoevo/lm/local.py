@@ -41,19 +41,18 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-GRAMMAR_MAX_LENGTH = 200
-
-
-def grammar_schema(schema: Any) -> Any:
-    """The schema as sent to llama.cpp's grammar builder. A bounded string becomes one nested rule per
-    character: fine for short bounds (they stop a small model from rambling inside a string), but
-    long bounds make decoding slow and can fail to build. Bounds above GRAMMAR_MAX_LENGTH are dropped;
-    validation after decoding still applies the schema's own limits, and max_tokens bounds the output."""
+def grammar_schema(schema: Any, max_string: int) -> Any:
+    """The schema as sent to llama.cpp's grammar builder, with every string bounded by `max_string`
+    characters (or its own shorter maxLength). Unbounded strings let a small model ramble inside a JSON
+    string until max_tokens cuts it off; bounds of a few thousand characters make the grammar fail to
+    build, so the cap is modest. Validation after decoding applies the schema's own limits."""
     if isinstance(schema, dict):
-        return {k: grammar_schema(v) for k, v in schema.items()
-                if not (k == "maxLength" and isinstance(v, int) and v > GRAMMAR_MAX_LENGTH)}
+        out = {k: grammar_schema(v, max_string) for k, v in schema.items()}
+        if out.get("type") == "string" and "enum" not in out:
+            out["maxLength"] = min(int(out.get("maxLength", max_string)), max_string)
+        return out
     if isinstance(schema, list):
-        return [grammar_schema(v) for v in schema]
+        return [grammar_schema(v, max_string) for v in schema]
     return schema
 
 
@@ -99,7 +98,7 @@ class LocalBackend:
         if request.json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_object",
-                "schema": grammar_schema(request.json_schema),
+                "schema": grammar_schema(request.json_schema, self.spec.grammar_max_string),
             }
         try:
             out = llama.create_chat_completion(**kwargs)

@@ -12,34 +12,50 @@ from .errors import InfrastructureError, RefusalError, RetryableError
 from .retry import parse_retry_after
 from .types import BackendRequest, Completion
 
+#: connections per pooled HTTP client; more concurrency gets more clients (see `_http_client`)
+POOL_SIZE = 8
 
-def _http_client(spec: ModelSpec) -> Any:
-    """An HTTP client of the kind the installed SDK is built on, with one pooled connection per
-    request we allow in flight.
 
-    openai>=3 runs on httpx2, whose connection pool does linear work per request; handing it a legacy
-    `httpx` client instead costs O(connections^2) per request in httpcore's pool bookkeeping, which
-    at 64 connections used more CPU than the requests themselves (bench/lm_overhead.py). Taking the
-    classes from the SDK keeps this right whichever httpx flavour it uses.
-    """
-    limits_type = type(openai.DEFAULT_CONNECTION_LIMITS)
-    limits = limits_type(max_connections=spec.max_concurrency, max_keepalive_connections=spec.max_concurrency)
+def _http_client(spec: ModelSpec, connections: int) -> Any:
+    """An HTTP client of the kind the installed SDK is built on (httpx2 for openai>=3, httpx before):
+    handing openai>=3 a legacy `httpx` client costs O(connections^2) per request in httpcore's pool
+    bookkeeping, which at 64 connections used more CPU than the requests themselves."""
+    limits = type(openai.DEFAULT_CONNECTION_LIMITS)(max_connections=connections,
+                                                   max_keepalive_connections=connections)
     return openai.DefaultAsyncHttpxClient(limits=limits, timeout=spec.timeout_s, follow_redirects=False)
 
 
 class OpenAIBackend:
+    """One SDK client per `POOL_SIZE` allowed in-flight requests; each request goes to the least
+    busy one. A connection pool scans all its connections (probing each idle socket) on every
+    request and every response, so one pool of 64 connections spent more CPU on bookkeeping than on
+    HTTP; pools of 8 keep that cost flat as `max_concurrency` grows (bench/lm_overhead.py)."""
+
     def __init__(self, spec: ModelSpec) -> None:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
         self.max_concurrency = spec.max_concurrency
-        self._client = openai.AsyncOpenAI(
-            base_url=spec.base_url,
-            api_key=spec.read_api_key(),
-            max_retries=0,  # our retry loop owns retries, so each one is counted in the ledger
-            timeout=spec.timeout_s,
-            http_client=_http_client(spec),
-        )
+        api_key = spec.read_api_key()
+        sizes = [POOL_SIZE] * (spec.max_concurrency // POOL_SIZE)
+        if spec.max_concurrency % POOL_SIZE:
+            sizes.append(spec.max_concurrency % POOL_SIZE)
+        self._clients = [
+            openai.AsyncOpenAI(
+                base_url=spec.base_url,
+                api_key=api_key,
+                max_retries=0,  # our retry loop owns retries, so each one is counted in the ledger
+                timeout=spec.timeout_s,
+                http_client=_http_client(spec, size),
+            )
+            for size in sizes
+        ]
+        self._capacity = sizes
+        self._busy = [0] * len(sizes)
+
+    def _pick(self) -> int:
+        """The client with the most free connections."""
+        return max(range(len(self._clients)), key=lambda i: self._capacity[i] - self._busy[i])
 
     def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is None or self.spec.structured_output == "none":
@@ -64,7 +80,12 @@ class OpenAIBackend:
             # The SDK's low-level POST: same URL, headers, auth and error classes as
             # `chat.completions.create`, without its per-call parameter transform and response model
             # construction, which cost more CPU than the HTTP exchange itself (bench/lm_overhead.py).
-            raw = await self._client.post("/chat/completions", body=kwargs, cast_to=bytes)
+            index = self._pick()
+            self._busy[index] += 1
+            try:
+                raw = await self._clients[index].post("/chat/completions", body=kwargs, cast_to=bytes)
+            finally:
+                self._busy[index] -= 1
         except openai.RateLimitError as exc:
             raise RetryableError(
                 f"rate limited (429) by {self.spec.base_url}",
@@ -113,4 +134,5 @@ class OpenAIBackend:
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._clients:
+            await client.close()

@@ -1,0 +1,69 @@
+"""The command line: clear one-paragraph errors with exit code 2, no tracebacks; export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from decoevo.cli import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["run", "--method", "nope"], "unknown method 'nope'"),
+    (["run", "--set", "hyper.epsilonn=0.1"], "hyper.epsilonn: unknown key"),
+    (["run", "--set", "hyper.epsilon=-1"], "hyper.epsilon"),
+    (["run", "--set", "splits.train=0"], "'train' is empty"),
+    (["run", "--set", "splits.train=500"], "the data has 24"),
+    (["run", "--data", "/nonexistent/q.jsonl"], "file not found"),
+    (["run", "--set", "novalue"], "KEY=VALUE"),
+    (["run", "--preset", "huge"], "unknown preset"),
+    (["run", "--seeds", "a,b"], "comma-separated integers"),
+    (["resume", "/nonexistent/run"], "not a run directory"),
+    (["export", "/nonexistent/run"], "not a run directory"),
+])
+def test_bad_input_exits_2_with_a_message_and_no_traceback(args, fragment, tmp_path):
+    code, output = invoke(*args, *(["--runs-root", str(tmp_path)] if args[0] == "run" else []))
+    assert code == 2, output
+    assert fragment in " ".join(output.split()), output
+    assert "Traceback" not in output
+
+
+def test_malformed_dataset_line_is_named(tmp_path):
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": 3}\n')
+    code, output = invoke("run", "--data", str(data), "--runs-root", str(tmp_path))
+    assert code == 2 and "line 2" in output and "prompt" in output
+
+
+def test_config_file_with_unknown_key(tmp_path):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("method: decoevo\nhyperr:\n  steps: 2\n")
+    code, output = invoke("run", "--config", str(cfg), "--runs-root", str(tmp_path))
+    assert code == 2 and "hyperr: unknown key" in " ".join(output.split())
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path):
+    from decoevo.testing.server import free_port
+
+    code, output = invoke("run", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m",
+                          "--runs-root", str(tmp_path), "--set", "lm.models.default.max_retries=0")
+    assert code == 2 and "cannot connect" in output and "decoevo resume" in " ".join(output.split())
+
+
+def test_export_prints_the_final_solver_skill(tmp_path):
+    run = tmp_path / "r"
+    (run).mkdir()
+    (run / "checkpoint.json").write_text(json.dumps({"state": {"solver": {"text": "Be precise."}}}))
+    code, output = invoke("export", str(run))
+    assert code == 0 and output.strip() == "Be precise."
+    code, _ = invoke("export", str(run), "-o", str(tmp_path / "skill.md"))
+    assert code == 0 and (tmp_path / "skill.md").read_text() == "Be precise.\n"
