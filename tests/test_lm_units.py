@@ -43,6 +43,7 @@ def test_extract_json_variants():
     assert extract_json('{"a": 1}') == {"a": 1}
     assert extract_json('Sure! ```json\n{"a": 2}\n``` done') == {"a": 2}
     assert extract_json('prefix {"a": {"b": 3}} suffix {"c": 4}') == {"a": {"b": 3}}
+    assert extract_json('{"a": "two\n\nlines"}') == {"a": "two\n\nlines"}  # raw newlines in a string
     with pytest.raises(ValueError):
         extract_json("no json here")
     with pytest.raises(ValueError):

@@ -15,7 +15,7 @@ from .lm import LMConfig, LMError, ModelSpec
 from .lm.errors import ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-console = Console()
+console = Console(log_path=False)
 err_console = Console(stderr=True)
 
 

@@ -21,6 +21,11 @@ _REFUSAL = re.compile(
 )
 
 
+# strict=False accepts raw control characters (newlines, tabs) inside strings: grammar-constrained
+# decoders emit them, and they change no value.
+_DECODER = json.JSONDecoder(strict=False)
+
+
 def extract_json(text: str) -> Any:
     """Parse the JSON value in `text`: the whole text, a fenced block, or the first balanced object.
     Raises ValueError when there is none; never guesses a value."""
@@ -30,13 +35,13 @@ def extract_json(text: str) -> Any:
     start = stripped.find("{")
     if start >= 0:
         try:
-            obj, _ = json.JSONDecoder().raw_decode(stripped[start:])
+            obj, _ = _DECODER.raw_decode(stripped[start:])
             return obj
         except json.JSONDecodeError:
             pass
     for cand in candidates:
         try:
-            return json.loads(cand)
+            return _DECODER.decode(cand)
         except json.JSONDecodeError:
             continue
     raise ValueError("no JSON object found in the output")

@@ -3,6 +3,8 @@ adequacy u_q ∈ [0, 1], an evidence-grounded rationale ξ_q and a repair sugges
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from ..domain import QuestionView, Rubric
@@ -17,7 +19,8 @@ class StructuralOut(BaseModel):
                            json_schema_extra={"maxLength": 200})
     repair: str = Field(min_length=3, description="how rubric writing should change",
                         json_schema_extra={"maxLength": 160})
-    adequacy: int = Field(ge=0, le=10, description="0 = rubric misses what matters, 10 = complete")
+    adequacy: Literal[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = Field(
+        description="0 = rubric misses what matters, 10 = complete")
 
 
 class StructuralRecord(BaseModel):
