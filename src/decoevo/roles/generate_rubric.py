@@ -15,7 +15,7 @@ ROLE = "generate_rubric"
 
 
 class CriterionOut(BaseModel):
-    criterion: str = Field(min_length=3, max_length=500, json_schema_extra={"maxLength": 160})
+    criterion: str = Field(min_length=3, max_length=500, json_schema_extra={"maxLength": 120})
     weight: Literal[1, 2, 3, 4, 5]
 
 
