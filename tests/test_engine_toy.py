@@ -155,3 +155,15 @@ async def test_an_unusable_judge_output_voids_the_step_and_is_logged(tmp_path):
     failed = [e for e in engine.run.events() if e["event"] == "inner_step_failed"]
     assert len(failed) == 2 and failed[0]["category"] == "parse" and failed[0]["role"] == "judge"
     assert result.ledger.total().failures["parse"] >= 2
+
+
+async def test_per_criterion_judge_mode_gives_the_same_scores(tmp_path):
+    joint, _ = toy_engine(tmp_path, "skillopt", run_name="joint")
+    per, per_backend = toy_engine(tmp_path, "skillopt", run_name="per", judge_mode="per_criterion")
+    a, b = await joint.run_async(), await per.run_async()
+    assert a.state.solver == b.state.solver
+    titles = [(c.json_schema or {}).get("title") for c in per_backend.calls]
+    assert "CriterionVerdict" in titles and not any(str(t).startswith("JointVerdicts") for t in titles)
+    steps_a = [e for e in joint.run.events() if e["event"] == "inner_step"]
+    steps_b = [e for e in per.run.events() if e["event"] == "inner_step"]
+    assert [e["J_candidate"] for e in steps_a] == [e["J_candidate"] for e in steps_b]

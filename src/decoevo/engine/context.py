@@ -42,7 +42,8 @@ class EngineContext:
     run: RunDir
     seed: int
     spec_for: Callable[[str], str]
-    _rubrics: dict[tuple[int, str], asyncio.Task[Rubric]] = field(default_factory=dict)
+    # keyed by the skill's text, not its version: a rejected candidate and the next one share a number
+    _rubrics: dict[tuple[str, str], asyncio.Future[Rubric]] = field(default_factory=dict)
 
     def rng(self, *parts: object) -> random.Random:
         """A generator seeded by the run seed and a label, so every draw is reproducible on resume."""
@@ -63,17 +64,17 @@ class EngineContext:
 
     # ---- primitives ------------------------------------------------------------------------------
     async def rubric(self, question: QuestionView, generator: Skill) -> Rubric:
-        """R_q(g): generated once per (generator version, question) and reused by every comparison."""
-        key = (generator.version, question.id)
+        """R_q(g): generated once per (generator skill, question) and reused by every comparison."""
+        key = (generator.text, question.id)
         if key not in self._rubrics:
             self._rubrics[key] = asyncio.ensure_future(
                 generate_rubric(self.lm, question, generator, max_criteria=self.hyper.max_criteria,
                                 params=self.params(self.hyper.max_tokens_rubric)))
         return await self._rubrics[key]
 
-    def forget_generator(self, version: int) -> None:
+    def forget_generator(self, generator: Skill) -> None:
         """Drop memoised rubrics of a rejected candidate (they stay in the request cache)."""
-        for key in [k for k in self._rubrics if k[0] == version]:
+        for key in [k for k in self._rubrics if k[0] == generator.text]:
             del self._rubrics[key]
 
     async def respond(self, question: QuestionView, solver: Skill, sample_index: int = 0,

@@ -78,6 +78,6 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
             "incumbent": old.__dict__, "candidate": new.__dict__, "decision": decision.__dict__,
             "incumbent_details": old_details, "candidate_details": new_details})
     if not decision.accepted:
-        ctx.forget_generator(candidate.version)
+        ctx.forget_generator(candidate)
     return OuterOutcome(round_idx, structural, contrastive, candidate, decision)
 

@@ -24,6 +24,16 @@ def _system(messages: list[dict[str, str]]) -> str:
     return messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
 
 
+def _verdict(criterion: str, response: str) -> dict[str, Any]:
+    if "English" in criterion:
+        level = 4
+    elif "safety" in criterion:
+        level = 4 if "safety" in response else 0
+    else:  # the rubric has no criterion on detail, so detail never changes the score
+        level = 2
+    return {"rationale": f"checked: {criterion[:30]}", "level": level}
+
+
 def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sample_index: int = 0) -> str:
     title = (schema or {}).get("title", "")
     user, system = _user(messages), _system(messages)
@@ -36,20 +46,13 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
             return json.dumps({"criteria": [{"criterion": "Is written in English", "weight": 5}]})
         return json.dumps({"criteria": [{"criterion": "Mentions safety and when to seek care", "weight": 3},
                                         {"criterion": "Gives a direct answer", "weight": 2}]})
-    if title.startswith("JointVerdicts"):
+    if title.startswith("JointVerdicts") or title == "CriterionVerdict":
+        response = user.split("<response>")[1].split("</response>")[0] if "<response>" in user else ""
+        if title == "CriterionVerdict":
+            return json.dumps(_verdict(user.split("Criterion: ")[1].split("\n")[0], response))
         n = int(title.removeprefix("JointVerdicts"))
         criteria = re.findall(r"^\d+\. \(weight [\d.]+\) (.*)$", user, re.MULTILINE)[:n]
-        response = user.split("<response>")[1].split("</response>")[0] if "<response>" in user else ""
-        verdicts = []
-        for c in criteria:
-            if "English" in c:
-                level = 4
-            elif "safety" in c:
-                level = 4 if "safety" in response else 0
-            else:  # the rubric has no criterion on detail, so detail never changes the score
-                level = 2
-            verdicts.append({"rationale": f"checked: {c[:30]}", "level": level})
-        return json.dumps({"verdicts": verdicts})
+        return json.dumps({"verdicts": [_verdict(c, response) for c in criteria]})
     if title == "SkillOut":
         return json.dumps({"analysis": "answers ignore safety", "skill": "SAFETY first: say when to seek care."})
     if title == "StructuralOut":
