@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.real_model, requires_model]
 
 SIZES = {"train": 2, "probe": 1, "solver_gate": 1, "generator_gate": 1}
 HYPER = {**PRESETS["quick"]["hyper"], "steps": 1, "batch_size": 1, "audit_every": 1, "rollouts": 2,
-         "tau_tie": 1.0, "max_criteria": 3, "max_tokens_solve": 96}
+         "tau_tie": 1.0, "max_criteria": 3, "max_tokens_solve": 96, "max_tokens_audit": 400}
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +45,14 @@ async def test_decoevo_on_the_embedded_model(tmp_path, shared_cache):
     assert {"solve", "generate_rubric", "judge", "rewrite_solver", "structural_audit",
             "contrastive_audit_blind"} <= roles
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
-    outer = [e for e in events if e["event"] == "outer_round"]
-    assert len(outer) == 1 and outer[0]["structural_records"] == 1
-    if outer[0].get("policy"):
-        assert outer[0]["policy"] == "pareto" and "solver_score" not in outer[0]["deltas"]
+    outer = [e for e in events if e["event"] in ("outer_round", "outer_round_failed")]
+    assert len(outer) == 1
+    if outer[0]["event"] == "outer_round":
+        assert outer[0]["structural_records"] == 1
+        if outer[0].get("policy"):
+            assert outer[0]["policy"] == "pareto" and "solver_score" not in outer[0]["deltas"]
+    else:  # a 135M model may still produce unusable output after repair: the round is voided, not scored
+        assert outer[0]["category"] in ("parse", "refusal") and result.state.generator.version == 0
 
 
 async def test_skillopt_and_sc_coevo_on_the_embedded_model(tmp_path, shared_cache):

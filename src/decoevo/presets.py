@@ -17,7 +17,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "hyper": {"steps": 2, "batch_size": 2, "audit_every": 2, "max_stalls": 2, "rollouts": 2,
                   "pairs_per_question": 1, "max_failures": 2, "max_criteria": 3, "tau_tie": 0.5,
                   "max_tokens_solve": 120, "max_tokens_rubric": 400, "max_tokens_judge": 400,
-                  "max_tokens_rewrite": 700, "max_tokens_audit": 250},
+                  "max_tokens_rewrite": 700, "max_tokens_audit": 400},
     },
     "default": {},
     "paper": {

@@ -19,8 +19,8 @@ from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL, structu
 from ..tasks.splits import Splits, make_splits
 from .config import RunConfig
 from .context import EngineContext
-from .inner import inner_step
-from .outer import outer_step
+from .inner import InnerOutcome, inner_step
+from .outer import OuterOutcome, outer_step
 from .policies import should_audit
 from .state import LoopState
 
@@ -163,14 +163,14 @@ class Engine:
         state.failed_steps += 1
         self._emit(kind, state, category=exc.category.value, role=exc.role, error=str(exc)[:500], **where)
 
-    def _after_inner(self, state: LoopState, inner: Any) -> None:
+    def _after_inner(self, state: LoopState, inner: InnerOutcome) -> None:
         data: dict[str, Any] = {"step": inner.step, "batch_scores": inner.batch_scores}
         if inner.decision is not None:
             d = inner.decision
             data.update(accepted=d.accepted, J_incumbent=d.incumbent, J_candidate=d.candidate, n=d.n)
         else:
             data.update(accepted=False, note="no failures under the current rubrics")
-        if inner.accepted:
+        if inner.accepted and inner.candidate is not None:
             self.run.save_skill(inner.candidate, state.solver)
             state.solver, state.consecutive_rejections = inner.candidate, 0
             state.solver_accepts += 1
@@ -181,13 +181,13 @@ class Engine:
         data["solver_version"] = state.solver.version
         self._emit("inner_step", state, **data)
 
-    def _after_outer(self, state: LoopState, outer: Any) -> None:
+    def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
                                 "contrastive_records": len(outer.contrastive)}
         if outer.decision is not None:
             data.update(accepted=outer.decision.accepted, policy=outer.decision.policy,
                         reason=outer.decision.reason, deltas=outer.decision.deltas)
-        if outer.accepted:
+        if outer.accepted and outer.candidate is not None:
             self.run.save_skill(outer.candidate, state.generator)
             state.generator = outer.candidate
             state.generator_accepts += 1

@@ -89,8 +89,10 @@ class UsageLedger:
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> UsageLedger:
         ledger = cls()
-        for row in data.get("rows", []):  # type: ignore[union-attr]
-            assert isinstance(row, dict)
+        rows = data.get("rows", [])
+        if not isinstance(rows, list):
+            raise ValueError("ledger data has no list of rows")
+        for row in rows:
             fields = {k: v for k, v in row.items() if k not in {"role", "model", "tokens"}}
             ledger.rows[(row["role"], row["model"])] = UsageRow(**fields)
         return ledger

@@ -22,7 +22,7 @@ class CriterionOut(BaseModel):
 @cache
 def rubric_schema(max_criteria: int) -> type[BaseModel]:
     """Between 1 and max_criteria criteria; the grammar and the validator both enforce the bound."""
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"RubricOut{max_criteria}", criteria=(list[CriterionOut], Field(min_length=1, max_length=max_criteria)))
 
 

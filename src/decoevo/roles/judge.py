@@ -27,7 +27,7 @@ class CriterionVerdict(BaseModel):
 @cache
 def joint_schema(n: int) -> type[BaseModel]:
     """A schema with exactly n verdicts, so the grammar and the validator both enforce the count."""
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         f"JointVerdicts{n}", verdicts=(list[CriterionVerdict], Field(min_length=n, max_length=n))
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,7 +44,7 @@ class Splits:
         return {n: [q.id for q in getattr(self, n)] for n in SPLIT_NAMES}
 
 
-def check_disjoint(splits: dict[str, Sequence[Question]]) -> None:
+def check_disjoint(splits: Mapping[str, Sequence[Question]]) -> None:
     owner: dict[str, str] = {}
     for name, qs in splits.items():
         for q in qs:
