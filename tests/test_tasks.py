@@ -107,3 +107,17 @@ def test_split_errors():
     q = questions(2)
     with pytest.raises(ConfigError, match="both the train and the test split"):
         check_disjoint({"train": q, "test": q[:1]})
+
+
+@pytest.mark.parametrize("fmt,rel", [("writingbench", "writingbench/benchmark_all.jsonl"),
+                                     ("scholarqa_cs", "scholarqa_cs/test_configs_snippets.json"),
+                                     ("healthbench", "healthbench/healthbench_eval_500.jsonl")])
+def test_run_config_loads_every_benchmark_format(fmt, rel):
+    from decoevo.engine.config import DataConfig
+    from decoevo.tasks.load import load_questions
+
+    path = SHARED_DATA / rel
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    questions = load_questions(DataConfig(path=str(path), format=fmt, limit=5))
+    assert len(questions) == 5 and all(q.gold is not None for q in questions)

@@ -172,7 +172,8 @@ def run(
     config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
     method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
     data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file. Default: bundled sample."),
-    fmt: str = typer.Option(None, "--format", help="jsonl or healthbench"),
+    fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
+                            "researchqa, llmeval_med or eqbench_cw"),
     task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),

@@ -52,7 +52,8 @@ class DataConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
-    format: Literal["jsonl", "healthbench"] = "jsonl"
+    format: Literal["jsonl", "healthbench", "writingbench", "scholarqa_cs", "researchqa", "llmeval_med",
+                    "eqbench_cw"] = "jsonl"
     task: str | None = Field(None, description="task family for the structural spec; default from the data")
     task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
     limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from ..domain import Question
 from ..engine.config import DataConfig
-from .loaders import load_healthbench, load_jsonl_questions
+from .benchmarks import BENCHMARKS
+from .loaders import load_jsonl_questions
 
 
 def load_questions(data: DataConfig) -> list[Question]:
-    if data.format == "healthbench":
-        questions = load_healthbench(data.path)
-    else:
+    if data.format == "jsonl":
         questions = load_jsonl_questions(data.path, task=data.task or "generic")
+    else:
+        questions = BENCHMARKS[data.format](data.path)
     if data.task:
         questions = [q.model_copy(update={"task": data.task}) for q in questions]
     if data.limit:
