@@ -17,9 +17,10 @@ def toy_questions(n: int = 16) -> list[Question]:
                                task="healthbench") for i in range(n)]
 
 
-def toy_config(method: str, **hyper: Any) -> Any:
+def toy_config(method: str, budget_match: str | None = None, **hyper: Any) -> Any:
     return config_from_dict({
         "method": method, "seed": 7, "data": {"path": "unused.jsonl"},
+        "budget": {"match_run": budget_match} if budget_match else {},
         "splits": {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3},
         "hyper": {"steps": 2, "batch_size": 2, "audit_every": 1, "rollouts": 4, "concurrency": 4, **hyper},
     })

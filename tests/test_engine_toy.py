@@ -71,6 +71,14 @@ async def test_decoevo_path_never_reaches_the_solver_score(tmp_path, monkeypatch
 @pytest.mark.parametrize("method", sorted(METHODS))
 async def test_every_method_runs(tmp_path, method):
     hyper = {"budget_step_cap": 2} if method == "budget_matched" else {}
+    if method == "budget_matched":  # without a budget the control is refused
+        from decoevo.lm.errors import ConfigError
+
+        with pytest.raises(ConfigError, match="needs a budget"):
+            toy_engine(tmp_path, method, **hyper)
+        reference, _ = toy_engine(tmp_path, "decoevo", run_name="paired")
+        await reference.run_async()
+        hyper["budget_match"] = str(tmp_path / "paired")
     engine, backend = toy_engine(tmp_path, method, **hyper)
     result = await engine.run_async()
     spec = METHODS[method]
@@ -82,6 +90,9 @@ async def test_every_method_runs(tmp_path, method):
     assert ("StructuralOut" in titles) == (spec.structural_audit and spec.runs_audits)
     assert ("PreferenceOut" in titles) == (spec.contrastive_audit and spec.runs_audits)
     assert ("GeneratorSkillOut" in titles) == (spec.evolve_generator and spec.distill)
+    if method == "budget_matched":  # it spent (up to) the paired DecoEvo run's calls, in more steps
+        paired = json.loads((tmp_path / "paired" / "ledger.json").read_text())["total"]
+        assert result.ledger.total().calls <= paired["calls"] and result.state.next_step > 2
     if method == "no_verification":
         assert result.state.generator_accepts >= 1
     if method == "task_prior":

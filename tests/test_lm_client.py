@@ -184,3 +184,24 @@ async def test_on_call_observer_sees_paid_calls_and_hits(make_lm):
     await lm.complete(MSGS, role="solve")
     assert [r.cached for r in seen] == [False, True]
     assert seen[0].key == seen[1].key and seen[0].completion_tokens >= 1
+
+
+async def test_hits_on_answers_paid_by_another_run_are_inherited_not_free(make_lm, cache):
+    from decoevo.lm import LM, LMConfig
+    from decoevo.testing.scripted import ScriptedBackend
+
+    first, _ = make_lm(lambda r: "paid once")
+    await first.complete(MSGS, role="solve")
+    await first.complete(MSGS, role="solve")  # an in-run hit: free for this run too
+    row = first.ledger.rows[("solve", "default")]
+    assert (row.calls, row.cache_hits, row.inherited_calls) == (1, 1, 0)
+
+    backend = ScriptedBackend(lambda r: "never called")
+    second = LM(LMConfig(), backends={"default": backend}, cache=cache, budget=Budget(max_calls=1))
+    await second.complete(MSGS, role="solve")  # answered by the first run's cache entry
+    await second.complete(MSGS, role="solve")
+    row = second.ledger.rows[("solve", "default")]
+    assert (row.calls, row.cache_hits, row.inherited_calls) == (0, 2, 1) and row.inherited_tokens > 0
+    assert row.effective_calls == 1 and not backend.calls
+    with pytest.raises(BudgetExceeded):  # what this run would cost alone counts against its budget
+        await second.complete([Message("user", "new")], role="solve")

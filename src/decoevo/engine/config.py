@@ -46,6 +46,8 @@ class BudgetConfig(BaseModel):
 
     max_calls: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    match_run: str | None = Field(None, description="a run directory whose paid calls and tokens become the "
+                                  "budget (the Budget-Matched control against a paired DecoEvo run)")
 
 
 class DataConfig(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from ..domain import Question, QuestionView, Skill
 from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
 from ..methods import MethodSpec, get_method
+from ..lm.errors import ConfigError
 from ..store import RunDir
 from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
@@ -44,6 +46,21 @@ def _both(first: Callable[[CallRecord], None], second: Callable[[CallRecord], No
         second(record)
 
     return call
+
+
+def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
+    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control)."""
+    calls, tokens = config.budget.max_calls, config.budget.max_tokens
+    if config.budget.match_run:
+        ledger_path = Path(config.budget.match_run) / "ledger.json"
+        if not ledger_path.is_file():
+            raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
+        total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
+        calls, tokens = calls or total.calls, tokens or total.tokens
+    if method.budget_matched and calls is None and tokens is None:
+        raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
+                          "directory, or budget.max_calls / budget.max_tokens")
+    return Budget(calls, tokens)
 
 
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
@@ -85,7 +102,7 @@ class Engine:
         self.method = get_method(config.method)
         self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         self.lm = lm or LM(config.lm)
-        self.lm.budget = Budget(config.budget.max_calls, config.budget.max_tokens)
+        self.lm.budget = resolve_budget(config, self.method)
         self.lm.on_call = self.run.record_call if on_call is None else _both(self.run.record_call, on_call)
         self.observer = observer
         self.questions = questions if questions is not None else load_questions(config.data)
@@ -107,6 +124,7 @@ class Engine:
         checkpoint = self.run.load_checkpoint() if resume else None
         if checkpoint is not None:
             self.lm.ledger = UsageLedger.from_dict(checkpoint["ledger"])
+            self.lm.own_keys |= {c["key"] for c in self.run.read_jsonl("calls.jsonl")}
             state = LoopState.model_validate(checkpoint["state"])
             self._emit("resume", state, next_step=state.next_step)
             return state

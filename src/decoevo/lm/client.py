@@ -50,11 +50,12 @@ class Budget:
     max_tokens: int | None = None
 
     def check(self, ledger: UsageLedger) -> None:
+        # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
         total = ledger.total()
-        if self.max_calls is not None and total.calls >= self.max_calls:
-            raise BudgetExceeded(f"call budget reached: {total.calls} of {self.max_calls} paid calls used")
-        if self.max_tokens is not None and total.tokens >= self.max_tokens:
-            raise BudgetExceeded(f"token budget reached: {total.tokens} of {self.max_tokens} tokens used")
+        if self.max_calls is not None and total.effective_calls >= self.max_calls:
+            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used")
+        if self.max_tokens is not None and total.effective_tokens >= self.max_tokens:
+            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used")
 
 
 def repair_params(params: GenParams, repair: int) -> GenParams:
@@ -100,6 +101,8 @@ class LM:
         self._sleep = sleep
         self.on_call = on_call
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        # Request keys this run has obtained (paid, or inherited once); restored on resume.
+        self.own_keys: set[str] = set()
 
     # ---- routing -------------------------------------------------------------------------------
     def backend(self, model_name: str) -> Backend:
@@ -206,12 +209,12 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self._record_hit(role, model_name, key)
+                self._record_hit(role, model_name, key, hit)
                 return hit, True
         pending = self._inflight.get(key)
         if pending is not None:  # the same request is already being paid for: share its answer
             completion = await asyncio.shield(pending)
-            self._record_hit(role, model_name, key)
+            self._record_hit(role, model_name, key, None)
             return completion, True
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -224,6 +227,7 @@ class LM:
         finally:
             self._inflight.pop(key, None)
         future.set_result(completion)
+        self.own_keys.add(key)
         if self.cache is not None:
             self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
@@ -231,8 +235,12 @@ class LM:
                                     completion.completion_tokens))
         return completion, False
 
-    def _record_hit(self, role: str, model_name: str, key: str) -> None:
-        self.ledger.record_hit(role, model_name)
+    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None) -> None:
+        inherited = None
+        if hit is not None and key not in self.own_keys:
+            inherited = hit.prompt_tokens + hit.completion_tokens
+            self.own_keys.add(key)
+        self.ledger.record_hit(role, model_name, inherited)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, True, 0, 0))
 
@@ -241,7 +249,7 @@ class LM:
     ) -> Completion:
         policy = self._retry_policy(model_name)
         async with self._semaphore(model_name, backend):
-            self.budget.check(self.ledger)
+            self.budget.check(self.ledger)  # before paying; cache hits above are never refused
             attempt = 0
             while True:
                 started = time.monotonic()

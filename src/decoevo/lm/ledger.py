@@ -18,11 +18,23 @@ class UsageRow:
     latency_s: float = 0.0
     retries: int = 0
     repairs: int = 0
+    # Cache hits on answers another run paid for: free here, but a fresh run would have paid them, so
+    # budgets and cost comparisons count them (`effective_*`).
+    inherited_calls: int = 0
+    inherited_tokens: int = 0
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def effective_calls(self) -> int:
+        return self.calls + self.inherited_calls
+
+    @property
+    def effective_tokens(self) -> int:
+        return self.tokens + self.inherited_tokens
 
     def add(self, other: UsageRow) -> None:
         self.calls += other.calls
@@ -32,6 +44,8 @@ class UsageRow:
         self.latency_s += other.latency_s
         self.retries += other.retries
         self.repairs += other.repairs
+        self.inherited_calls += other.inherited_calls
+        self.inherited_tokens += other.inherited_tokens
         for k, v in other.failures.items():
             self.failures[k] = self.failures.get(k, 0) + v
 
@@ -50,8 +64,13 @@ class UsageLedger:
         r.completion_tokens += completion_tokens
         r.latency_s += latency_s
 
-    def record_hit(self, role: str, model: str) -> None:
-        self.row(role, model).cache_hits += 1
+    def record_hit(self, role: str, model: str, inherited_tokens: int | None = None) -> None:
+        """A cache hit; `inherited_tokens` is set when the answer was paid for outside this run."""
+        r = self.row(role, model)
+        r.cache_hits += 1
+        if inherited_tokens is not None:
+            r.inherited_calls += 1
+            r.inherited_tokens += inherited_tokens
 
     def record_retry(self, role: str, model: str) -> None:
         self.row(role, model).retries += 1
@@ -105,12 +124,12 @@ class UsageLedger:
         from rich.table import Table
 
         t = Table(title=title)
-        for col in ("role", "model", "calls", "hits", "in tok", "out tok", "sec",
+        for col in ("role", "model", "calls", "hits", "inherited", "in tok", "out tok", "sec",
                     "retry", "repair", "infra", "parse", "refusal"):
             t.add_column(col, justify="left" if col in ("role", "model") else "right")
         items = sorted(self.rows.items())
         for (role, model), r in [*items, (("TOTAL", ""), self.total())]:
-            t.add_row(role, model, str(r.calls), str(r.cache_hits), str(r.prompt_tokens),
+            t.add_row(role, model, str(r.calls), str(r.cache_hits), str(r.inherited_calls), str(r.prompt_tokens),
                       str(r.completion_tokens), f"{r.latency_s:.1f}", str(r.retries), str(r.repairs),
                       str(r.failures.get("infrastructure", 0)), str(r.failures.get("parse", 0)),
                       str(r.failures.get("refusal", 0)))
