@@ -12,8 +12,8 @@ from typing import Any
 from ..domain import Question, QuestionView, Skill
 from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
-from ..methods import MethodSpec, get_method
 from ..lm.errors import ConfigError
+from ..methods import MethodSpec, get_method
 from ..store import RunDir
 from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
