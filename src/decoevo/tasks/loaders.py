@@ -18,14 +18,19 @@ from ..domain import GoldItem, GoldRubric, Question, Turn
 from .errors import DatasetError
 
 
-def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_text_file(path: Path) -> str:
+    """A data file's text, or a DatasetError naming the problem (missing, or the line that is not UTF-8)."""
     if not path.is_file():
         raise DatasetError(path, None, None, "file not found")
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise DatasetError(path, line, None, "not valid UTF-8; re-save the file as UTF-8") from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    text = read_text_file(path)
     # split on "\n" only: str.splitlines() also splits on U+2028 and friends, which JSON strings may hold
     for n, raw in enumerate(text.split("\n"), 1):
         if not raw.strip():

@@ -16,16 +16,11 @@ from pydantic import ValidationError
 
 from ...domain import Question
 from ..errors import DatasetError
+from ..loaders import read_text_file
 
 
 def read_json(path: Path) -> Any:
-    if not path.is_file():
-        raise DatasetError(path, None, None, "file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise DatasetError(path, line, None, "not valid UTF-8; re-save the file as UTF-8") from None
+    text = read_text_file(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
