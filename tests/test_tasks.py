@@ -121,3 +121,15 @@ def test_run_config_loads_every_benchmark_format(fmt, rel):
         pytest.skip(f"{path} not present")
     questions = load_questions(DataConfig(path=str(path), format=fmt, limit=5))
     assert len(questions) == 5 and all(q.gold is not None for q in questions)
+
+
+def test_annotations_of_one_question_stay_in_one_split():
+    qs = [Question.from_text(f"c{i}", f"question {i // 2}").model_copy(update={"meta": {"question_key": str(i // 2)}})
+          for i in range(20)]
+    splits = make_splits(qs, SplitSizes(train=5, probe=2, solver_gate=3, generator_gate=2), seed=1)
+    where = {}
+    for name, ids in splits.ids().items():
+        for qid in ids:
+            where.setdefault(int(qid[1:]) // 2, set()).add(name)
+    assert all(len(names) == 1 for names in where.values())
+    assert len(splits.train) in (5, 6)

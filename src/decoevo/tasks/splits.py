@@ -56,19 +56,28 @@ def check_disjoint(splits: Mapping[str, Sequence[Question]]) -> None:
 
 def make_splits(questions: Sequence[Question], sizes: SplitSizes, seed: int,
                 required: Sequence[str] = REQUIRED) -> Splits:
-    """Shuffle by seed and cut in SPLIT_NAMES order; the same seed always gives the same splits."""
+    """Shuffle by seed and cut in SPLIT_NAMES order; the same seed always gives the same splits.
+
+    Questions sharing `meta["question_key"]` (one question annotated twice, as in ScholarQA-CS) move
+    together, so the same question never sits in two splits; a split may then get one extra question."""
     for name in required:
         if getattr(sizes, name) == 0:
             raise ConfigError(f"split '{name}' is empty; set splits.{name} to at least 1")
     if sizes.total() > len(questions):
         raise ConfigError(f"the splits ask for {sizes.total()} questions but the data has {len(questions)}; "
                           "reduce the split sizes or add questions")
-    order = sorted(questions, key=lambda q: q.id)
+    groups: dict[str, list[Question]] = {}
+    for q in sorted(questions, key=lambda q: q.id):
+        groups.setdefault(str(q.meta.get("question_key", q.id)), []).append(q)
+    order = [groups[k] for k in sorted(groups)]
     random.Random(seed).shuffle(order)
-    cut, start = {}, 0
+    cut: dict[str, tuple[Question, ...]] = {}
     for name in SPLIT_NAMES:
-        n = getattr(sizes, name)
-        cut[name] = tuple(order[start : start + n])
-        start += n
+        taken: list[Question] = []
+        while len(taken) < getattr(sizes, name) and order:
+            taken += order.pop(0)
+        if len(taken) < getattr(sizes, name):
+            raise ConfigError(f"not enough distinct questions left for the {name} split; reduce the split sizes")
+        cut[name] = tuple(taken)
     check_disjoint(cut)
     return Splits(**cut)
