@@ -157,10 +157,14 @@ class FaultProxy:
             if fault == "truncate":
                 content = content[: len(content) // 2]
             elif fault in OUTPUT_FAULTS and upstream.status_code == 200:
-                reply = json.loads(content)
-                message = reply["choices"][0]["message"]
-                message["content"] = break_content(fault, message.get("content") or "")
-                content = json.dumps(reply).encode()
+                try:
+                    reply = json.loads(content)
+                    message = reply["choices"][0]["message"]
+                    message["content"] = break_content(fault, message.get("content") or "")
+                    content = json.dumps(reply).encode()
+                except (ValueError, LookupError, TypeError, AttributeError):  # not a chat completion: as is
+                    with self._lock:
+                        self.injected[fault] -= 1
             out_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _SKIP_HEADERS}
             return Response(content, upstream.status_code, headers=out_headers)
 
