@@ -178,3 +178,23 @@ async def test_per_criterion_judge_mode_gives_the_same_scores(tmp_path):
     steps_a = [e for e in joint.run.events() if e["event"] == "inner_step"]
     steps_b = [e for e in per.run.events() if e["event"] == "inner_step"]
     assert [e["J_candidate"] for e in steps_a] == [e["J_candidate"] for e in steps_b]
+
+
+async def test_exhausted_retries_stop_the_run_with_a_record(tmp_path):
+    from decoevo.lm import InfrastructureError
+    from decoevo.testing import world
+    from decoevo.testing.scripted import ScriptedBackend
+
+    def script(request):
+        if (request.json_schema or {}).get("title") == "SkillOut":
+            return InfrastructureError("server gone")
+        return world.respond([m.as_dict() for m in request.messages], request.json_schema,
+                             request.params.sample_index)
+
+    engine, _ = toy_engine(tmp_path, "skillopt", backend=ScriptedBackend(script))
+    with pytest.raises(InfrastructureError):
+        await engine.run_async()
+    stop = [e for e in engine.run.events() if e["event"] == "stopped"]
+    assert stop and stop[0]["category"] == "infrastructure" and stop[0]["at_step"] == 0
+    ledger = json.loads((engine.run.path / "ledger.json").read_text())
+    assert ledger["total"]["failures"]["infrastructure"] == 1

@@ -205,3 +205,22 @@ async def test_hits_on_answers_paid_by_another_run_are_inherited_not_free(make_l
     assert row.effective_calls == 1 and not backend.calls
     with pytest.raises(BudgetExceeded):  # what this run would cost alone counts against its budget
         await second.complete([Message("user", "new")], role="solve")
+
+
+async def test_unusable_answers_are_evicted_so_a_later_call_can_succeed(make_lm, cache):
+    state = {"broken": True}
+    lm, _backend = make_lm(lambda r: '{"score": "garbled"' if state["broken"] else '{"score": 0.5, "rationale": "ok"}')
+    with pytest.raises(ParseError):
+        await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert len(cache) == 0  # nothing unusable is kept for replay
+    state["broken"] = False  # the transient cause is gone
+    result = await lm.complete(MSGS, role="judge", schema=Verdict)
+    assert result.value.score == 0.5 and not result.cached
+
+
+async def test_repairs_answered_from_cache_are_not_counted_again(make_lm):
+    outputs = iter(['{"score": 7, "rationale": "x"}', '{"score": 0.7, "rationale": "x"}'])
+    lm, _ = make_lm(lambda r: next(outputs))
+    await lm.complete(MSGS, role="judge", schema=Verdict)
+    await lm.complete(MSGS, role="judge", schema=Verdict)  # replays both answers from the cache
+    assert lm.ledger.rows[("judge", "default")].repairs == 1

@@ -70,7 +70,11 @@ class EngineContext:
             self._rubrics[key] = asyncio.ensure_future(
                 generate_rubric(self.lm, question, generator, max_criteria=self.hyper.max_criteria,
                                 params=self.params(self.hyper.max_tokens_rubric)))
-        return await self._rubrics[key]
+        try:
+            return await self._rubrics[key]
+        except BaseException:
+            self._rubrics.pop(key, None)  # a failed generation is not memoised: the next step may ask again
+            raise
 
     def forget_generator(self, generator: Skill) -> None:
         """Drop memoised rubrics of a rejected candidate (they stay in the request cache)."""

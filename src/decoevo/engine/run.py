@@ -172,6 +172,11 @@ class Engine:
         except BudgetExceeded as exc:
             state.stopped = str(exc)
             self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step)
+        except LMError as exc:  # e.g. retries exhausted: record why the run stopped, then let the caller report
+            self._emit("stopped", state, category=exc.category.value, role=exc.role, error=str(exc)[:500],
+                       at_step=state.next_step)
+            self.run.write_json("ledger.json", self.lm.ledger.to_dict())
+            raise
         self._finish(state)
         return RunResult(self.run.path, state, self.lm.ledger)
 

@@ -96,6 +96,9 @@ class RequestCache:
             ),
         )
 
+    def delete(self, keys: list[str]) -> None:
+        self._conn().executemany("DELETE FROM completions WHERE key=?", [(k,) for k in keys])
+
     def __len__(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM completions").fetchone()[0])
 

@@ -152,8 +152,10 @@ class LM:
         all_cached = True
         started = time.monotonic()
         last_text, problem = "", ""
+        keys: list[str] = []
         for attempt in range(self.config.max_repairs + 1):
             request = BackendRequest(model=model_name, messages=msgs, params=call_params, json_schema=json_schema)
+            keys.append(request_key(backend.identity, request))
             completion, cached = await self._fetch(backend, model_name, role, request)
             all_cached &= cached
             if not cached:
@@ -176,7 +178,8 @@ class LM:
                 if completion.finish_reason == "length":
                     problem += " (the reply was cut off at the token limit; keep every field short)"
                 if attempt < self.config.max_repairs:
-                    self.ledger.record_repair(role, model_name)
+                    if not cached:  # a replayed repair was counted when it was paid for
+                        self.ledger.record_repair(role, model_name)
                     msgs = repair_messages(original, completion.text, problem, json_schema or {})
                     call_params = repair_params(params, attempt + 1)
                 continue
@@ -192,6 +195,10 @@ class LM:
                 model=model_name,
             )
         self.ledger.record_failure(role, model_name, error.category)
+        # Forget the unusable answers: replaying them would fail this call again in every later run and
+        # after resume, though the cause (a garbled transfer, a sampling accident) may have passed.
+        if self.cache is not None:
+            self.cache.delete(keys)
         raise error
 
     async def structured(
