@@ -8,6 +8,7 @@ Plain JSONL, one question per line:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,38 @@ def _turns(path: Path, line: int, prompt: Any) -> tuple[Turn, ...]:
     raise DatasetError(path, line, "prompt", "must be a non-empty string or a list of {role, content} turns")
 
 
+def _gold(path: Path, line: int, g: Any) -> GoldRubric:
+    """A user's gold rubric: {"scheme": "weighted", "items": [{"text": "...", "points": 2}, ...]}."""
+    items = g.get("items") if isinstance(g, dict) else None
+    if not isinstance(items, list) or not items:
+        raise DatasetError(path, line, "gold.items", "a gold rubric needs at least one item")
+    scheme = g.get("scheme", "weighted")
+    if not isinstance(scheme, str) or not scheme.strip():
+        raise DatasetError(path, line, "gold.scheme", "must be a non-empty string, e.g. \"weighted\"")
+    out = []
+    for i, item in enumerate(items):
+        where = f"gold.items[{i}]"
+        if not isinstance(item, dict):
+            raise DatasetError(path, line, where, 'must be a JSON object {"text": "...", "points": 2}')
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise DatasetError(path, line, f"{where}.text", "must be a non-empty string")
+        points = item.get("points", 1.0)
+        if isinstance(points, bool) or not isinstance(points, int | float) or not math.isfinite(points):
+            raise DatasetError(path, line, f"{where}.points", "must be a number")
+        try:
+            out.append(GoldItem(**item))
+        except (TypeError, ValidationError) as exc:
+            errors = exc.errors() if isinstance(exc, ValidationError) else []
+            name = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+            problem = errors[0]["msg"] if errors else "has an unexpected field"
+            raise DatasetError(path, line, f"{where}.{name}" if name else where, problem) from None
+    if scheme == "weighted" and not any(item.points > 0 for item in out):
+        raise DatasetError(path, line, "gold.items", "a weighted gold rubric needs at least one item with "
+                           "positive points (negative points mark what to avoid)")
+    return GoldRubric(scheme=scheme, items=tuple(out))
+
+
 def _build(path: Path, line: int, **fields: Any) -> Question:
     try:
         return Question(**fields)
@@ -82,16 +115,7 @@ def load_jsonl_questions(path: Path | str, task: str = "generic") -> list[Questi
         for key in ("id", "prompt"):
             if key not in obj:
                 raise DatasetError(path, n, key, "is missing")
-        gold = None
-        if obj.get("gold") is not None:
-            g = obj["gold"]
-            items = g.get("items") if isinstance(g, dict) else None
-            if not items:
-                raise DatasetError(path, n, "gold.items", "a gold rubric needs at least one item")
-            try:
-                gold = GoldRubric(scheme=g.get("scheme", "weighted"), items=tuple(GoldItem(**i) for i in items))
-            except (TypeError, ValidationError) as exc:
-                raise DatasetError(path, n, "gold.items", f"items need text and points: {exc}") from None
+        gold = _gold(path, n, obj["gold"]) if obj.get("gold") is not None else None
         out.append((n, _build(path, n, id=str(obj["id"]), task=obj.get("task", task),
                               turns=_turns(path, n, obj["prompt"]), gold=gold, meta=obj.get("meta", {}))))
     if not out:
