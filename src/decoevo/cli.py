@@ -205,7 +205,7 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     if preset not in PRESETS:
         fail(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
     base: dict[str, Any] = deep_merge({}, PRESETS[preset])
-    source = "flags"
+    source = "the command-line flags"
     if config_file is not None:
         if not config_file.is_file():
             fail(f"config file {config_file} not found")
@@ -224,6 +224,8 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         base["lm"]["models"] = lm.model_dump(mode="json")["models"]
         base["lm"]["use_cache"] = not no_cache
     over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
+    if over:  # name every place a bad key may come from
+        source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
     for seed in _seeds(seeds):
         config = config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source)
         stem = Path(config.data.path).stem.split(".")[0]
