@@ -10,7 +10,7 @@ run's final solver and generator skills equal the uninterrupted run's, the reque
 same body, and whether calls.jsonl / events.jsonl parse line by line (no torn line) right after the kill
 and after the resume. Each kill uses its own fresh request cache, so nothing is served from an earlier run.
 
-    .venv/bin/python bench/crash_resume.py                       # 20 kills, seed 11, 3 steps
+    .venv/bin/python bench/crash_resume.py                       # 30 kills, seed 11, 3 steps
     .venv/bin/python bench/crash_resume.py --kills 40 --seed 5
 """
 
@@ -64,7 +64,7 @@ def final_state(run_dir: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--kills", type=int, default=30)
     parser.add_argument("--seed", type=int, default=11, help="seeds the kill points")
     parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args()
