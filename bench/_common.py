@@ -47,7 +47,8 @@ def process_cpu_s(pid: int) -> float:
 def wait_until_quiet(max_busy: float = 0.1, timeout_s: float = 0.0, window_s: float = 2.0) -> float | None:
     """Wait (up to timeout_s) until the machine is less than `max_busy` busy over `window_s`;
     returns the last measured busy fraction (None where /proc/stat is unavailable)."""
-    deadline = time.monotonic() + timeout_s
+    start = time.monotonic()
+    told = False
     while True:
         before, t0 = busy_cpu_s(), time.monotonic()
         time.sleep(window_s)
@@ -55,9 +56,13 @@ def wait_until_quiet(max_busy: float = 0.1, timeout_s: float = 0.0, window_s: fl
         if before is None or after is None:
             return None
         busy = (after - before) / ((time.monotonic() - t0) * (os.cpu_count() or 1))
-        if busy < max_busy or time.monotonic() >= deadline:
+        if busy < max_busy or time.monotonic() - start >= timeout_s:
+            if told:
+                print(f"  waited {time.monotonic() - start:.0f}s for other work to stop (now {busy:.0%} busy)")
             return round(busy, 3)
-        print(f"  machine {busy:.0%} busy with other work; waiting for it to go quiet", flush=True)
+        if not told:
+            print(f"  machine {busy:.0%} busy with other work; waiting up to {timeout_s:.0f}s", flush=True)
+            told = True
 
 
 class ForeignLoad:

@@ -15,17 +15,17 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from _common import RESULTS, ForeignLoad, machine, wait_until_quiet
+
 from decoevo.lm import LM, GenParams, LMConfig, Message, ModelSpec
 from decoevo.lm.local import available_cores, default_gguf_path
 
-RESULTS = Path(__file__).resolve().parent / "results"
 PROMPT = [
     Message("system", "You are a patient teacher who explains things at length."),
     Message("user", "Explain in detail how a steam engine works, step by step, with its history, "
@@ -85,13 +85,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     _, lm_text = await time_lm(lm, params)
     _, raw_text = time_raw(raw, params)
     samples: dict[str, list[Sample]] = {"decoevo": [], "raw": []}
-    for i in range(args.repeats):
-        order = ("decoevo", "raw") if i % 2 == 0 else ("raw", "decoevo")
-        for side in order:
-            sample, _ = await time_lm(lm, params) if side == "decoevo" else time_raw(raw, params)
-            samples[side].append(sample)
-            print(f"  repeat {i + 1} {side:>7}: {sample.tokens} tokens in {sample.seconds:.3f}s "
-                  f"= {sample.tok_s:.1f} tok/s", flush=True)
+    cores, discarded, i = os.cpu_count() or 1, 0, 0
+    while len(samples["raw"]) < args.repeats:
+        wait_until_quiet(timeout_s=args.quiet_timeout)
+        pair: list[Sample] = []
+        with ForeignLoad() as load:  # one pair, in alternating order, timed under the same conditions
+            for side in ("decoevo", "raw") if i % 2 == 0 else ("raw", "decoevo"):
+                pair.append((await time_lm(lm, params) if side == "decoevo" else time_raw(raw, params))[0])
+        i += 1
+        seconds = sum(p.seconds for p in pair)
+        if load.foreign_s is not None and load.foreign_s > args.max_foreign * seconds * cores \
+                and discarded < args.max_discards:
+            discarded += 1
+            print(f"  discarded a pair: other processes used {load.foreign_s:.2f} CPU s", flush=True)
+            continue
+        for sample in pair:
+            samples[sample.side].append(sample)
+            print(f"  repeat {len(samples[sample.side])} {sample.side:>7}: {sample.tokens} tokens in "
+                  f"{sample.seconds:.3f}s = {sample.tok_s:.1f} tok/s", flush=True)
     await lm.aclose()
     ours, theirs = summary(samples["decoevo"]), summary(samples["raw"])
     return {
@@ -105,9 +116,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "decoevo": ours,
         "raw": theirs,
         "ratio": round(ours["median_tok_s"] / theirs["median_tok_s"], 4),
+        "pair_ratio_median": round(statistics.median(
+            a.tok_s / b.tok_s for a, b in zip(samples["decoevo"], samples["raw"], strict=True)), 4),
+        "discarded_pairs": discarded,
         "samples": {side: [asdict(s) for s in ss] for side, ss in samples.items()},
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "loadavg_1m_at_end": round(os.getloadavg()[0], 2)},
+        "machine": machine(),
     }
 
 
@@ -117,6 +130,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7, help="timed calls per side; medians are reported")
     ap.add_argument("--threads", type=int, default=available_cores(), help="n_threads for both sides")
     ap.add_argument("--n-ctx", type=int, default=ModelSpec().n_ctx, help="context size for both sides")
+    ap.add_argument("--quiet-timeout", type=float, default=900.0,
+                    help="before each pair wait up to this many seconds for other CPU load to stop")
+    ap.add_argument("--max-foreign", type=float, default=0.05,
+                    help="discard a pair if other processes used more than this share of all cores")
+    ap.add_argument("--max-discards", type=int, default=20, help="then noisy pairs are kept")
     ap.add_argument("--out", type=Path, default=RESULTS / "decode_speed.json")
     args = ap.parse_args()
     res = asyncio.run(run(args))
@@ -126,7 +144,8 @@ def main() -> None:
     for side, label in (("raw", "llama_cpp.Llama"), ("decoevo", "decoevo.lm (local)")):
         s = res[side]
         print(f"{label:>22} {s['median_tokens']:>7} {s['median_seconds']:>8.3f} {s['median_tok_s']:>7.1f}")
-    print(f"ratio decoevo/raw: {res['ratio']:.3f} (target >= 0.90); identical text: {res['same_text']}")
+    print(f"ratio decoevo/raw of the medians: {res['ratio']:.3f}, median of per-pair ratios: "
+          f"{res['pair_ratio_median']:.3f} (target >= 0.90); identical text: {res['same_text']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"wrote {args.out}")
