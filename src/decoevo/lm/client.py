@@ -183,7 +183,7 @@ class LM:
                     msgs = repair_messages(original, completion.text, problem, json_schema or {})
                     call_params = repair_params(params, attempt + 1)
                 continue
-            return CallResult(**{**result.__dict__, "value": value})
+            return replace(result, value=value)
         error: LMError
         if looks_like_refusal(last_text):
             error = RefusalError(f"{role}: the model declined: {last_text[:200]!r}", role=role, model=model_name)
