@@ -112,6 +112,14 @@ def _overrides(method: str | None, data: str | None, fmt: str | None, task: str 
     return out
 
 
+def _absolute_paths(config: Any) -> Any:
+    """Data and spec paths made absolute, so `decoevo eval` finds them from any directory later."""
+    data = config.data
+    update = {k: str(Path(v).resolve()) for k, v in (("path", data.path), ("task_spec", data.task_spec))
+              if v and Path(v).exists()}
+    return config.model_copy(update={"data": data.model_copy(update=update)}) if update else config
+
+
 def _seeds(seeds: str) -> list[int]:
     try:
         return [int(s) for s in seeds.split(",") if s.strip()]
@@ -227,7 +235,7 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
     for seed in _seeds(seeds):
-        config = config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source)
+        config = _absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or f"{config.method}-{stem}-s{seed}")
         if (run_dir / "config.yaml").exists():
