@@ -264,3 +264,10 @@ def test_flags_alone_make_a_grid(tmp_path):
     assert len(plan(spec, tmp_path / "SW")) == 4
     code, out = sweep(tmp_path / "SW", "--format", "healthbench")
     assert code == 2 and "pass --data too" in out
+
+
+def test_ray_without_the_extra_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
+    spec = write_spec(tmp_path / "grid.yaml", "http://127.0.0.1:9", ["skillopt"], [0])
+    code, out = sweep(tmp_path / "SW", "--spec", spec, "--ray-address", "auto")
+    assert code == 2 and "pip install 'decoevo[ray]'" in " ".join(out.split()), out

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .lm import LMConfig, LMError, ModelSpec
@@ -26,7 +27,7 @@ def _root() -> None:
 
 def fail(message: str, code: int = 2) -> None:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
     raise typer.Exit(code)
 
 
@@ -319,7 +320,7 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
     failed = book.failed()
     if failed:
         for cell_id, status in failed.items():
-            err_console.print(f"[red]failed[/] {cell_id}: {status.error}", highlight=False)
+            err_console.print(f"[red]failed[/] {cell_id}: {escape(status.error or '')}", highlight=False)
         raise typer.Exit(1)
 
 

@@ -13,6 +13,7 @@ post-run step whose output file is missing.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -66,18 +67,26 @@ def child_env(request: CellRequest) -> dict[str, str]:
     # llama.cpp's OpenMP pool: two cells that each take every core slow each other several-fold.
     env["OMP_NUM_THREADS"] = str(request.threads)
     env.setdefault("COLUMNS", "160")  # the log is a file; let rich's tables keep their columns
+    env["PYTHONUNBUFFERED"] = "1"  # the log follows the cell live (`tail -f`) and keeps its last lines on a kill
     return env
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    """Linux: the cell process gets SIGTERM when the process that started it dies (a killed sweep or
-    a cancelled Ray task), instead of running on as an orphan that still holds cores."""
+def _parent_death_signal() -> Callable[[], None] | None:
+    """Linux: a function that makes the calling (child) process get SIGTERM when the process that started
+    it dies (a killed sweep, a cancelled Ray task), instead of running on as an orphan that holds cores.
+    libc is loaded here, in the parent: the function runs between fork and exec, where importing or
+    allocating could deadlock on a lock another thread held at the fork."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+    return lambda: prctl(pr_set_pdeathsig, sigterm)
+
+
+_DIE_WITH_PARENT = _parent_death_signal()
 
 
 def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[bytes]], None] | None = None
@@ -92,11 +101,10 @@ def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[byte
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} cell {request.cell_id} on {os.uname().nodename}, "
                   f"{request.threads} thread(s) ===\n".encode())
         log.flush()
-        preexec = _die_with_parent if sys.platform.startswith("linux") else None
         proc = subprocess.Popen([sys.executable, "-m", "decoevo.sweep.worker", request.model_dump_json()],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=child_env(request), cwd=request.cwd if request.cwd and
-                                Path(request.cwd).is_dir() else None, preexec_fn=preexec)
+                                Path(request.cwd).is_dir() else None, preexec_fn=_DIE_WITH_PARENT)
         if on_start is not None:
             on_start(proc)
         code = proc.wait()

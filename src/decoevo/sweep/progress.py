@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from .cell import CellOutcome
@@ -48,7 +49,7 @@ class SweepProgress:
                              + outcome.steps_run) or "nothing left to do"
             self.console.log(f"[green]✓[/] {cell.id}: {what} in {outcome.seconds:.1f}s")
         else:
-            self.console.log(f"[red]✗[/] {cell.id}: {error or (outcome.error if outcome else 'failed')}",
+            self.console.log(f"[red]✗[/] {cell.id}: {escape(error or (outcome.error if outcome else 'failed'))}",
                              highlight=False)
 
     def poll(self) -> None:
