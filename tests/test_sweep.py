@@ -128,10 +128,17 @@ def test_a_killed_sweep_resumes_its_unfinished_cell(tmp_path, server, cache, mon
     kinds = [e["event"] for e in events(run)]
     assert "resume" in kinds and kinds[-1] == "finish" and kinds.count("inner_step") == 3
 
-    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "fresh.sqlite"))  # an uninterrupted reference, paid afresh
-    code, out = sweep(tmp_path / "REF", "--spec", spec)
+    # An uninterrupted reference, paid afresh, and described by flags alone: the same cell configuration.
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "fresh.sqlite"))
+    code, out = sweep(tmp_path / "REF", "--methods", "decoevo", "--seeds", "0", "--data", tmp_path / "toy.jsonl",
+                      "--task", "healthbench", "--preset", "default", "--base-url", f"{server.url}/v1",
+                      "--model", "toy", "--evaluate", "none", "--set", "lm.models.default.max_retries=0",
+                      "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3}",
+                      "--set", "hyper={steps: 3, batch_size: 2, audit_every: 1, rollouts: 4}")
     assert code == 0, out
-    reference = json.loads((tmp_path / "REF/runs/toy/decoevo-s0/checkpoint.json").read_text())["state"]
+    ref_run = tmp_path / "REF/runs/toy/decoevo-s0"
+    assert yaml.safe_load((ref_run / "config.yaml").read_text()) == yaml.safe_load((run / "config.yaml").read_text())
+    reference = json.loads((ref_run / "checkpoint.json").read_text())["state"]
     resumed = json.loads((run / "checkpoint.json").read_text())["state"]
     assert resumed["solver"] == reference["solver"] and resumed["generator"] == reference["generator"]
 

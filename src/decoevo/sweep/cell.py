@@ -1,7 +1,7 @@
 """One cell, run in a child process: train (new run or `decoevo resume`), then the post-run steps.
 
 `execute_cell` is what every executor calls, on whatever machine runs the cell: it starts
-`python -m decoevo.sweep.worker REQUEST` with the thread settings in its environment, appends the child's
+`python -m decoevo.sweep.worker` (the request on stdin) with the thread settings in its environment, appends the child's
 output to RUN/sweep.log, and returns the child's outcome. A child process per cell keeps one cell's
 OpenMP threads, memory and crashes away from the sweep and from the other cells; and the child does
 what `decoevo run` / `decoevo resume` do, through the same function (`cli._execute`).
@@ -101,12 +101,18 @@ def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[byte
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} cell {request.cell_id} on {os.uname().nodename}, "
                   f"{request.threads} thread(s) ===\n".encode())
         log.flush()
-        proc = subprocess.Popen([sys.executable, "-m", "decoevo.sweep.worker", request.model_dump_json()],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=child_env(request), cwd=request.cwd if request.cwd and
-                                Path(request.cwd).is_dir() else None, preexec_fn=_DIE_WITH_PARENT)
+        proc = subprocess.Popen([sys.executable, "-m", "decoevo.sweep.worker"], stdin=subprocess.PIPE,
+                                stdout=log, stderr=subprocess.STDOUT, env=child_env(request),
+                                cwd=request.cwd if request.cwd and Path(request.cwd).is_dir() else None,
+                                preexec_fn=_DIE_WITH_PARENT)
         if on_start is not None:
             on_start(proc)
+        assert proc.stdin is not None
+        try:  # the request on stdin: no size limit, and the configuration stays out of `ps`
+            proc.stdin.write(request.model_dump_json().encode())
+            proc.stdin.close()
+        except BrokenPipeError:  # the child died at start; its exit code tells
+            pass
         code = proc.wait()
     if outcome_file.is_file():
         outcome = CellOutcome.model_validate_json(outcome_file.read_text(encoding="utf-8"))

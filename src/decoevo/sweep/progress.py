@@ -49,8 +49,8 @@ class SweepProgress:
                              + outcome.steps_run) or "nothing left to do"
             self.console.log(f"[green]✓[/] {cell.id}: {what} in {outcome.seconds:.1f}s")
         else:
-            self.console.log(f"[red]✗[/] {cell.id}: {escape(error or (outcome.error if outcome else 'failed'))}",
-                             highlight=False)
+            reason = error or (outcome.error if outcome else None) or "failed"
+            self.console.log(f"[red]✗[/] {cell.id}: {escape(reason)}", highlight=False)
 
     def poll(self) -> None:
         for row, cell in self.rows.values():

@@ -1,4 +1,4 @@
-"""The cell process: `python -m decoevo.sweep.worker REQUEST_JSON` (started by `cell.execute_cell`).
+"""The cell process: `python -m decoevo.sweep.worker`, a CellRequest as JSON on stdin (see `cell.execute_cell`).
 
 It runs the cell and leaves its outcome in RUN/.sweep-outcome.json for the process that started it;
 the exit code is 0 for a finished cell and 1 for a failed one.
@@ -13,8 +13,8 @@ from pathlib import Path
 from .cell import OUTCOME_FILE, CellRequest, run_cell
 
 
-def main(argv: list[str]) -> int:
-    request = CellRequest.model_validate_json(argv[0])
+def main() -> int:
+    request = CellRequest.model_validate_json(sys.stdin.buffer.read())
     outcome = run_cell(request)
     path = Path(request.run_dir) / OUTCOME_FILE
     tmp = path.with_name(path.name + ".tmp")
@@ -24,4 +24,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover - run as a child process by execute_cell
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())
