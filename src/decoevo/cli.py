@@ -1,4 +1,4 @@
-"""The decoevo command line: doctor, run, resume, export, methods, eval, dynamics, align."""
+"""The decoevo command line: doctor, run, resume, export, methods, eval, dynamics, align, sweep."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .lm import LMConfig, LMError, ModelSpec
@@ -26,7 +27,7 @@ def _root() -> None:
 
 def fail(message: str, code: int = 2) -> None:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
     raise typer.Exit(code)
 
 
@@ -255,6 +256,80 @@ def _resume(run_dir: Path) -> None:
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
     _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True)
+
+
+@app.command()
+def sweep(
+    sweep_dir: Path = typer.Argument(..., help="The sweep directory (created; an earlier sweep's is continued)."),
+    spec: Path = typer.Option(None, "--spec", "-s", help="A sweep YAML (see docs/sweeps.md). Default: "
+                              "SWEEP/sweep.yaml of an earlier sweep, else the flags below."),
+    methods: str = typer.Option(None, help="Comma-separated methods, e.g. decoevo,skillopt,budget_matched"),
+    seeds: str = typer.Option(None, help="Comma-separated seeds, e.g. 0,1,2 (matched across methods)."),
+    data: str = typer.Option(None, help="One benchmark's questions (replaces the spec's benchmarks)."),
+    fmt: str = typer.Option(None, "--format", help="The format of --data (see `decoevo run --help`)."),
+    task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
+    benchmark: str = typer.Option(None, help="Name of the --data benchmark (default: the file's stem)."),
+    preset: str = typer.Option(None, help="quick (default), default, or paper"),
+    model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
+    base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    steps: int = typer.Option(None, help="Inner-loop steps T."),
+    max_calls: int = typer.Option(None, help="Per-run budget of paid calls."),
+    max_tokens: int = typer.Option(None, help="Per-run budget of paid tokens."),
+    evaluate: str = typer.Option(None, help="Post-run steps, comma-separated (test, dynamics, alignment), "
+                                 "or 'none'. Default: test."),
+    workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); on Ray, CPUs)."),
+    threads: int = typer.Option(None, min=1, help="Threads per cell (default: cores // workers)."),
+    ray_address: str = typer.Option(None, help="Run cells as Ray tasks on this cluster: auto or HOST:PORT."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
+    set_: list[str] = typer.Option([], "--set", help="Override a shared setting: --set hyper.epsilon=0.02"),
+) -> None:
+    """Run a grid of methods × seeds × benchmarks (matched splits); finished cells are not rerun."""
+    try:
+        _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
+               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_)
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        fail(f"interrupted; run `decoevo sweep {sweep_dir}` again to continue (finished cells are kept)", 130)
+
+
+def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: str | None, data: str | None,
+           fmt: str | None, task: str | None, benchmark: str | None, preset: str | None, model: str | None,
+           base_url: str | None, steps: int | None, max_calls: int | None, max_tokens: int | None,
+           evaluate: str | None, workers: int | None, threads: int | None, ray_address: str | None,
+           no_cache: bool, sets: list[str]) -> None:
+    from .sweep import build_spec, run_sweep
+
+    over = _overrides(None, None, None, None, None, steps, max_calls, max_tokens, sets)
+    if methods:
+        over["methods"] = [m.strip() for m in methods.split(",") if m.strip()]
+    if seeds:
+        over["seeds"] = _seeds(seeds)
+    if preset:
+        over["preset"] = preset
+    if evaluate:
+        over["evaluate"] = [] if evaluate.strip() == "none" else [s.strip() for s in evaluate.split(",") if s.strip()]
+    if no_cache:
+        over.setdefault("lm", {})["use_cache"] = False
+    bench = None
+    if data:
+        stem = Path(data).stem.split(".")[0]
+        bench = {"name": benchmark or stem, "data": str(Path(data).resolve()), "format": fmt or "jsonl",
+                 **({"task": task} if task else {})}
+    elif fmt or task or benchmark:
+        fail("--format, --task and --benchmark describe --data; pass --data too")
+    models = None
+    if model or base_url:
+        models = {"default": model_spec_from_flags(model, base_url).model_dump(mode="json", exclude_unset=True)}
+    spec, source = build_spec(sweep_dir, spec_file, overrides=over, benchmark=bench, models=models)
+    book = run_sweep(spec, sweep_dir, source=source, workers=workers, threads=threads, ray_address=ray_address,
+                     console=console)
+    counts = book.counts()
+    console.print(f"sweep {sweep_dir}: {counts['done']} done, {counts['failed']} failed "
+                  f"(status: {sweep_dir / 'status.json'})")
+    failed = book.failed()
+    if failed:
+        for cell_id, status in failed.items():
+            err_console.print(f"[red]failed[/] {cell_id}: {escape(status.error or '')}", highlight=False)
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,0 +1,183 @@
+"""One cell, run in a child process: train (new run or `decoevo resume`), then the post-run steps.
+
+`execute_cell` is what every executor calls, on whatever machine runs the cell: it starts
+`python -m decoevo.sweep.worker` (the request on stdin) with the thread settings in its environment, appends the child's
+output to RUN/sweep.log, and returns the child's outcome. A child process per cell keeps one cell's
+OpenMP threads, memory and crashes away from the sweep and from the other cells; and the child does
+what `decoevo run` / `decoevo resume` do, through the same function (`cli._execute`).
+
+What the cell still needs is read from its run directory in the child, so a cell killed at any point
+is continued by running it again: no config.yaml → a new run; no summary.json → resume; then each
+post-run step whose output file is missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LOG_FILE = "sweep.log"
+OUTCOME_FILE = ".sweep-outcome.json"  # written by the child; read and removed by execute_cell
+
+
+class CellRequest(BaseModel):
+    """Everything a cell process needs; plain JSON so it crosses process and machine boundaries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cell_id: str
+    run_dir: str  # absolute; on a filesystem the sweep driver and the executing machine share
+    config: dict[str, Any]  # the resolved RunConfig for a new run (a resumed run keeps its config.yaml)
+    threads: int = Field(ge=1)
+    evaluate: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment (DECOEVO_* of the driver)")
+    cwd: str | None = None  # the driver's working directory, for relative paths inside the config
+
+
+class CellOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cell_id: str
+    ok: bool
+    trained: str = "none"  # "new" | "resume" | "none" (already finished)
+    steps_run: list[str] = Field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+    host: str = ""
+
+
+def driver_env() -> dict[str, str]:
+    """The driver's DECOEVO_* settings (cache path, shared data), forwarded to cells on other machines.
+    API keys are not forwarded: a cluster's machines get them from their own environment."""
+    return {k: v for k, v in os.environ.items() if k.startswith("DECOEVO_")}
+
+
+def child_env(request: CellRequest) -> dict[str, str]:
+    env = {**os.environ, **request.env}
+    # llama.cpp's OpenMP pool: two cells that each take every core slow each other several-fold.
+    env["OMP_NUM_THREADS"] = str(request.threads)
+    env.setdefault("COLUMNS", "160")  # the log is a file; let rich's tables keep their columns
+    env["PYTHONUNBUFFERED"] = "1"  # the log follows the cell live (`tail -f`) and keeps its last lines on a kill
+    return env
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """Linux: a function that makes the calling (child) process get SIGTERM when the process that started
+    it dies (a killed sweep, a cancelled Ray task), instead of running on as an orphan that holds cores.
+    libc is loaded here, in the parent: the function runs between fork and exec, where importing or
+    allocating could deadlock on a lock another thread held at the fork."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+    return lambda: prctl(pr_set_pdeathsig, sigterm)
+
+
+_DIE_WITH_PARENT = _parent_death_signal()
+
+
+def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[bytes]], None] | None = None
+                 ) -> CellOutcome:
+    """Run one cell in a child process and return its outcome (never raises for a failed cell)."""
+    started = time.monotonic()
+    run_dir = Path(request.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    outcome_file = run_dir / OUTCOME_FILE
+    outcome_file.unlink(missing_ok=True)
+    with open(run_dir / LOG_FILE, "ab") as log:
+        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} cell {request.cell_id} on {os.uname().nodename}, "
+                  f"{request.threads} thread(s) ===\n".encode())
+        log.flush()
+        proc = subprocess.Popen([sys.executable, "-m", "decoevo.sweep.worker"], stdin=subprocess.PIPE,
+                                stdout=log, stderr=subprocess.STDOUT, env=child_env(request),
+                                cwd=request.cwd if request.cwd and Path(request.cwd).is_dir() else None,
+                                preexec_fn=_DIE_WITH_PARENT)
+        if on_start is not None:
+            on_start(proc)
+        assert proc.stdin is not None
+        try:  # the request on stdin: no size limit, and the configuration stays out of `ps`
+            proc.stdin.write(request.model_dump_json().encode())
+            proc.stdin.close()
+        except BrokenPipeError:  # the child died at start; its exit code tells
+            pass
+        code = proc.wait()
+    if outcome_file.is_file():
+        outcome = CellOutcome.model_validate_json(outcome_file.read_text(encoding="utf-8"))
+        outcome_file.unlink()
+        return outcome
+    how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return CellOutcome(cell_id=request.cell_id, ok=False, error=f"the cell process {how} before it finished; see "
+                       f"{run_dir / LOG_FILE}", seconds=time.monotonic() - started, host=os.uname().nodename)
+
+
+# ---- the child ------------------------------------------------------------------------------------
+
+def run_cell(request: CellRequest) -> CellOutcome:
+    """Train the cell's run if it is not finished, then run its missing post-run steps. Failures become
+    an outcome with a one-paragraph error; the traceback of an unexpected one goes to the log."""
+    from ..lm import LMError
+    from ..lm.errors import ConfigError
+    from .steps import StepFailed
+
+    started = time.monotonic()
+    run_dir = Path(request.run_dir)
+    trained, steps_run = "none", []
+    try:
+        trained = _train(request, run_dir)
+        steps_run = _post_steps(request, run_dir)
+        error = None
+    except ConfigError as exc:
+        error = str(exc)
+    except LMError as exc:
+        error = f"a model call failed ({exc.category}): {exc}; the run resumes from its last step next time"
+    except StepFailed as exc:
+        error = str(exc)
+    except Exception as exc:
+        traceback.print_exc()
+        error = f"{type(exc).__name__}: {exc} (traceback in {run_dir / LOG_FILE})"
+    if error:
+        print(f"cell failed: {error}", flush=True)
+    return CellOutcome(cell_id=request.cell_id, ok=error is None, trained=trained, steps_run=steps_run, error=error,
+                       seconds=round(time.monotonic() - started, 3), host=os.uname().nodename)
+
+
+def _train(request: CellRequest, run_dir: Path) -> str:
+    from ..cli import _execute
+    from ..engine.config import RunConfig, load_config
+    from .plan import with_threads
+
+    if (run_dir / "summary.json").is_file():
+        print("training: finished earlier", flush=True)
+        return "none"
+    resume = (run_dir / "config.yaml").is_file()
+    if resume:  # `decoevo resume`: the stored configuration, with this machine's thread count
+        stored = load_config(run_dir / "config.yaml").model_dump(mode="json")
+        config = RunConfig.model_validate(with_threads(stored, request.threads))
+    else:
+        config = RunConfig.model_validate(with_threads(request.config, request.threads))
+    _execute(config, run_dir, resume=resume)
+    return "resume" if resume else "new"
+
+
+def _post_steps(request: CellRequest, run_dir: Path) -> list[str]:
+    from .steps import pending_steps, run_step
+
+    done = []
+    for name in pending_steps(run_dir, request.evaluate):
+        print(f"post-run step: {name}", flush=True)
+        run_step(name, run_dir)
+        done.append(name)
+    return done

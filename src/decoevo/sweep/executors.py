@@ -1,0 +1,148 @@
+"""Where cells run: child processes on this machine, or Ray tasks on a cluster. Both run `execute_cell`.
+
+An executor has a number of slots (cells at once) and a thread count per cell; the scheduler submits
+a cell when a slot is free and its dependencies are done, and waits for any cell to finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from typing import Any, Protocol
+
+from ..lm.errors import ConfigError
+from ..lm.local import available_cores
+from .cell import CellOutcome, CellRequest, execute_cell
+
+Result = CellOutcome | BaseException
+
+
+class Executor(Protocol):
+    name: str
+    slots: int
+    threads: int
+
+    def submit(self, request: CellRequest) -> Any: ...
+
+    def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, Result]]: ...
+
+    def close(self, cancel: bool) -> None: ...
+
+
+def split_cores(cores: int, cells: int, workers: int | None, threads: int | None) -> tuple[int, int]:
+    """(workers, threads per worker): by default as many workers as cells or cores, whichever is fewer,
+    and the cores shared evenly between them, so no two cells' thread pools fight for one core."""
+    n = workers or max(1, min(cells, cores))
+    return n, threads or max(1, cores // n)
+
+
+class LocalExecutor:
+    """Each cell in a child process, at most `slots` at once; threads here only wait for the children."""
+
+    name = "local"
+
+    def __init__(self, cells: int, workers: int | None = None, threads: int | None = None,
+                 cores: int | None = None) -> None:
+        self.slots, self.threads = split_cores(cores or available_cores(), cells, workers, threads)
+        self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="decoevo-cell")
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        return f"local: {self.slots} worker(s) × {self.threads} thread(s)"
+
+    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._procs.append(proc)
+
+    def submit(self, request: CellRequest) -> Future[CellOutcome]:
+        return self._pool.submit(execute_cell, request, self._started)
+
+    def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, Result]]:
+        done, _ = wait_futures(handles, timeout=timeout, return_when=FIRST_COMPLETED)
+        out: list[tuple[Any, Result]] = []
+        for fut in done:
+            exc = fut.exception()
+            out.append((fut, exc if exc is not None else fut.result()))
+        return out
+
+    def close(self, cancel: bool) -> None:
+        if cancel:
+            with self._lock:
+                procs = [p for p in self._procs if p.poll() is None]
+            for p in procs:  # the run directories are kill-safe; the next sweep resumes these cells
+                p.terminate()
+            for p in procs:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("running a sweep on Ray needs the ray extra: pip install 'decoevo[ray]' "
+                          "(on the driver and on every machine of the cluster)") from None
+    return ray
+
+
+class RayExecutor:
+    """Each cell as a Ray task that calls `execute_cell` on some node; the task asks Ray for as many CPUs
+    as the cell uses threads, so Ray never places more cells on a node than it has cores for.
+
+    The sweep directory (and the data files) must be on a filesystem every node sees at the same path:
+    the driver plans from the run directories and the cells write into them."""
+
+    name = "ray"
+
+    def __init__(self, cells: int, address: str | None, workers: int | None = None,
+                 threads: int | None = None) -> None:
+        ray = self._ray = import_ray()
+        self._connected = False
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConfigError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
+            self._connected = True
+        total = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        largest = max([int(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes() if n.get("Alive")] or [1])
+        self.slots, self.threads = split_cores(total, cells, workers, threads)
+        self.threads = min(self.threads, largest) if threads is None else self.threads
+        if self.threads > largest:
+            raise ConfigError(f"--threads {self.threads} is more than the largest Ray node has ({largest} CPUs); "
+                              "no node could run a cell")
+        self._remote = ray.remote(execute_cell).options(num_cpus=self.threads, max_retries=0)
+        self._outstanding: set[Any] = set()
+
+    def describe(self) -> str:
+        return f"ray: {self.slots} cell(s) at once × {self.threads} thread(s)"
+
+    def submit(self, request: CellRequest) -> Any:
+        ref = self._remote.remote(request)
+        self._outstanding.add(ref)
+        return ref
+
+    def wait(self, handles: list[Any], timeout: float) -> list[tuple[Any, Result]]:
+        ready, _ = self._ray.wait(handles, num_returns=1, timeout=timeout)
+        out: list[tuple[Any, Result]] = []
+        for ref in ready:
+            self._outstanding.discard(ref)
+            try:
+                out.append((ref, self._ray.get(ref)))
+            except Exception as exc:  # the task itself died (node lost, worker crashed)
+                out.append((ref, exc))
+        return out
+
+    def close(self, cancel: bool) -> None:
+        if cancel:  # kills the tasks' workers; their cell processes die with them (see cell.py)
+            for ref in self._outstanding:
+                self._ray.cancel(ref, force=True)
+        if self._connected:  # disconnects this driver; a cluster started elsewhere keeps running
+            self._ray.shutdown()

@@ -1,0 +1,122 @@
+"""Run a planned grid: start each cell when a slot is free and its dependencies are done; record every
+cell's state in SWEEP/status.json; keep going past failed cells (their dependents are not run)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..lm.errors import ConfigError
+from .cell import CellOutcome, CellRequest, driver_env
+from .executors import Executor, LocalExecutor, RayExecutor
+from .plan import Cell, CellConflict, action_for, plan
+from .progress import SweepProgress
+from .spec import SPEC_FILE, SweepSpec
+from .status import StatusBook
+from .steps import check_available
+
+POLL_S = 0.5
+
+
+@contextmanager
+def sweep_lock(sweep_dir: Path) -> Iterator[None]:
+    """One driver per sweep directory: two would run the same cells into the same run directories."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    with open(sweep_dir / ".lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another `decoevo sweep` is running in {sweep_dir}; wait for it or stop it") from None
+        yield
+
+
+def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec", workers: int | None = None,
+              threads: int | None = None, ray_address: str | None = None, use_ray: bool = False,
+              console: Console | None = None) -> StatusBook:
+    """Plan the grid, write SWEEP/sweep.yaml, and run every cell that is not finished.
+
+    Raises ConfigError (before any cell runs) for a bad spec, data, or a missing post-run command."""
+    console = console or Console()
+    sweep_dir = sweep_dir.resolve()
+    check_available(spec.evaluate)
+    cells = plan(spec, sweep_dir, source)
+    with sweep_lock(sweep_dir):
+        (sweep_dir / SPEC_FILE).write_text(spec.to_yaml(), encoding="utf-8")
+        todo = sum(1 for c in cells if _planned_action(c, sweep_dir, spec.evaluate) != "skip")
+        executor: Executor
+        if use_ray or ray_address:
+            executor = RayExecutor(todo, ray_address, workers or spec.workers, threads)
+        else:
+            executor = LocalExecutor(todo, workers or spec.workers, threads)
+        console.print(f"sweep {sweep_dir}: {len(cells)} cells, {todo} to run "
+                      f"({executor.describe()}); logs in each run directory's sweep.log")
+        return execute_plan(cells, sweep_dir, executor, spec.evaluate, console)
+
+
+def _planned_action(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> str:
+    try:
+        return action_for(cell, sweep_dir, evaluate)
+    except CellConflict:
+        return "conflict"
+
+
+def execute_plan(cells: list[Cell], sweep_dir: Path, executor: Executor, evaluate: list[str],
+                 console: Console) -> StatusBook:
+    book = StatusBook(sweep_dir, cells)
+    waiting = list(cells)
+    running: dict[Any, Cell] = {}
+    env, cwd = driver_env(), os.getcwd()
+    with SweepProgress(console, sweep_dir, len(cells)) as progress:
+        try:
+            while waiting or running:
+                for cell in list(waiting):
+                    deps = [book.cells[d].state for d in cell.depends_on]
+                    if "failed" in deps:
+                        waiting.remove(cell)
+                        error = f"not run: {', '.join(cell.depends_on)} (its paired run) failed"
+                        book.set(cell.id, "failed", error=error)
+                        progress.finished(cell, None, error)
+                        continue
+                    if any(s != "done" for s in deps) or len(running) >= executor.slots:
+                        continue
+                    waiting.remove(cell)
+                    try:
+                        action = action_for(cell, sweep_dir, evaluate)
+                    except CellConflict as exc:
+                        book.set(cell.id, "failed", error=str(exc))
+                        progress.finished(cell, None, str(exc))
+                        continue
+                    if action == "skip":
+                        book.set(cell.id, "done", action="skip", error=None)
+                        progress.skipped(cell)
+                        continue
+                    request = CellRequest(cell_id=cell.id, run_dir=str(cell.run_dir(sweep_dir)), config=cell.config,
+                                          threads=executor.threads, evaluate=evaluate, env=env, cwd=cwd)
+                    running[executor.submit(request)] = cell
+                    book.set(cell.id, "running", action=action, error=None)
+                    progress.started(cell, action)
+                if not running:
+                    if waiting:  # the planner puts every dependency in the plan, before its dependents
+                        raise RuntimeError(f"sweep scheduler stuck on {[c.id for c in waiting]}")
+                    break
+                for handle, result in executor.wait(list(running), POLL_S):
+                    cell = running.pop(handle)
+                    outcome = result if isinstance(result, CellOutcome) else CellOutcome(
+                        cell_id=cell.id, ok=False, error=f"the cell's task failed: {type(result).__name__}: {result}")
+                    book.set(cell.id, "done" if outcome.ok else "failed", error=outcome.error, host=outcome.host,
+                             seconds=outcome.seconds)
+                    progress.finished(cell, outcome)
+                progress.poll()
+        except BaseException:
+            for cell in running.values():  # interrupted, not failed: the next sweep resumes them
+                book.set(cell.id, "pending", error="interrupted")
+            executor.close(cancel=True)
+            raise
+        executor.close(cancel=False)
+    return book

@@ -1,0 +1,202 @@
+"""The sweep specification: which methods, seeds and benchmarks to cross, and the settings they share.
+
+A spec comes from a YAML file (`decoevo sweep SWEEP --spec grid.yaml`), from flags for a simple grid
+(`--methods decoevo,skillopt --seeds 0,1`), or from SWEEP/sweep.yaml, the resolved copy an earlier
+invocation wrote. Relative data paths are resolved against the spec file's folder (the current folder
+for flags), so the resolved copy names absolute paths and means the same thing wherever it is read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..engine.config import deep_merge
+from ..lm.errors import ConfigError
+from ..methods import get_method
+from ..presets import PRESETS
+from .steps import STEPS
+
+SPEC_FILE = "sweep.yaml"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a benchmark name is a directory name
+
+
+class BenchmarkEntry(BaseModel):
+    """One benchmark of the grid: its data, and split sizes that differ from the shared ones."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN, description="directory name under SWEEP/runs/")
+    data: str = Field(description="the question file")
+    format: str = "jsonl"  # checked with the rest of the run configuration when the grid is planned
+    task: str | None = None
+    task_spec: str | None = None
+    limit: int | None = Field(None, ge=1)
+    splits: dict[str, Any] = Field(default_factory=dict, description="overrides of the shared split sizes")
+
+    def data_config(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.data, "format": self.format}
+        out.update({k: v for k, v in (("task", self.task), ("task_spec", self.task_spec), ("limit", self.limit))
+                    if v is not None})
+        return out
+
+
+class SweepSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    methods: list[str] = Field(min_length=1)
+    seeds: list[int] = Field(min_length=1)
+    benchmarks: list[BenchmarkEntry] = Field(min_length=1)
+    preset: str = "quick"
+    hyper: dict[str, Any] = Field(default_factory=dict)
+    lm: dict[str, Any] = Field(default_factory=dict)
+    splits: dict[str, Any] = Field(default_factory=dict)
+    budget: dict[str, Any] = Field(default_factory=dict)
+    initial_solver_skill: str | None = None
+    initial_generator_skill: str | None = None
+    evaluate: list[str] = Field(
+        default_factory=lambda: ["test"], description="post-run steps each cell runs after training, in order")
+    workers: int | None = Field(None, ge=1, description="cells at once (default: min(cells, cores))")
+
+    @field_validator("methods")
+    @classmethod
+    def _known_methods(cls, methods: list[str]) -> list[str]:
+        out = []
+        for name in methods:
+            try:
+                out.append(get_method(name).name)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return _unique(out, "method")
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        return _unique(seeds, "seed")
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, preset: str) -> str:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
+        return preset
+
+    @field_validator("evaluate")
+    @classmethod
+    def _unique_steps(cls, steps: list[str]) -> list[str]:
+        for step in steps:
+            if step not in STEPS:
+                raise ValueError(f"unknown evaluate step '{step}'; choose from: {', '.join(STEPS)}")
+        return _unique(steps, "evaluate step")
+
+    @model_validator(mode="after")
+    def _unique_benchmarks(self) -> SweepSpec:
+        _unique([b.name for b in self.benchmarks], "benchmark name")
+        return self
+
+    def shared(self) -> dict[str, Any]:
+        """The run-config keys every cell starts from (before its benchmark, method and seed)."""
+        out: dict[str, Any] = deep_merge({}, PRESETS[self.preset])
+        for key in ("hyper", "lm", "splits", "budget"):
+            out = deep_merge(out, {key: getattr(self, key)})
+        for key in ("initial_solver_skill", "initial_generator_skill"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def _unique(values: list[Any], what: str) -> list[Any]:
+    seen: set[Any] = set()
+    for v in values:
+        if v in seen:
+            raise ValueError(f"{what} {v!r} is listed twice")
+        seen.add(v)
+    return values
+
+
+def describe_spec_error(source: str, exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = "unknown key (check the spelling; see docs/sweeps.md)" if err["type"] == "extra_forbidden" \
+            else err["msg"].removeprefix("Value error, ")
+        parts.append(f"{loc}: {msg}")
+    return f"{source}: invalid sweep spec: " + "; ".join(parts)
+
+
+def _resolve(path: str, base: Path) -> str:
+    p = Path(path).expanduser()
+    return str(p if p.is_absolute() else (base / p).resolve())
+
+
+def resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make the benchmarks' file paths absolute (relative to `base`), so every cell process, whatever
+    its working directory, reads the same files."""
+    out = dict(raw)
+    if isinstance(raw.get("benchmarks"), list):
+        out["benchmarks"] = [
+            {**b, **{k: _resolve(b[k], base) for k in ("data", "task_spec") if isinstance(b.get(k), str)}}
+            if isinstance(b, dict) else b for b in raw["benchmarks"]]
+    return out
+
+
+def spec_from_dict(raw: Any, source: str, base: Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping (methods, seeds, benchmarks, ...)")
+    merged = resolve_paths(deep_merge(raw, overrides or {}), base)
+    try:
+        return SweepSpec.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(describe_spec_error(source, exc)) from None
+
+
+def read_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"sweep spec {path} not found")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+
+
+def load_spec(path: Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
+    source = str(path) if not overrides else f"{path} or the command-line flags"
+    return spec_from_dict(read_yaml(path), source, path.resolve().parent, overrides)
+
+
+def default_benchmark() -> dict[str, Any]:
+    from ..presets import bundled_healthbench
+
+    return {"name": "healthbench_sample", "data": bundled_healthbench(), "format": "healthbench"}
+
+
+def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, Any] | None = None,
+               benchmark: dict[str, Any] | None = None, models: dict[str, Any] | None = None
+               ) -> tuple[SweepSpec, str]:
+    """The spec of `decoevo sweep`: --spec FILE, else SWEEP/sweep.yaml of an earlier invocation, else the
+    flags alone (default: DecoEvo, seed 0, the bundled HealthBench sample). Flags override the file:
+    `benchmark` replaces its benchmarks, `models` its lm.models, `overrides` are merged into it."""
+    stored = sweep_dir / SPEC_FILE
+    if spec_file is not None:
+        raw, source, base = read_yaml(spec_file), str(spec_file), spec_file.resolve().parent
+    elif stored.is_file():
+        raw, source, base = read_yaml(stored), str(stored), stored.resolve().parent
+    else:
+        raw = {"methods": ["decoevo"], "seeds": [0], "benchmarks": [benchmark or default_benchmark()]}
+        source, base = "the command-line flags", Path.cwd()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping (methods, seeds, benchmarks, ...)")
+    raw = dict(raw)
+    if benchmark is not None:
+        raw["benchmarks"] = [benchmark]
+    if models is not None:
+        raw["lm"] = {**(raw.get("lm") or {}), "models": models}
+    if source != "the command-line flags" and (overrides or benchmark is not None or models is not None):
+        source += " or the command-line flags"
+    return spec_from_dict(raw, source, base, overrides), source
