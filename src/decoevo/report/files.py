@@ -98,20 +98,29 @@ def read_yaml(path: Path) -> Any:
         raise ReportInputError(f"{path}: not valid YAML ({e})") from e
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a JSONL file; [] when absent. A bad line is an error naming its number."""
+def read_jsonl(path: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """Records of a JSONL file; [] when absent. A bad line is an error naming its number, or, when a
+    `problems` list is given, is recorded there and skipped so the other lines still count."""
     if not path.is_file():
         return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReportInputError(f"{path}: cannot be read ({e})") from e
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ReportInputError(f"{path}:{n}: not valid JSON ({e.msg})") from e
-        if not isinstance(record, dict):
-            raise ReportInputError(f"{path}:{n}: expected a JSON object")
+            if not isinstance(record, dict):
+                raise ReportInputError(f"{path}:{n}: expected a JSON object")
+        except (json.JSONDecodeError, ReportInputError) as e:
+            error = e if isinstance(e, ReportInputError) else ReportInputError(f"{path}:{n}: not valid JSON ({e.msg})")
+            if problems is None:
+                raise error from e
+            problems.append(f"{error}; line skipped")
+            continue
         out.append(record)
     return out
 

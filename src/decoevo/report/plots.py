@@ -72,9 +72,14 @@ def _svg(fig: Figure, key: str, description: str) -> InlineFigure:
     text = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', text)
     text = re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", text)
     text = re.sub(r'href="#([^"]+)"', rf'href="#{prefix}-\1"', text)
-    # Size from CSS (width 100%, height from the viewBox) so a figure fits any window.
-    text = re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"',
-                  rf'<svg\1 class="figure" role="img" aria-label="{_attr(description)}"', text, count=1)
+    # One canonical opening tag, sized by CSS (width 100%, height from the viewBox) to fit any window.
+    head = re.match(r"<svg\b[^>]*>", text)
+    view = re.search(r'viewBox="([^"]+)"', head.group(0)) if head else None
+    if head is None or view is None:
+        raise ValueError("matplotlib wrote an SVG without a viewBox")
+    text = (f'<svg class="figure" role="img" aria-label="{_attr(description)}" viewBox="{view.group(1)}" '
+            'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" version="1.1">'
+            + text[head.end():])
     return InlineFigure(key, text, description)
 
 

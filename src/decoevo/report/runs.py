@@ -393,9 +393,9 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
             problems.append(str(e))
     method, seed = _identity(config, summary, path, problems)
     try:
-        events = read_jsonl(path / "events.jsonl")
+        events = read_jsonl(path / "events.jsonl", problems)
     except ReportInputError as e:
-        problems.append(f"{e}; the gate decisions after it are not shown")
+        problems.append(str(e))
         events = []
     inner, outer, incidents = _gates(events)
     usage = None
