@@ -227,6 +227,15 @@ def test_damaged_files_are_named_and_the_rest_is_reported(small):
     assert [c.stat.mean if c.stat else None for r in main.rows for c in r.cells] == [48.0, None]
     html = render(built)
     assert "problems while reading the runs" in html and "field &#39;score&#39;" in html
+    # raw JSON the engine wrote but a person edited: shown as it is, never a crash
+    summary = json.loads((de / "summary.json").read_text())
+    (de / "summary.json").write_text(json.dumps({**summary, "solver_version": "x", "steps_done": None}))
+    verification = de / "audits" / "outer_000" / "verification.json"
+    verification.write_text(json.dumps({"decision": "accepted?", "incumbent": {"structural": "high"}}))
+    config = yaml.safe_load((de / "config.yaml").read_text())
+    (de / "config.yaml").write_text(yaml.safe_dump({**config, "data": "somewhere", "hyper": [1, 2]}))
+    html = " ".join(render(build_report([small])).split())
+    assert "; solver — (1 accepted)" in html and "<th>structural</th><td>high → —</td>" in html
 
 
 def test_backbones_duplicates_and_single_runs(small, tmp_path):

@@ -76,6 +76,18 @@ def _diff(text: str | None) -> Markup:
     return Markup('<pre class="diff">' + "".join(lines) + "</pre>")  # the spans are blocks: no newlines
 
 
+def _ver(x: Any) -> str:
+    """A skill version as the run directory names it (v003); '—' for anything that is not a version."""
+    return f"v{x:03d}" if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else "—"
+
+
+def _fixed(x: Any, digits: int = 3) -> str:
+    """A number from a raw JSON file; anything else shown as it is rather than breaking the page."""
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        return f"{x:.{digits}f}"
+    return "—" if x is None else str(x)
+
+
 def _pretty(obj: Any, limit: int = 20000) -> str:
     return _clip(json.dumps(obj, indent=2, ensure_ascii=False, default=str), limit)
 
@@ -88,7 +100,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("decoevo.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=_ms, num=_num, signed=_signed, pvalue=_pvalue, ratio=_ratio, clip=_clip, diff=_diff,
-                       pretty=_pretty, seeds=_seeds, method=method_label, bench=benchmark_label)
+                       pretty=_pretty, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label, bench=benchmark_label)
     env.globals.update(method_color=method_color, method_description=method_description)
     return env
 

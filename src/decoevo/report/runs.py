@@ -152,6 +152,11 @@ class RunRecord:
         return self.summary is not None
 
     @property
+    def data(self) -> Mapping[str, Any]:
+        """The config's data section (path, format, task), or {} when damaged."""
+        return _map(self.config.get("data"))
+
+    @property
     def test_eval(self) -> EvalFile | None:
         return self.evals.get("test")
 
