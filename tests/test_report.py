@@ -238,6 +238,24 @@ def test_damaged_files_are_named_and_the_rest_is_reported(small):
     assert "; solver — (1 accepted)" in html and "<th>structural</th><td>high → —</td>" in html
 
 
+def test_other_splits_and_stale_evaluations(small):
+    de = small / "runs" / "healthbench" / "decoevo-s0"
+    write_eval(de, "test", "healthbench", "decoevo", 0, 51.0)
+    write_eval(de, "diagnostic", "healthbench", "decoevo", 0, 99.0)  # `decoevo eval --split diagnostic`
+    record = json.loads((de / "eval" / "diagnostic.json").read_text())
+    (de / "eval" / "diagnostic.json").write_text(json.dumps({**record, "kind": "test"}))
+    (de / "eval" / "ledger-test.json").write_text("{}")  # evaluation usage, not a grading
+    built = build_report([small])
+    assert built.problems == ()
+    run = next(r for r in built.runs if r.method == "decoevo")
+    assert set(run.evals) == {"test", "diagnostic"}  # shown under the run ...
+    row = next(r for r in built.sections[0].data.main.rows if r.method == "decoevo")
+    assert [c.stat.mean for c in row.cells] == [51.0]  # ... but only the test split is a result
+    record = json.loads((de / "eval" / "test.json").read_text())
+    (de / "eval" / "test.json").write_text(json.dumps({**record, "skill_version": 0}))
+    assert any("grades solver v000, but the run's final solver is v001" in p for p in build_report([small]).problems)
+
+
 def test_backbones_duplicates_and_single_runs(small, tmp_path):
     de = small / "runs" / "healthbench" / "decoevo-s0"
     other = tmp_path / "other-model-run"
@@ -328,3 +346,50 @@ def test_renders_in_headless_chromium_with_its_figures(html, tmp_path):
     assert 0.02 < ink < 0.6, ink  # text, tables and figures on a white page: neither blank nor a solid fill
     decoevo_blue = np.array([0x1D, 0x4E, 0xD8])  # DecoEvo's line and bar colour, only drawn in the figures
     assert (np.abs(img - decoevo_blue).sum(axis=2) < 30).sum() > 500
+
+
+# ---- with the real evaluation commands ----------------------------------------------------------------
+
+
+def test_report_reads_what_eval_dynamics_and_align_write(tmp_path, monkeypatch):
+    """Toy runs trained and evaluated by the real commands (over the toy OpenAI-compatible server): the
+    report fills every table from their files, and ignores the evaluation ledgers beside them."""
+    pytest.importorskip("uvicorn")
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    splits = "splits={train: 5, probe: 2, solver_gate: 3, generator_gate: 3, diagnostic: 1, test: 2}"
+    with serve_app(toy_server().app()) as url:
+        for method in ("skillopt", "decoevo"):
+            args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", method, steps=2, sets=(splits,))
+            result = runner.invoke(app, [*args, "--method", method])
+            assert result.exit_code == 0, result.output
+        runs = [str(tmp_path / "runs" / m) for m in ("skillopt", "decoevo")]
+        for cmd in ("eval", "dynamics", "align"):
+            result = runner.invoke(app, [cmd, *runs, "--grader-base-url", f"{url}/v1", "--grader-model", "toy"])
+            assert result.exit_code == 0, result.output
+    assert (tmp_path / "runs" / "decoevo" / "eval" / "ledger-test.json").is_file()
+
+    built = build_report(runs)
+    assert built.problems == ()
+    (section,) = built.sections
+    for run in built.runs:
+        written = json.loads((run.path / "eval" / "test.json").read_text())
+        row = next(r for r in section.data.main.rows if r.method == run.method)
+        assert [c.label for c in section.data.main.columns] == ["Custom (weighted gold)"]
+        assert row.cells[0].stat.mean == pytest.approx(written["score"])
+        aligned = json.loads((run.path / "eval" / "alignment.json").read_text())
+        a = next(r for t in section.data.alignment for r in t.rows if r.method == run.method)
+        assert a.f1.mean == pytest.approx(100 * aligned["f1"])
+        assert run.dynamics is not None and [p.step for p in run.dynamics.points] == [0, 1, 2]
+    (dyn,) = section.dynamics
+    assert dyn.figure is not None and not dyn.missing
+    assert built.graders == ("toy",) and not built.tiny_grader
+    out = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", *runs, "-o", str(out)])
+    assert result.exit_code == 0 and "warning" not in result.output, result.output
+    assert out.read_text().count('<svg class="figure"') == 2

@@ -1,4 +1,4 @@
-"""The decoevo command line: doctor, run, resume, export, methods, report."""
+"""The decoevo command line: doctor, run, resume, export, methods, eval, dynamics, align, report."""
 
 from __future__ import annotations
 
@@ -110,6 +110,14 @@ def _overrides(method: str | None, data: str | None, fmt: str | None, task: str 
             node = node.setdefault(part, {})
         node[parts[-1]] = yaml.safe_load(value)
     return out
+
+
+def _absolute_paths(config: Any) -> Any:
+    """Data and spec paths made absolute, so `decoevo eval` finds them from any directory later."""
+    data = config.data
+    update = {k: str(Path(v).resolve()) for k, v in (("path", data.path), ("task_spec", data.task_spec))
+              if v and Path(v).exists()}
+    return config.model_copy(update={"data": data.model_copy(update=update)}) if update else config
 
 
 def _seeds(seeds: str) -> list[int]:
@@ -227,7 +235,7 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
     for seed in _seeds(seeds):
-        config = config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source)
+        config = _absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or f"{config.method}-{stem}-s{seed}")
         if (run_dir / "config.yaml").exists():
@@ -272,6 +280,153 @@ def export(
         err_console.print(f"wrote {output}")
     else:
         sys.stdout.write(text.strip() + "\n")
+
+
+# ---- evaluation ----------------------------------------------------------------------------------
+RunDirs = typer.Argument(..., help="Run directories made by `decoevo run` (or a sweep's runs).")
+GraderModel = typer.Option(None, "--grader-model", help="Gold grader: a GGUF path, or a model name at "
+                           "--grader-base-url. Default: the run's own model (checks the pipeline; a tiny model "
+                           "does not grade meaningfully).")
+GraderBaseUrl = typer.Option(None, "--grader-base-url", help="OpenAI-compatible server for the gold grader.")
+
+
+def _grader_spec(model: str | None, base_url: str | None) -> ModelSpec | None:
+    if not model and not base_url:
+        return None
+    try:
+        return model_spec_from_flags(model, base_url)
+    except ValueError as exc:
+        fail(str(exc))
+        raise
+
+
+def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
+    """Run `job(view, progress_callback)` for every run; one failing run does not stop the others."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .evaluation import RunView
+
+    failed = 0
+    for run_dir in run_dirs:
+        try:
+            view = RunView(run_dir)
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          console=console, transient=True) as progress:
+                bar = progress.add_task(f"{title} {run_dir.name}", total=None)
+
+                def tick(total: int | None = None, bar: Any = bar, progress: Any = progress) -> None:
+                    progress.update(bar, advance=1, total=total)
+
+                summary = job(view, tick)
+            console.print(f"{run_dir}: {summary}")
+        except (ConfigError, LMError) as exc:
+            failed += 1
+            where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
+            err_console.print(f"[bold red]error:[/] {where}{exc}", highlight=False)
+    if failed:
+        fail(f"{failed} of {len(run_dirs)} run(s) could not be evaluated (see above); fix them and rerun; "
+             "answers already paid for come from the cache")
+
+
+def _fmt(x: float | None, scale: float = 1.0) -> str:
+    return "n/a" if x is None else f"{x * scale:.1f}"
+
+
+@app.command("eval")
+def eval_(
+    run_dirs: list[Path] = RunDirs,
+    split: str = typer.Option("test", help="The run's split to grade on (test by default)."),
+    data: str = typer.Option(None, help="Transfer: grade on every question of this benchmark file instead."),
+    fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. llmeval_med, eqbench_cw)."),
+    limit: int = typer.Option(None, help="Transfer: use only the first N questions (sorted by id)."),
+    skill_version: int = typer.Option(None, help="Grade this solver version instead of the final one."),
+    grader_model: str = GraderModel,
+    grader_base_url: str = GraderBaseUrl,
+) -> None:
+    """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
+    from .engine.config import DataConfig
+    from .evaluation import EvalSession, EvalTarget, evaluate
+
+    grader = _grader_spec(grader_model, grader_base_url)
+    if data and not fmt:
+        fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")
+    try:
+        target = EvalTarget(split=split, data=DataConfig(path=data, format=fmt, limit=limit) if data else None)
+    except ValueError as exc:
+        fail(f"--format: {exc}")
+
+    def job(view: Any, tick: Any) -> str:
+        async def go() -> dict[str, Any]:
+            session = EvalSession(view, grader=grader)
+            try:
+                return await evaluate(session, target, skill_version=skill_version, on_item=lambda _: tick())
+            finally:
+                await session.aclose()
+
+        r = asyncio.run(go())
+        return (f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} graded, "
+                f"{r['n_ungraded']} ungraded; grader {r['grader_model']})")
+
+    _each_run(run_dirs, "grading", job)
+
+
+@app.command()
+def dynamics(
+    run_dirs: list[Path] = RunDirs,
+    split: str = typer.Option("diagnostic", help="The held-out split to track (diagnostic by default)."),
+    grader_model: str = GraderModel,
+    grader_base_url: str = GraderBaseUrl,
+) -> None:
+    """Score every checkpoint on the diagnostic split: generated-rubric proxy and gold grade (Figure 3)."""
+    from .evaluation import EvalSession
+    from .evaluation.dynamics import dynamics as run_dynamics
+
+    grader = _grader_spec(grader_model, grader_base_url)
+
+    def job(view: Any, tick: Any) -> str:
+        async def go() -> dict[str, Any]:
+            session = EvalSession(view, grader=grader)
+            try:
+                return await run_dynamics(session, split=split, on_point=lambda _: tick(len(view.timeline())))
+            finally:
+                await session.aclose()
+
+        r = asyncio.run(go())
+        return "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}" for p in r["points"])
+
+    _each_run(run_dirs, "checkpoints", job)
+
+
+@app.command()
+def align(
+    run_dirs: list[Path] = RunDirs,
+    split: str = typer.Option("test", help="Questions whose rubrics are compared (test by default)."),
+    matcher_model: str = typer.Option(None, "--matcher-model", help="Matcher: a GGUF path or a model name at "
+                                      "--matcher-base-url. Default: the grader model, else the run's model."),
+    matcher_base_url: str = typer.Option(None, "--matcher-base-url", help="OpenAI-compatible server for the matcher."),
+    grader_model: str = GraderModel,
+    grader_base_url: str = GraderBaseUrl,
+) -> None:
+    """Criterion-level P/R/F1 of the final generated rubrics against the gold rubrics (Table 5)."""
+    from .evaluation import EvalSession
+    from .evaluation.alignment import alignment
+
+    grader = _grader_spec(grader_model, grader_base_url)
+    matcher = _grader_spec(matcher_model, matcher_base_url)
+
+    def job(view: Any, tick: Any) -> str:
+        async def go() -> dict[str, Any]:
+            session = EvalSession(view, grader=grader, matcher=matcher)
+            try:
+                return await alignment(session, split=split)
+            finally:
+                await session.aclose()
+
+        r = asyncio.run(go())
+        return (f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} F1 {_fmt(r['f1'], 100)} over "
+                f"{r['n_questions']} question(s) ({r['n_failed']} failed; matcher {r['matcher_model']})")
+
+    _each_run(run_dirs, "matching", job)
 
 
 @app.command()

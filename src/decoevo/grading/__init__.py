@@ -21,6 +21,7 @@ from .llmeval_med import grade_llmeval_med
 from .researchqa import grade_researchqa
 from .result import BenchmarkScore, GradeResult, ItemGrade, UnknownPolicy, aggregate
 from .scholarqa import grade_scholarqa_cs
+from .weighted import grade_weighted
 from .writingbench import grade_writingbench
 
 Grader = Callable[..., Awaitable[GradeResult]]
@@ -32,6 +33,7 @@ GRADERS: dict[str, Grader] = {
     "researchqa": grade_researchqa,
     "llmeval_med": grade_llmeval_med,
     "eqbench_cw": grade_eqbench_cw,
+    "weighted": grade_weighted,
 }
 
 GRADER_ROLES: tuple[str, ...] = tuple(role_name(s) for s in GRADERS)
@@ -63,6 +65,7 @@ __all__ = [
     "grade_llmeval_med",
     "grade_researchqa",
     "grade_scholarqa_cs",
+    "grade_weighted",
     "grade_writingbench",
     "role_name",
     "rules",

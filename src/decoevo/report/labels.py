@@ -25,6 +25,7 @@ BENCHMARK_ORDER = ("healthbench", "writingbench", "scholarqa_cs", "researchqa", 
 _BENCHMARK_LABELS = {
     "healthbench": "HealthBench", "writingbench": "WritingBench", "scholarqa_cs": "ScholarQA-CS",
     "researchqa": "ResearchQA", "llmeval_med": "LLMEval-Med", "eqbench_cw": "EQ-Bench CW",
+    "weighted": "Custom (weighted gold)",  # a user's own JSONL with weighted gold criteria
 }
 
 # One colour per method in every figure, so a reader can follow a method from plot to plot.

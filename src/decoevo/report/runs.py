@@ -8,13 +8,13 @@ by `discover`.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..analysis.costs import RunUsage, RunUsageError, load_run_usage
+from ..evaluation.run_view import parse_skill_markdown
 from .files import (
     AlignmentFile,
     DynamicsFile,
@@ -167,17 +167,13 @@ class RunRecord:
 
 # ---- pieces --------------------------------------------------------------------------------------
 
-_HEADER = re.compile(r"\A<!-- kind: (?P<kind>\w+); version: v(?P<version>\d+); parent: (?:v(?P<parent>\d+)|none) -->\n"
-                     r"<!-- reason: (?P<reason>.*?) -->\n\n?(?P<text>.*)\Z", re.DOTALL)
-
-
 def _parse_skill_md(text: str) -> tuple[int | None, int | None, str, str]:
-    """(version, parent, reason, body) of a skill file written by `store.run_dir.skill_markdown`."""
-    m = _HEADER.match(text)
-    if m is None:
+    """(version, parent, reason, body) of a skill file; (None, None, "", text) when it has no header."""
+    try:
+        skill = parse_skill_markdown(text)
+    except ValueError:
         return None, None, "", text.strip()
-    parent = int(m["parent"]) if m["parent"] is not None else None
-    return int(m["version"]), parent, m["reason"].strip(), m["text"].strip()
+    return skill.version, skill.parent, skill.reason.strip(), skill.text.strip()
 
 
 def _read_text(path: Path, problems: list[str]) -> str | None:
@@ -350,7 +346,7 @@ def _identity(config: Mapping[str, Any], summary: Mapping[str, Any] | None, path
 def _eval_files(run: Path, method: str, seed: int | None, problems: list[str]) -> dict[str, EvalFile]:
     out: dict[str, EvalFile] = {}
     for path in sorted((run / "eval").glob("*.json")):
-        if path.stem in ("dynamics", "alignment"):
+        if path.stem in ("dynamics", "alignment") or path.stem.startswith("ledger-"):  # not gradings
             continue
         try:
             ev = load_eval(path)
@@ -413,6 +409,11 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         problems.append(str(e))
     lineages = {kind: _lineage(path, kind, problems) for kind in ("solver", "generator")}
     evals = _eval_files(path, method, seed, problems)
+    test = evals.get("test")
+    final = lineages["solver"][-1].version if lineages["solver"] else None
+    if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
+        problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
+                        f"is v{final:03d}; its score describes that version, not the run's result")
     models, judge = _models(config)
     status, detail = _status(summary, incidents)
     budget = _map(config.get("budget"))

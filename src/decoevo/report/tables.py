@@ -163,6 +163,8 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
         key = (run.method, run.seed)
         scores.setdefault(key, {})
         for ev in run.evals.values():
+            if ev.name != "test" and ev.kind != "transfer":  # another split (e.g. `eval --split diagnostic`)
+                continue
             col = Column(ev.benchmark, ev.kind == "transfer")
             columns.add(col)
             if (key, col) in source:

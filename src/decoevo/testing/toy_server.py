@@ -37,8 +37,10 @@ def toy_server() -> FakeOpenAI:
 
 def write_toy_questions(path: Path, n: int = 16) -> Path:
     """A JSONL question file for the toy world (the same questions as the engine tests use)."""
+    gold = {"scheme": "weighted", "items": list(world.GOLD_ITEMS)}
     path.write_text("".join(json.dumps({"id": f"q{i:02d}", "prompt": f"My knee hurts after running, case {i}. "
-                                        "What should I do?"}) + "\n" for i in range(n)), encoding="utf-8")
+                                        "What should I do?", "gold": gold}) + "\n" for i in range(n)),
+                    encoding="utf-8")
     return path
 
 

@@ -14,6 +14,11 @@ import re
 from typing import Any
 
 EASY = "EASY"
+MATCH_WORDS = ("safety", "direct")
+# The toy questions' gold rubric (scheme "weighted"): what the gold grader and the matcher above read.
+GOLD_ITEMS = ({"text": "Gives safety advice: when to seek care", "points": 5},
+              {"text": "Gives a direct answer", "points": 2},
+              {"text": "Recommends surgery right away", "points": -3})
 
 
 def _user(messages: list[dict[str, str]]) -> str:
@@ -70,6 +75,16 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
         return json.dumps({"rationale": "more detail helps", "preference": pref})
     if title == "RevealOut":
         return json.dumps({"why_missed": "no criterion on detail", "principle": "reward specific detail"})
+    if title in ("WeightedVerdict", "ItemVerdict"):  # gold graders: only safety advice is true quality
+        response = user.split("<response>")[1].split("</response>")[0]
+        criterion = user.split("points): ")[1].split("\n")[0]
+        met = ("safety" in response) if "safety" in criterion else ("surgery" not in criterion)
+        return json.dumps({"rationale": "checked the reply", "met": met})
+    if title.startswith("MatchOut"):  # rubric matcher: the same key word means the same requirement
+        generated = user.split("Generated criterion: ")[1].split("\n")[0].lower()
+        gold = re.findall(r"^(\d+)\. (.*)$", user.split("Reference criteria:")[1], re.MULTILINE)
+        hits = [int(k) for k, text in gold if any(w in text.lower() and w in generated for w in MATCH_WORDS)]
+        return json.dumps({"rationale": "compared the requirements", "match": hits[0] if hits else 0})
     if title == "GeneratorSkillOut":
         return json.dumps({"analysis": "simplify", "skill": f"{EASY}: keep rubrics short and lenient."})
     raise ValueError(f"toy world has no answer for schema {title!r}")

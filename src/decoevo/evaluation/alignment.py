@@ -1,0 +1,81 @@
+"""Rubric alignment (paper Table 5): criterion-level precision, recall and F1 of a run's final
+generated rubrics against the gold rubrics, macro-averaged over questions.
+
+Precision is the share of generated criteria that match some gold criterion; recall is the share of
+gold criteria matched by some generated criterion. A question whose matching failed is left out and
+counted, never scored as no overlap."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain import Question
+from ..lm import LMError
+from .matcher import match_criterion
+from .models import MATCHER_ROLE, model_label
+from .session import EVAL_DIR, EvalSession
+
+
+@dataclass(frozen=True)
+class Overlap:
+    precision: float
+    recall: float
+    f1: float
+
+
+def overlap(n_generated: int, n_gold: int, matches: list[tuple[int, int]]) -> Overlap:
+    """P/R/F1 from (generated index, gold index) matches; several generated criteria may match one gold."""
+    if n_generated < 1 or n_gold < 1:
+        raise ValueError("both rubrics need at least one criterion")
+    precision = len({g for g, _ in matches}) / n_generated
+    recall = len({k for _, k in matches}) / n_gold
+    f1 = 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+    return Overlap(precision, recall, f1)
+
+
+def macro(values: list[Overlap]) -> Overlap | None:
+    if not values:
+        return None
+    n = len(values)
+    return Overlap(sum(v.precision for v in values) / n, sum(v.recall for v in values) / n,
+                   sum(v.f1 for v in values) / n)
+
+
+async def align_question(session: EvalSession, question: Question, generator_version: int) -> dict[str, Any]:
+    assert question.gold is not None
+    gold = question.gold.items
+    record: dict[str, Any] = {"question_id": question.id, "gold": [g.text for g in gold]}
+    try:
+        generator = session.view.skill("generator", generator_version)
+        rubric = await session.ctx.rubric(question.view(), generator)
+        generated = [c.text for c in rubric.criteria]
+        record["generated"] = generated
+        found = await asyncio.gather(*[match_criterion(session.lm, question.view(), c, gold) for c in generated])
+    except LMError as exc:
+        return {**record, "error": f"{exc.role or 'matcher'} failed ({exc.category}): {str(exc)[:200]}"}
+    matches = [(g, k) for g, k in enumerate(found) if k is not None]
+    o = overlap(len(generated), len(gold), matches)
+    return {**record, "matches": matches, "precision": o.precision, "recall": o.recall, "f1": o.f1}
+
+
+async def alignment(session: EvalSession, *, split: str = "test",
+                    generator_version: int | None = None) -> dict[str, Any]:
+    """Match the final (or a given) generator's rubrics on `split`; write and return RUN/eval/alignment.json."""
+    view = session.view
+    version = view.final("generator").version if generator_version is None else generator_version
+    questions = [q for q in view.split(split) if q.gold is not None and q.gold.items]
+    per_question = await session.gather(lambda q: align_question(session, q, version), questions)
+    ok = [Overlap(r["precision"], r["recall"], r["f1"]) for r in per_question if "error" not in r]
+    avg = macro(ok)
+    record = {
+        "method": view.method, "seed": view.seed, "split": split, "generator_version": version,
+        "matcher_model": model_label(session.lm_config, [MATCHER_ROLE]),
+        "precision": avg.precision if avg else None, "recall": avg.recall if avg else None,
+        "f1": avg.f1 if avg else None,
+        "n_questions": len(ok), "n_failed": len(per_question) - len(ok), "per_question": per_question,
+    }
+    view.dir.write_json(f"{EVAL_DIR}/alignment.json", record)
+    session.save_ledger("alignment")
+    return record

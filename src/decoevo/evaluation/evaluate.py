@@ -1,0 +1,83 @@
+"""`decoevo eval`: apply a run's solver skill to held-out questions and grade the replies with the
+benchmark's official rule. The test split of the run itself, or another benchmark for within-domain
+transfer (HealthBench -> LLMEval-Med, WritingBench -> EQ-Bench), with no further updates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain import Question
+from ..engine.config import DataConfig
+from ..grading import GRADER_ROLES, aggregate
+from ..lm.errors import ConfigError
+from ..tasks.load import load_questions
+from .models import model_label
+from .session import EVAL_DIR, EvalSession, GradedResponse
+
+
+@dataclass(frozen=True)
+class EvalTarget:
+    """What to evaluate on: a split of the run, or every question of another data file."""
+
+    split: str = "test"
+    data: DataConfig | None = None
+
+    @property
+    def name(self) -> str:
+        return f"transfer-{self.data.format}" if self.data is not None else self.split
+
+    def questions(self, session: EvalSession) -> list[Question]:
+        if self.data is None:
+            qs = session.view.split(self.split)
+        else:
+            qs = load_questions(self.data)
+        ungradable = [q.id for q in qs if q.gold is None]
+        if ungradable:
+            where = self.data.path if self.data is not None else f"the {self.split} split"
+            raise ConfigError(f"{where}: {len(ungradable)} question(s) have no gold rubric (first: {ungradable[0]}); "
+                              "evaluation grades against gold rubrics")
+        schemes = {q.gold.scheme for q in qs if q.gold is not None}
+        if len(schemes) > 1:
+            raise ConfigError(f"the questions mix gold schemes {sorted(schemes)}; evaluate one benchmark at a time")
+        return qs
+
+
+async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: int | None = None,
+                   on_item: Callable[[GradedResponse], None] | None = None) -> dict[str, Any]:
+    """Grade the solver skill (the final one unless `skill_version`) on `target`; write and return
+    RUN/eval/<name>.json (format in docs/evaluation-files.md)."""
+    view = session.view
+    solver = view.final("solver") if skill_version is None else view.skill("solver", skill_version)
+    questions = target.questions(session)
+
+    async def one(q: Question) -> GradedResponse:
+        graded = await session.solve_and_grade(q, solver)
+        if on_item is not None:
+            on_item(graded)
+        return graded
+
+    graded = await session.gather(one, questions)
+    score = aggregate([g.grade for g in graded])
+    record: dict[str, Any] = {
+        "name": target.name,
+        "kind": "transfer" if target.data is not None else "test",
+        "benchmark": score.scheme,
+        "data": target.data.path if target.data is not None else view.config.data.path,
+        "format": target.data.format if target.data is not None else view.config.data.format,
+        "split": None if target.data is not None else target.split,
+        "skill_version": solver.version,
+        "method": view.method,
+        "seed": view.seed,
+        "solver_model": model_label(session.lm_config, ["solve"]),
+        "grader_model": model_label(session.lm_config, GRADER_ROLES),
+        "score": score.score,
+        "n_graded": score.n_graded,
+        "n_ungraded": score.n_ungraded,
+        "details": score.details,
+        "items": [g.to_dict() for g in graded],
+    }
+    view.dir.write_json(f"{EVAL_DIR}/{target.name}.json", record)
+    session.save_ledger(target.name)
+    return record

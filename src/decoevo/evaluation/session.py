@@ -1,0 +1,85 @@
+"""An evaluation session on a run: the run's engine primitives (same prompts and parameters, so the
+run's cached answers are reused) plus the gold grader, with its own call log and ledger under RUN/eval/."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..domain import Question, Response, Skill
+from ..engine.context import EngineContext
+from ..engine.run import spec_lookup
+from ..grading import GradeResult, grade
+from ..lm import LM, LMError, ModelSpec
+from ..lm.client import CallRecord
+from ..methods import get_method
+from ..store import RunDir
+from .models import evaluation_lm_config
+from .run_view import RunView
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+EVAL_DIR = "eval"
+
+
+@dataclass(frozen=True)
+class GradedResponse:
+    question_id: str
+    response: str | None
+    grade: GradeResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question_id": self.question_id, "response": self.response, "grade": self.grade.model_dump()}
+
+
+def ungraded(question: Question, reason: str) -> GradeResult:
+    scheme = question.gold.scheme if question.gold else "none"
+    return GradeResult(question_id=question.id, scheme=scheme, score=None, items=(), ungraded_reason=reason)
+
+
+class EvalSession:
+    def __init__(self, view: RunView, *, grader: ModelSpec | None = None, matcher: ModelSpec | None = None,
+                 use_cache: bool | None = None, lm: LM | None = None,
+                 on_call: Callable[[CallRecord], None] | None = None) -> None:
+        self.view = view
+        self.lm_config = evaluation_lm_config(view.config.lm, grader=grader, matcher=matcher, use_cache=use_cache)
+        self.lm = lm or LM(self.lm_config)
+        # Evaluation calls go to RUN/eval/calls.jsonl: RUN/calls.jsonl stays the training spend.
+        eval_dir = RunDir(view.path / EVAL_DIR)
+        eval_dir.path.mkdir(parents=True, exist_ok=True)
+
+        def record(rec: CallRecord) -> None:
+            eval_dir.record_call(rec)
+            if on_call is not None:
+                on_call(rec)
+
+        self.lm.on_call = record
+        self.ctx = EngineContext(self.lm, view.config.hyper, get_method(view.method), view.dir, view.seed,
+                                 spec_lookup(view.config))
+
+    async def gather(self, fn: Callable[[T], Awaitable[U]], items: Iterable[T]) -> list[U]:
+        return await self.ctx.gather(fn, items)
+
+    async def respond(self, question: Question, solver: Skill) -> Response | LMError:
+        try:
+            return await self.ctx.respond(question.view(), solver)
+        except LMError as exc:
+            return exc
+
+    async def grade(self, question: Question, response: Response | LMError) -> GradedResponse:
+        """The gold grade of one response; a failed solve is an ungraded question, never a 0."""
+        if isinstance(response, LMError):
+            return GradedResponse(question.id, None, ungraded(question, f"solve failed ({response.category}): "
+                                                                        f"{str(response)[:200]}"))
+        return GradedResponse(question.id, response.text, await grade(self.lm, question, response.text))
+
+    async def solve_and_grade(self, question: Question, solver: Skill) -> GradedResponse:
+        return await self.grade(question, await self.respond(question, solver))
+
+    async def aclose(self) -> None:
+        await self.lm.aclose()
+
+    def save_ledger(self, name: str) -> None:
+        self.view.dir.write_json(f"{EVAL_DIR}/ledger-{name}.json", self.lm.ledger.to_dict())
