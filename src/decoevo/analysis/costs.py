@@ -1,9 +1,13 @@
 """The paper's cost table (Table 4): calls and tokens per method and per role, relative to SkillOpt.
 
 Costs come from each run directory's `ledger.json` (what `UsageLedger.to_dict()` writes); the method
-and seed come from `summary.json` (written when a run ends) or else `config.yaml`. `calls` are paid
-backend calls and tokens are input + output of those calls; cache hits cost nothing and are reported
-apart, so a warm cache cannot make a method look cheaper without it showing.
+and seed come from `summary.json` (written when a run ends) or else `config.yaml`.
+
+A method's cost is its *effective* usage: the backend calls it paid for plus the cache hits on answers
+another run paid for (`inherited_calls` / `inherited_tokens` in the ledger). Runs of a sweep share one
+request cache, so whichever run asks a question first pays for it; counting only paid calls would make
+a method look cheaper for being scheduled later. Hits on answers the run itself paid for (a resume, a
+repeated rubric) are not a cost and are reported apart, as are the paid/inherited shares.
 
 Pass runs of one benchmark and one base model: the table averages over whatever it is given.
 """
@@ -22,7 +26,9 @@ import yaml
 from ..methods import METHODS
 
 BASELINE = "skillopt"
-_COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens")
+_COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "inherited_calls", "inherited_tokens")
+# Ledgers written before cache inheritance was tracked have no such fields: nothing was inherited.
+_OPTIONAL = frozenset({"inherited_calls", "inherited_tokens"})
 
 
 class RunUsageError(ValueError):
@@ -31,14 +37,26 @@ class RunUsageError(ValueError):
 
 @dataclass(frozen=True)
 class Usage:
-    calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
+    calls: int = 0  # paid backend calls
+    cache_hits: int = 0  # all hits, inherited ones included
+    prompt_tokens: int = 0  # of the paid calls
     completion_tokens: int = 0
+    inherited_calls: int = 0  # hits on answers another run paid for (in and out tokens are not split)
+    inherited_tokens: int = 0
 
     @property
     def tokens(self) -> int:
+        """Paid input + output tokens."""
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def effective_calls(self) -> int:
+        """What this run would have paid for alone (the ledger's `effective_calls`)."""
+        return self.calls + self.inherited_calls
+
+    @property
+    def effective_tokens(self) -> int:
+        return self.tokens + self.inherited_tokens
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, k) + getattr(other, k) for k in _COUNTS))
@@ -60,14 +78,20 @@ class RunUsage:
 
 @dataclass(frozen=True)
 class CostRow:
-    """Means over a method's runs. The ratios divide by the baseline's *total* mean (also for a role row,
-    so a method's role ratios add up to its total ratio); None without a baseline run or with a zero total."""
+    """Means over a method's runs. `calls` and `tokens` are effective (paid + inherited); the other fields
+    break them down. The ratios compare effective usage and divide by the baseline's *total* mean (also
+    for a role row, so a method's role ratios add up to its total ratio); None without a baseline run or
+    with a zero total."""
 
     calls: float
-    cache_hits: float
-    prompt_tokens: float
-    completion_tokens: float
     tokens: float
+    paid_calls: float
+    paid_tokens: float
+    prompt_tokens: float  # paid input tokens
+    completion_tokens: float  # paid output tokens
+    inherited_calls: float
+    inherited_tokens: float
+    cache_hits: float
     calls_ratio: float | None
     tokens_ratio: float | None
 
@@ -100,20 +124,24 @@ class CostTable:
 
     def to_markdown(self) -> str:
         b = self.baseline
-        lines = [f"| method | runs | calls | tokens (in+out) | in | out | cache hits | calls ×{b} | tokens ×{b} |",
-                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines = ["Calls and tokens are effective: paid, plus answers inherited from another run's cache entries.", "",
+                 f"| method | runs | calls | tokens (in+out) | paid in | paid out | inherited calls "
+                 f"| inherited tokens | cache hits | calls ×{b} | tokens ×{b} |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for m in self.methods:
             t = m.total
             lines.append(f"| {m.method} | {m.n_runs} | {_num(t.calls)} | {_num(t.tokens)} | {_num(t.prompt_tokens)} "
-                         f"| {_num(t.completion_tokens)} | {_num(t.cache_hits)} | {_ratio(t.calls_ratio)} "
-                         f"| {_ratio(t.tokens_ratio)} |")
+                         f"| {_num(t.completion_tokens)} | {_num(t.inherited_calls)} | {_num(t.inherited_tokens)} "
+                         f"| {_num(t.cache_hits)} | {_ratio(t.calls_ratio)} | {_ratio(t.tokens_ratio)} |")
         lines += ["", f"Per role (ratios are shares of the {b} total, so a method's rows add up to its total):", "",
-                  f"| method | role | calls | tokens (in+out) | cache hits | calls ×{b} | tokens ×{b} |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
+                  f"| method | role | calls | tokens (in+out) | inherited calls | cache hits | calls ×{b} "
+                  f"| tokens ×{b} |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
         for m in self.methods:
             for role, r in m.by_role.items():
-                lines.append(f"| {m.method} | {role} | {_num(r.calls)} | {_num(r.tokens)} | {_num(r.cache_hits)} "
-                             f"| {_ratio(r.calls_ratio)} | {_ratio(r.tokens_ratio)} |")
+                lines.append(f"| {m.method} | {role} | {_num(r.calls)} | {_num(r.tokens)} "
+                             f"| {_num(r.inherited_calls)} | {_num(r.cache_hits)} | {_ratio(r.calls_ratio)} "
+                             f"| {_ratio(r.tokens_ratio)} |")
         return "\n".join(lines) + "\n"
 
 
@@ -143,7 +171,7 @@ def _read(path: Path, kind: str) -> Any:
 
 
 def _count(path: Path, where: str, row: Mapping[str, Any], key: str) -> int:
-    v = row.get(key)
+    v = row.get(key, 0 if key in _OPTIONAL else None)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise RunUsageError(f"{path}: {where}: {key!r} must be a non-negative integer, got {v!r}")
     return v
@@ -169,12 +197,15 @@ def _read_ledger(path: Path) -> tuple[dict[str, Usage], tuple[str, ...]]:
         u = Usage(*(_count(path, where, row, k) for k in _COUNTS))
         if "tokens" in row and row["tokens"] != u.tokens:  # a hand-edited or truncated ledger
             raise RunUsageError(f"{path}: {where}: 'tokens' {row['tokens']!r} != prompt + completion {u.tokens}")
+        if u.inherited_calls > u.cache_hits:  # every inherited answer arrived as a cache hit
+            raise RunUsageError(f"{path}: {where}: 'inherited_calls' {u.inherited_calls} exceeds "
+                                f"'cache_hits' {u.cache_hits}")
         by_role[role] = by_role.get(role, Usage()) + u
     total = data.get("total")
     if isinstance(total, dict):
         summed = sum(by_role.values(), Usage())
-        for k in ("calls", "prompt_tokens", "completion_tokens"):
-            if total.get(k) != getattr(summed, k):
+        for k in ("calls", "prompt_tokens", "completion_tokens", "inherited_calls", "inherited_tokens"):
+            if total.get(k, 0 if k in _OPTIONAL else None) != getattr(summed, k):
                 raise RunUsageError(f"{path}: 'total.{k}' {total.get(k)!r} does not match the rows' sum "
                                     f"{getattr(summed, k)}")
     return dict(sorted(by_role.items())), tuple(sorted({m for _, m in seen}))
@@ -220,11 +251,14 @@ def load_runs(run_dirs: Iterable[Path | str]) -> list[RunUsage]:
 def _mean_row(usages: list[Usage], base: CostRow | None) -> CostRow:
     n = len(usages)
     m = {k: sum(getattr(u, k) for u in usages) / n for k in _COUNTS}
-    tokens = m["prompt_tokens"] + m["completion_tokens"]
-    calls_ratio = m["calls"] / base.calls if base is not None and base.calls > 0 else None
+    paid_tokens = m["prompt_tokens"] + m["completion_tokens"]
+    calls, tokens = m["calls"] + m["inherited_calls"], paid_tokens + m["inherited_tokens"]
+    calls_ratio = calls / base.calls if base is not None and base.calls > 0 else None
     tokens_ratio = tokens / base.tokens if base is not None and base.tokens > 0 else None
-    return CostRow(m["calls"], m["cache_hits"], m["prompt_tokens"], m["completion_tokens"], tokens,
-                   calls_ratio, tokens_ratio)
+    return CostRow(calls=calls, tokens=tokens, paid_calls=m["calls"], paid_tokens=paid_tokens,
+                   prompt_tokens=m["prompt_tokens"], completion_tokens=m["completion_tokens"],
+                   inherited_calls=m["inherited_calls"], inherited_tokens=m["inherited_tokens"],
+                   cache_hits=m["cache_hits"], calls_ratio=calls_ratio, tokens_ratio=tokens_ratio)
 
 
 def _method_order(name: str) -> tuple[int, str]:
@@ -233,8 +267,8 @@ def _method_order(name: str) -> tuple[int, str]:
 
 
 def cost_table(runs: list[RunUsage], baseline: str = BASELINE, allow_unfinished: bool = False) -> CostTable:
-    """Mean calls and tokens per method over its runs, in total and per role (a role a run never used
-    counts as 0 for that run), with ratios to the baseline method's total.
+    """Mean effective calls and tokens per method over its runs, in total and per role (a role a run never
+    used counts as 0 for that run), with ratios to the baseline method's total.
 
     Unfinished runs are refused unless allowed, since their ledger stops at the last checkpoint and
     would understate the method's cost; a (method, seed) given twice is refused, since it would count twice.

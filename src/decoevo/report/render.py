@@ -1,0 +1,119 @@
+"""Render a `Report` to one self-contained HTML file: inline CSS, inline SVG figures, no script, and no
+reference to anything outside the file (so it opens offline, attaches to an issue, and archives)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+from ..analysis.stats import MeanStd
+from .labels import benchmark_label, method_color, method_description, method_label
+from .model import Report
+
+CLIP = 1500  # characters of a model response shown before it is cut (the run directory has it all)
+
+
+def _ms(stat: MeanStd | None, digits: int = 1) -> Markup:
+    if stat is None:
+        return Markup('<span class="na">—</span>')
+    mean = f"{stat.mean:.{digits}f}"
+    if stat.std is None:
+        return Markup(f'{mean}<span class="sd" title="one seed: no standard deviation">&#8201;(n=1)</span>')
+    return Markup(f'{mean}<span class="sd">&#8201;±&#8201;{stat.std:.{digits + 1}f}</span>')
+
+
+def _num(x: float | int | None) -> str:
+    """1234 -> 1.2k, as the paper writes calls and tokens."""
+    if x is None:
+        return "—"
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.1f}{suffix}"
+    return f"{x:.0f}" if float(x).is_integer() else f"{x:.1f}"
+
+
+def _signed(x: float | None, digits: int = 2, suffix: str = "") -> str:
+    return "—" if x is None else f"{x:+.{digits}f}{suffix}"
+
+
+def _pvalue(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _ratio(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def _clip(text: Any, limit: int = CLIP) -> str:
+    s = str(text)
+    return s if len(s) <= limit else f"{s[:limit]}… [{len(s) - limit:,} more characters in the run directory]"
+
+
+def _diff(text: str | None) -> Markup:
+    """A unified diff with added/removed lines marked for styling."""
+    if not text or not text.strip():
+        return Markup('<p class="muted">no textual change</p>')
+    lines = []
+    for line in text.rstrip("\n").split("\n"):
+        if line.startswith(("+++", "---")):
+            cls = "dh"
+        elif line.startswith("@@"):
+            cls = "dk"
+        elif line.startswith("+"):
+            cls = "da"
+        elif line.startswith("-"):
+            cls = "dd"
+        else:
+            cls = "dc"
+        lines.append(f'<span class="{cls}">{escape(line) or " "}</span>')
+    return Markup('<pre class="diff">' + "".join(lines) + "</pre>")  # the spans are blocks: no newlines
+
+
+def _ver(x: Any) -> str:
+    """A skill version as the run directory names it (v003); '—' for anything that is not a version."""
+    return f"v{x:03d}" if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else "—"
+
+
+def _fixed(x: Any, digits: int = 3) -> str:
+    """A number from a raw JSON file; anything else shown as it is rather than breaking the page."""
+    if isinstance(x, int | float) and not isinstance(x, bool):
+        return f"{x:.{digits}f}"
+    return "—" if x is None else str(x)
+
+
+def _pretty(obj: Any, limit: int = 20000) -> str:
+    return _clip(json.dumps(obj, indent=2, ensure_ascii=False, default=str), limit)
+
+
+def _seeds(seeds: Any) -> str:
+    return ", ".join("—" if s is None else str(s) for s in seeds) or "none"
+
+
+def environment() -> Environment:
+    env = Environment(loader=PackageLoader("decoevo.report", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(ms=_ms, num=_num, signed=_signed, pvalue=_pvalue, ratio=_ratio, clip=_clip, diff=_diff,
+                       pretty=_pretty, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label, bench=benchmark_label)
+    env.globals.update(method_color=method_color, method_description=method_description)
+    return env
+
+
+def render(report: Report) -> str:
+    return environment().get_template("report.html.j2").render(r=report)
+
+
+def write(report: Report, output: Path | str) -> Path:
+    """Render and write atomically (a reader never opens half a report)."""
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(render(report), encoding="utf-8")
+    os.replace(tmp, path)
+    return path

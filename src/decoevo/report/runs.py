@@ -1,0 +1,433 @@
+"""One run directory, read into what the report shows about it.
+
+Reading never raises for a damaged or partial run: each unreadable piece becomes a named problem and the
+rest of the run is still reported. Only a directory that is no run at all (no config.yaml) is refused,
+by `discover`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..analysis.costs import RunUsage, RunUsageError, load_run_usage
+from ..evaluation.run_view import parse_skill_markdown
+from .files import (
+    AlignmentFile,
+    DynamicsFile,
+    EvalFile,
+    ReportInputError,
+    load_alignment,
+    load_dynamics,
+    load_eval,
+    read_json,
+    read_jsonl,
+    read_yaml,
+)
+from .labels import is_tiny_embedded
+
+EMBEDDED_DEFAULT = "smollm2-135m-instruct-q4_1"  # ModelSpec's default label
+
+
+@dataclass(frozen=True)
+class SkillVersion:
+    kind: str
+    version: int
+    parent: int | None
+    reason: str
+    text: str
+    diff: str | None  # unified diff against the parent; None for v000 or when there is no parent
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate skill the gate rejected, with the diff it would have applied to its parent."""
+
+    kind: str
+    label: str
+    version: int | None
+    parent: int | None
+    reason: str
+    text: str
+    diff: str | None
+
+
+@dataclass(frozen=True)
+class InnerGate:
+    step: int
+    accepted: bool
+    j_incumbent: float | None
+    j_candidate: float | None
+    n: int | None
+    solver_version: int | None
+    note: str | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.j_incumbent is None or self.j_candidate is None:
+            return None
+        return self.j_candidate - self.j_incumbent
+
+
+@dataclass(frozen=True)
+class OuterGate:
+    round: int
+    structural_records: int
+    contrastive_records: int
+    accepted: bool | None  # None: no candidate was proposed (no records, or audits routed to the solver)
+    policy: str | None
+    reason: str | None
+    deltas: Mapping[str, float]
+    generator_version: int | None
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A step or round that failed, a budget stop, a crash or a resume, from events.jsonl."""
+
+    event: str
+    where: str
+    category: str | None
+    role: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class AuditRound:
+    index: int
+    structural: tuple[Mapping[str, Any], ...]
+    contrastive: tuple[Mapping[str, Any], ...]
+    frozen_pairs: tuple[Mapping[str, Any], ...]
+    verification: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    name: str  # the key in lm.models
+    label: str  # what the model is called (ModelSpec.model)
+    backend: str
+    roles: tuple[str, ...]  # roles routed to it; "default" means every other role
+
+    @property
+    def embedded_tiny(self) -> bool:
+        return is_tiny_embedded(self.label)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    path: Path
+    name: str
+    anchor: str
+    method: str
+    seed: int | None
+    benchmark: str
+    backbone: str
+    sweep: Path | None
+    config: Mapping[str, Any]
+    summary: Mapping[str, Any] | None
+    status: str  # finished | budget stop | stopped (error) | incomplete
+    status_detail: str | None
+    models: tuple[ModelUse, ...]
+    judge_model: str
+    budget: Mapping[str, Any]
+    usage: RunUsage | None
+    ledger_total: Mapping[str, Any] | None
+    solver: tuple[SkillVersion, ...]
+    generator: tuple[SkillVersion, ...]
+    candidates: tuple[Candidate, ...]
+    inner_gates: tuple[InnerGate, ...]
+    outer_gates: tuple[OuterGate, ...]
+    incidents: tuple[Incident, ...]
+    audits: tuple[AuditRound, ...]
+    evals: Mapping[str, EvalFile]
+    dynamics: DynamicsFile | None
+    alignment: AlignmentFile | None
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def finished(self) -> bool:
+        return self.summary is not None
+
+    @property
+    def data(self) -> Mapping[str, Any]:
+        """The config's data section (path, format, task), or {} when damaged."""
+        return _map(self.config.get("data"))
+
+    @property
+    def test_eval(self) -> EvalFile | None:
+        return self.evals.get("test")
+
+    @property
+    def transfer_evals(self) -> tuple[EvalFile, ...]:
+        return tuple(e for e in self.evals.values() if e.kind == "transfer")
+
+
+# ---- pieces --------------------------------------------------------------------------------------
+
+def _parse_skill_md(text: str) -> tuple[int | None, int | None, str, str]:
+    """(version, parent, reason, body) of a skill file; (None, None, "", text) when it has no header."""
+    try:
+        skill = parse_skill_markdown(text)
+    except ValueError:
+        return None, None, "", text.strip()
+    return skill.version, skill.parent, skill.reason.strip(), skill.text.strip()
+
+
+def _read_text(path: Path, problems: list[str]) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        problems.append(f"{path}: cannot be read ({e})")
+        return None
+
+
+def _lineage(run: Path, kind: str, problems: list[str]) -> tuple[SkillVersion, ...]:
+    folder = run / "skills" / kind
+    out: list[SkillVersion] = []
+    for md in sorted(folder.glob("v*.md")):
+        text = _read_text(md, problems)
+        if text is None:
+            continue
+        version, parent, reason, body = _parse_skill_md(text)
+        if version is None:
+            problems.append(f"{md}: no skill header; shown as plain text")
+            digits = md.stem.lstrip("v")
+            version = int(digits) if digits.isdigit() else len(out)
+        diff_path = md.with_suffix(".diff")
+        diff = _read_text(diff_path, problems) if diff_path.is_file() else None
+        out.append(SkillVersion(kind, version, parent, reason, body, diff))
+    return tuple(sorted(out, key=lambda s: s.version))
+
+
+def _candidates(run: Path, lineages: Mapping[str, tuple[SkillVersion, ...]],
+                problems: list[str]) -> tuple[Candidate, ...]:
+    out = []
+    for md in sorted((run / "candidates").glob("*.md")):
+        text = _read_text(md, problems)
+        if text is None:
+            continue
+        kind, _, label = md.stem.partition("_")
+        version, parent, reason, body = _parse_skill_md(text)
+        diff = None
+        parents = {s.version: s for s in lineages.get(kind, ())}
+        if parent is not None and parent in parents:
+            diff = "\n".join(difflib.unified_diff(parents[parent].text.splitlines(), body.splitlines(),
+                                                  f"v{parent:03d}", f"candidate {label}", lineterm=""))
+        out.append(Candidate(kind, label or md.stem, version, parent, reason, body, diff))
+    return tuple(out)
+
+
+def _map(v: Any) -> dict[str, Any]:
+    """A mapping from parsed YAML/JSON, or {} for anything else (a damaged file is reported elsewhere)."""
+    return v if isinstance(v, dict) else {}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _gates(events: list[dict[str, Any]]) -> tuple[tuple[InnerGate, ...], tuple[OuterGate, ...], tuple[Incident, ...]]:
+    inner, outer, incidents = [], [], []
+    for e in events:
+        kind = e.get("event")
+        if kind == "inner_step":
+            inner.append(InnerGate(step=_int(e.get("step")) or 0, accepted=bool(e.get("accepted")),
+                                   j_incumbent=_num(e.get("J_incumbent")), j_candidate=_num(e.get("J_candidate")),
+                                   n=_int(e.get("n")), solver_version=_int(e.get("solver_version")),
+                                   note=e.get("note") if isinstance(e.get("note"), str) else None))
+        elif kind == "outer_round":
+            deltas = _map(e.get("deltas"))
+            outer.append(OuterGate(round=_int(e.get("round")) or 0,
+                                   structural_records=_int(e.get("structural_records")) or 0,
+                                   contrastive_records=_int(e.get("contrastive_records")) or 0,
+                                   accepted=e["accepted"] if isinstance(e.get("accepted"), bool) else None,
+                                   policy=e.get("policy"), reason=e.get("reason"),
+                                   deltas={k: float(v) for k, v in deltas.items() if _num(v) is not None},
+                                   generator_version=_int(e.get("generator_version"))))
+        elif kind in ("inner_step_failed", "outer_round_failed", "budget_stop", "stopped", "resume"):
+            where = next((f"{k} {e[k]}" for k in ("step", "round", "at_step", "next_step") if k in e), "")
+            message = str(e.get("error") or e.get("reason") or "")
+            incidents.append(Incident(kind, where, e.get("category"), e.get("role"), message))
+    return tuple(inner), tuple(outer), tuple(incidents)
+
+
+def _audits(run: Path, problems: list[str]) -> tuple[AuditRound, ...]:
+    out: list[AuditRound] = []
+    for folder in sorted((run / "audits").glob("outer_*")):
+        digits = folder.name.removeprefix("outer_")
+        try:
+            records = {name: tuple(read_jsonl(folder / f"{name}.jsonl"))
+                       for name in ("structural_probe", "contrastive_probe", "frozen_pairs")}
+            ver_path = folder / "verification.json"
+            verification = read_json(ver_path) if ver_path.is_file() else None
+        except ReportInputError as e:
+            problems.append(str(e))
+            continue
+        out.append(AuditRound(int(digits) if digits.isdigit() else len(out), records["structural_probe"],
+                              records["contrastive_probe"], records["frozen_pairs"],
+                              verification if isinstance(verification, dict) else None))
+    return tuple(out)
+
+
+def _models(config: Mapping[str, Any]) -> tuple[tuple[ModelUse, ...], str]:
+    """The models a run used and which model judged (the proxy scorer)."""
+    lm = _map(config.get("lm"))
+    specs, roles = _map(lm.get("models")), _map(lm.get("roles"))
+    if not specs:  # the engine's default: one embedded model
+        specs = {"default": {"backend": "local", "model": EMBEDDED_DEFAULT}}
+    uses = []
+    for name, raw in specs.items():
+        spec = _map(raw)
+        routed = tuple(sorted(r for r, m in roles.items() if m == name))
+        uses.append(ModelUse(str(name), str(spec.get("model") or EMBEDDED_DEFAULT), str(spec.get("backend", "local")),
+                             ("default", *routed) if name == "default" else routed))
+    by_name = {u.name: u.label for u in uses}
+    judge = by_name.get(str(roles.get("judge", "default")), by_name.get("default", EMBEDDED_DEFAULT))
+    return tuple(uses), judge
+
+
+def _benchmark(config: Mapping[str, Any], hint: str | None, test: EvalFile | None, problems: list[str],
+               path: Path) -> str:
+    if hint and test is not None and test.benchmark != hint:
+        problems.append(f"{path}/eval/test.json: graded as '{test.benchmark}' but the sweep files the run "
+                        f"under '{hint}'")
+    if hint:
+        return hint
+    if test is not None:
+        return test.benchmark
+    data = _map(config.get("data"))
+    if data.get("format") and data["format"] != "jsonl":
+        return str(data["format"])
+    if data.get("task"):
+        return str(data["task"])
+    return Path(str(data.get("path") or "unknown")).stem.split(".")[0] or "unknown"
+
+
+def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...]) -> tuple[str, str | None]:
+    crash = next((i for i in reversed(incidents) if i.event == "stopped"), None)
+    if summary is not None:
+        stopped = summary.get("stopped")
+        return ("budget stop", str(stopped)) if stopped else ("finished", None)
+    if crash is not None:
+        return "stopped (error)", f"{crash.category or 'error'} in {crash.role or 'a role'} at {crash.where}: " \
+                                  f"{crash.message}"
+    return "incomplete", "no summary.json: the run is still going, or was killed (resume it with " \
+                         "`decoevo resume RUN`)"
+
+
+# ---- the run ---------------------------------------------------------------------------------------
+
+
+def _identity(config: Mapping[str, Any], summary: Mapping[str, Any] | None, path: Path,
+              problems: list[str]) -> tuple[str, int | None]:
+    method, seed = config.get("method"), config.get("seed")
+    if summary is not None:
+        s_method, s_seed = summary.get("method"), summary.get("seed")
+        if (s_method, s_seed) != (method, seed) and method is not None:
+            problems.append(f"{path}: summary.json says {s_method}/seed {s_seed}, config.yaml says "
+                            f"{method}/seed {seed}; using summary.json")
+        method, seed = s_method or method, s_seed if s_seed is not None else seed
+    if not isinstance(method, str) or not method:
+        problems.append(f"{path}/config.yaml: no 'method'")
+        method = "unknown"
+    if seed is not None and _int(seed) is None:
+        problems.append(f"{path}/config.yaml: 'seed' must be an integer, got {seed!r}")
+        seed = None
+    return method, seed
+
+
+def _eval_files(run: Path, method: str, seed: int | None, problems: list[str]) -> dict[str, EvalFile]:
+    out: dict[str, EvalFile] = {}
+    for path in sorted((run / "eval").glob("*.json")):
+        if path.stem in ("dynamics", "alignment") or path.stem.startswith("ledger-"):  # not gradings
+            continue
+        try:
+            ev = load_eval(path)
+        except ReportInputError as e:
+            problems.append(str(e))
+            continue
+        if (ev.method, ev.seed) != (method, seed):
+            problems.append(f"{path}: evaluates {ev.method}/seed {ev.seed}, but the run is {method}/seed {seed}; "
+                            "left out")
+            continue
+        out[ev.name] = ev
+    return out
+
+
+def _optional(loader: Any, path: Path, method: str, seed: int | None, problems: list[str]) -> Any:
+    if not path.is_file():
+        return None
+    try:
+        data = loader(path)
+    except ReportInputError as e:
+        problems.append(str(e))
+        return None
+    if (data.method, data.seed) != (method, seed):
+        problems.append(f"{path}: belongs to {data.method}/seed {data.seed}, but the run is {method}/seed {seed}; "
+                        "left out")
+        return None
+    return data
+
+
+def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
+             benchmark_hint: str | None = None) -> RunRecord:
+    problems: list[str] = []
+    try:
+        raw = read_yaml(path / "config.yaml")
+    except ReportInputError as e:
+        problems.append(str(e))
+        raw = {}
+    config: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    summary = None
+    if (path / "summary.json").is_file():
+        try:
+            s = read_json(path / "summary.json")
+            summary = s if isinstance(s, dict) else None
+        except ReportInputError as e:
+            problems.append(str(e))
+    method, seed = _identity(config, summary, path, problems)
+    try:
+        events = read_jsonl(path / "events.jsonl", problems)
+    except ReportInputError as e:
+        problems.append(str(e))
+        events = []
+    inner, outer, incidents = _gates(events)
+    usage = None
+    ledger_total = None
+    try:
+        usage = load_run_usage(path)
+        total = read_json(path / "ledger.json").get("total")
+        ledger_total = total if isinstance(total, dict) else None
+    except (RunUsageError, ReportInputError) as e:
+        problems.append(str(e))
+    lineages = {kind: _lineage(path, kind, problems) for kind in ("solver", "generator")}
+    evals = _eval_files(path, method, seed, problems)
+    test = evals.get("test")
+    final = lineages["solver"][-1].version if lineages["solver"] else None
+    if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
+        problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
+                        f"is v{final:03d}; its score describes that version, not the run's result")
+    models, judge = _models(config)
+    status, detail = _status(summary, incidents)
+    budget = _map(config.get("budget"))
+    solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
+        next((u.label for u in models if u.name == "default"), EMBEDDED_DEFAULT)
+    return RunRecord(
+        path=path, name=name, anchor=anchor, method=method, seed=seed,
+        benchmark=_benchmark(config, benchmark_hint, evals.get("test"), problems, path),
+        backbone=solver_model, sweep=sweep, config=config, summary=summary, status=status, status_detail=detail,
+        models=models, judge_model=judge, budget={k: v for k, v in budget.items() if v is not None},
+        usage=usage, ledger_total=ledger_total, solver=lineages["solver"], generator=lineages["generator"],
+        candidates=_candidates(path, lineages, problems), inner_gates=inner, outer_gates=outer,
+        incidents=incidents, audits=_audits(path, problems), evals=evals,
+        dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
+        alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        problems=tuple(problems),
+    )

@@ -1,0 +1,359 @@
+"""The report's tables, computed from run records with decoevo.analysis (no model calls, no HTML).
+
+Scores are grouped by backbone (the solver's model), then by method and seed: in a sweep one seed of a
+method spans several run directories, one per source benchmark, and its transfer evaluations live in the
+source run's eval/ folder. The per-seed average over all columns is the paper's "Avg." (computed within
+a run, then aggregated over seeds); a seed missing any column has no average, and the table says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..analysis.costs import CostTable, cost_table
+from ..analysis.stats import MeanStd, PairedCI, holm, mean_std, paired_difference, per_run_average, relative_gain
+from .labels import (
+    ABLATIONS,
+    BASELINE,
+    CONTROLS,
+    PROPOSED,
+    benchmark_label,
+    benchmark_order,
+    method_label,
+    method_order,
+)
+from .runs import RunRecord
+
+SeedKey = tuple[str, int | None]  # (method, seed)
+
+
+@dataclass(frozen=True)
+class Column:
+    benchmark: str
+    transfer: bool
+
+    @property
+    def label(self) -> str:
+        return benchmark_label(self.benchmark) + ("†" if self.transfer else "")
+
+    @property
+    def key(self) -> str:
+        return f"{'transfer-' if self.transfer else ''}{self.benchmark}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    stat: MeanStd | None
+    missing: int  # seeds of the method without a value here
+    best: bool = False
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    method: str
+    n_seeds: int
+    cells: tuple[Cell, ...]
+    avg: Cell
+    delta: float | None  # relative gain (%) or points, per the table's `delta_kind`
+    reference: bool = False
+
+    @property
+    def label(self) -> str:
+        return method_label(self.method)
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    key: str
+    title: str
+    caption: str
+    columns: tuple[Column, ...]
+    rows: tuple[ScoreRow, ...]
+    delta_kind: str  # "gain" (relative gain over SkillOpt, %) or "points" (difference from DecoEvo)
+    delta_reference: str
+
+    @property
+    def show_avg(self) -> bool:
+        return len(self.columns) > 1
+
+    @property
+    def has_scores(self) -> bool:
+        return any(c.stat is not None for r in self.rows for c in r.cells)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    method: str
+    seeds: tuple[int | None, ...]  # the paired seeds used
+    unpaired: tuple[int | None, ...]  # seeds with an average on one side only, left out
+    ci: PairedCI | None
+    p_holm: float | None
+    reject: bool | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class ComparisonTable:
+    proposed: str
+    measure: str
+    rows: tuple[Comparison, ...]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class AlignmentRow:
+    method: str
+    n_seeds: int
+    precision: MeanStd | None
+    recall: MeanStd | None
+    f1: MeanStd | None
+    n_questions: int
+    n_failed: int
+    matchers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlignmentTable:
+    benchmark: str
+    rows: tuple[AlignmentRow, ...]
+    missing: tuple[RunRecord, ...]
+
+
+@dataclass(frozen=True)
+class CostSection:
+    benchmark: str
+    table: CostTable | None
+    excluded: tuple[RunRecord, ...]  # unfinished, or without a readable ledger
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    """Everything about runs that share a backbone."""
+
+    backbone: str
+    runs: tuple[RunRecord, ...]
+    main: ScoreTable
+    ablations: ScoreTable | None
+    controls: ScoreTable | None
+    comparisons: ComparisonTable
+    alignment: tuple[AlignmentTable, ...]
+    costs: tuple[CostSection, ...]
+    without_eval: tuple[RunRecord, ...]
+    problems: tuple[str, ...] = field(default=())
+
+    @property
+    def benchmarks(self) -> tuple[str, ...]:
+        return tuple(sorted({r.benchmark for r in self.runs}, key=benchmark_order))
+
+
+# ---- scores ------------------------------------------------------------------------------------------
+
+
+def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
+        dict[SeedKey, dict[Column, float]], dict[SeedKey, set[Column]], list[Column]]:
+    """Per (method, seed): the score of each column, the columns evaluated but ungraded, and all columns."""
+    scores: dict[SeedKey, dict[Column, float]] = defaultdict(dict)
+    ungraded: dict[SeedKey, set[Column]] = defaultdict(set)
+    source: dict[tuple[SeedKey, Column], RunRecord] = {}
+    columns: set[Column] = set()
+    for run in runs:
+        key = (run.method, run.seed)
+        scores.setdefault(key, {})
+        for ev in run.evals.values():
+            if ev.name != "test" and ev.kind != "transfer":  # another split (e.g. `eval --split diagnostic`)
+                continue
+            col = Column(ev.benchmark, ev.kind == "transfer")
+            columns.add(col)
+            if (key, col) in source:
+                problems.append(f"{run.method} seed {run.seed}: {col.label} is evaluated in both "
+                                f"{source[(key, col)].path} and {run.path}; the first is used")
+                continue
+            source[(key, col)] = run
+            if ev.score is None:
+                ungraded[key].add(col)
+            else:
+                scores[key][col] = ev.score
+    ordered = sorted(columns, key=lambda c: (c.transfer, benchmark_order(c.benchmark)))
+    return dict(scores), dict(ungraded), ordered
+
+
+def seed_averages(scores: Mapping[SeedKey, Mapping[Column, float]], columns: Sequence[Column]
+                  ) -> dict[str, dict[int | None, float]]:
+    """method -> seed -> the unweighted mean over all columns, for seeds that have every column."""
+    out: dict[str, dict[int | None, float]] = defaultdict(dict)
+    for (method, seed), by_col in scores.items():
+        if columns and all(c in by_col for c in columns):
+            out[method][seed] = per_run_average({c.key: by_col[c] for c in columns}, [c.key for c in columns])
+    return dict(out)
+
+
+def _cell(values: list[float], n_seeds: int) -> Cell:
+    return Cell(mean_std(values) if values else None, n_seeds - len(values))
+
+
+def score_table(key: str, title: str, caption: str, methods: Sequence[str],
+                seeds: Mapping[str, list[int | None]], scores: Mapping[SeedKey, Mapping[Column, float]],
+                columns: Sequence[Column], delta_kind: str, reference: str) -> ScoreTable:
+    averages = seed_averages(scores, columns)
+    rows = []
+    for method in methods:
+        method_seeds = seeds[method]
+        cells = tuple(_cell([scores[(method, s)][c] for s in method_seeds if c in scores.get((method, s), {})],
+                            len(method_seeds)) for c in columns)
+        avg = _cell(list(averages.get(method, {}).values()), len(method_seeds))
+        rows.append(ScoreRow(method, len(method_seeds), cells, avg, None, reference=method == reference))
+    ref = next((r for r in rows if r.method == reference and r.avg.stat is not None), None)
+    with_delta = []
+    for r in rows:
+        delta = None
+        if ref is not None and ref.avg.stat is not None and r.avg.stat is not None and r.method != reference:
+            if delta_kind == "gain":
+                try:
+                    delta = relative_gain(r.avg.stat.mean, ref.avg.stat.mean)
+                except ValueError:  # a zero baseline has no relative gain
+                    delta = None
+            else:
+                delta = r.avg.stat.mean - ref.avg.stat.mean
+        with_delta.append(ScoreRow(r.method, r.n_seeds, r.cells, r.avg, delta, r.reference))
+    return ScoreTable(key, title, caption, tuple(columns), _mark_best(with_delta, len(columns)), delta_kind,
+                      reference)
+
+
+def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:
+    """Bold the best mean of each column, as the paper does (ties all bold)."""
+    def best(cells: list[Cell]) -> list[Cell]:
+        means = [c.stat.mean for c in cells if c.stat is not None]
+        if len(means) < 2:
+            return cells
+        top = max(means)
+        return [Cell(c.stat, c.missing, c.stat is not None and c.stat.mean == top) for c in cells]
+
+    by_col = [best([r.cells[i] for r in rows]) for i in range(n_cols)]
+    avgs = best([r.avg for r in rows])
+    return tuple(ScoreRow(r.method, r.n_seeds, tuple(by_col[i][j] for i in range(n_cols)), avgs[j], r.delta,
+                          r.reference) for j, r in enumerate(rows))
+
+
+def comparisons(averages: Mapping[str, Mapping[int | None, float]], methods: Sequence[str]) -> ComparisonTable:
+    """DecoEvo − each other method on the per-seed average, paired over the seeds both have, with 95% CIs
+    and Holm's correction over the whole family (the prespecified comparisons)."""
+    measure = "per-seed average over all columns"
+    if PROPOSED not in methods:
+        return ComparisonTable(PROPOSED, measure, (), note="no DecoEvo runs in this report")
+    ours = averages.get(PROPOSED, {})
+    rows = []
+    for m in methods:
+        if m == PROPOSED:
+            continue
+        theirs = averages.get(m, {})
+        common = sorted(set(ours) & set(theirs), key=lambda s: (s is None, s or 0))
+        unpaired = tuple(sorted(set(ours) ^ set(theirs), key=lambda s: (s is None, s or 0)))
+        if not common:
+            why = "no seed has a complete average on both sides" if ours and theirs else \
+                "no complete per-seed averages (missing evaluations)"
+            rows.append(Comparison(m, (), unpaired, None, None, None, why))
+            continue
+        ci = paired_difference({s: ours[s] for s in common}, {s: theirs[s] for s in common})
+        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason))
+    family = {r.method: r.ci.p_value for r in rows if r.ci is not None and r.ci.p_value is not None}
+    adjusted = holm(family) if family else {}
+    final = tuple(Comparison(r.method, r.seeds, r.unpaired, r.ci,
+                             adjusted[r.method].adjusted if r.method in adjusted else None,
+                             adjusted[r.method].reject if r.method in adjusted else None, r.reason) for r in rows)
+    note = None if family else "no comparison has two or more paired seeds, so there is no p-value to correct"
+    return ComparisonTable(PROPOSED, measure, final, note)
+
+
+# ---- alignment and cost -----------------------------------------------------------------------------
+
+
+def alignment_tables(runs: Sequence[RunRecord]) -> tuple[AlignmentTable, ...]:
+    out = []
+    for bench in sorted({r.benchmark for r in runs}, key=benchmark_order):
+        group = [r for r in runs if r.benchmark == bench]
+        rows = []
+        for method in sorted({r.method for r in group}, key=method_order):
+            files = [r.alignment for r in group if r.method == method and r.alignment is not None]
+            if not files:
+                continue
+
+            def stat(values: list[float | None]) -> MeanStd | None:
+                xs = [100 * v for v in values if v is not None]
+                return mean_std(xs) if xs else None
+
+            rows.append(AlignmentRow(method, len(files), stat([f.precision for f in files]),
+                                     stat([f.recall for f in files]), stat([f.f1 for f in files]),
+                                     sum(f.n_questions for f in files), sum(f.n_failed for f in files),
+                                     tuple(sorted({f.matcher_model for f in files if f.matcher_model}))))
+        missing = tuple(r for r in group if r.alignment is None)
+        out.append(AlignmentTable(bench, tuple(rows), missing))
+    return tuple(out)
+
+
+def cost_sections(runs: Sequence[RunRecord]) -> tuple[CostSection, ...]:
+    """One cost table per benchmark (costs of different question sets do not average), from finished runs."""
+    out = []
+    for bench in sorted({r.benchmark for r in runs}, key=benchmark_order):
+        group = [r for r in runs if r.benchmark == bench]
+        usable = [r for r in group if r.usage is not None and r.finished]
+        excluded = tuple(r for r in group if r not in usable)
+        if not usable:
+            out.append(CostSection(bench, None, excluded))
+            continue
+        try:
+            table = cost_table([r.usage for r in usable if r.usage is not None], baseline=BASELINE)
+        except ValueError as e:
+            out.append(CostSection(bench, None, excluded, error=str(e)))
+            continue
+        out.append(CostSection(bench, table, excluded))
+    return tuple(out)
+
+
+# ---- a backbone's section ------------------------------------------------------------------------------
+
+_MAIN_CAPTION = ("Test score under the gold grader (0-100): mean ± sample standard deviation over seeds; "
+                 "† marks within-domain transfer (the source run's final solver skill, not updated). Avg. is "
+                 "computed within each seed over all columns, then aggregated. Gain is relative to SkillOpt's "
+                 "average. Best mean per column in bold.")
+
+
+def section(backbone: str, runs: Sequence[RunRecord]) -> Section:
+    problems: list[str] = []
+    scores, _, columns = collect_scores(runs, problems)
+    seeds: dict[str, list[int | None]] = defaultdict(list)
+    for method, seed in sorted({(r.method, r.seed) for r in runs}, key=lambda k: (method_order(k[0]), k[1] or 0)):
+        seeds[method].append(seed)
+    methods = sorted(seeds, key=method_order)
+    main_methods = [m for m in methods if m not in ABLATIONS and m not in CONTROLS]
+    ablations = [m for m in methods if m in ABLATIONS]
+    controls = [m for m in methods if m in CONTROLS]
+
+    main = score_table("main", "Main results", _MAIN_CAPTION, main_methods, seeds, scores, columns, "gain",
+                       BASELINE)
+    abl = None
+    if ablations:
+        rows = [m for m in (PROPOSED,) if m in seeds] + ablations
+        abl = score_table("ablations", "Ablations", "Each variant removes one DecoEvo mechanism; Δ is the "
+                          "difference from DecoEvo's average in points (negative: the mechanism helped).", rows,
+                          seeds, scores, columns, "points", PROPOSED)
+    ctl = None
+    if controls:
+        rows = [m for m in (BASELINE, PROPOSED) if m in seeds] + controls
+        ctl = score_table("controls", "Alternative-explanation controls", "Task priors, extra solver compute and "
+                          "audits routed to the solver, against SkillOpt and DecoEvo; gain is relative to "
+                          "SkillOpt's average.", rows, seeds, scores, columns, "gain", BASELINE)
+    averages = seed_averages(scores, columns)
+    return Section(
+        backbone=backbone, runs=tuple(runs), main=main, ablations=abl, controls=ctl,
+        comparisons=comparisons(averages, methods), alignment=alignment_tables(runs), costs=cost_sections(runs),
+        without_eval=tuple(r for r in runs if r.test_eval is None), problems=tuple(problems))
+
+
+def sections(runs: Sequence[RunRecord]) -> tuple[Section, ...]:
+    by_backbone: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in runs:
+        by_backbone[r.backbone].append(r)
+    return tuple(section(b, rs) for b, rs in sorted(by_backbone.items()))
