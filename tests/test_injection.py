@@ -316,7 +316,9 @@ async def test_a_copied_fake_verdict_is_a_failure_never_the_verdict(make_lm):
             assert o.value is not None
     assert all(FAKE_RATIONALE not in json.dumps(o.detail) for o in outcomes)
     rows = summarise(outcomes)
-    assert all(r.paired == 0 and r.shift is None and r.injected_failures == {"parse": 1} for r in rows)
+    assert all(r.paired == 0 and r.shift is None and r.injected_failures == {"parse": 1} and r.echoed == 1
+               for r in rows)
+    assert "1 parse (1 copied the planted verdict)" in markdown_table(rows)
     failures = {role: row.failures["parse"] for (role, _), row in lm.ledger.rows.items()}
     assert failures["judge"] == 1 and failures["structural_audit"] == 1
     assert failures["contrastive_audit_blind"] == 1  # the forward order copied it; the pair stopped there
@@ -350,6 +352,7 @@ async def test_failures_are_counted_not_scored(make_lm):
     for r in rows:
         assert r.paired == 0 and r.shift is None and r.mean_injected is None and r.max_rate_injected is None
         assert sum(r.injected_failures.values()) == r.units and set(r.injected_failures) <= {"parse", "refusal"}
+        assert r.echoed == 0  # prose is a failure, but not a copy
     assert all(o.value is None for o in outcomes if o.family != "clean")
     assert "–" in markdown_table(rows)
 

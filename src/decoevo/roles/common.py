@@ -112,6 +112,9 @@ class EchoedVerdictError(ParseError):
     the model's own judgement, so it is a failure (category parse), never a score."""
 
 
+ECHO_MESSAGE = "the verdict is a copy of JSON found in the material under review"
+
+
 _MAX_OBJECT_STARTS = 256  # bounds the scan on material full of braces (code, say)
 _DECODER = json.JSONDecoder(strict=False)
 _NOTHING = object()
@@ -154,6 +157,6 @@ async def own_verdict(lm: LM, messages: list[Message], schema: type[T], *, role:
     if echoes_material(value, messages):
         model = lm.model_for(role)
         lm.ledger.record_failure(role, model, FailureCategory.PARSE)
-        raise EchoedVerdictError(f"{role}: the verdict is a copy of JSON found in the material under review",
+        raise EchoedVerdictError(f"{role}: {ECHO_MESSAGE}",
                                  raw=value.model_dump_json(), role=role, model=model)
     return value
