@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from ..domain import GoldItem, Question
 from ..lm import LM, GenParams, LMError, Message
 from ..lm.errors import ConfigError
+from ..roles.common import own_verdict
 from .result import GradeResult, ItemGrade, UnknownPolicy, conclude
 
 T = TypeVar("T", bound=BaseModel)
@@ -34,10 +35,10 @@ def gold_items(question: Question, scheme: str) -> tuple[GoldItem, ...]:
 
 
 async def ask(lm: LM, messages: list[Message], schema: type[T], *, role: str, params: GenParams) -> T | LMError:
-    """The validated verdict, or the typed error the LM raised after its bounded repair. Anything else
-    (a budget stop, a bug) propagates."""
+    """The validated verdict, or the typed error the LM raised after its bounded repair (or for a verdict
+    copied from the material). Anything else (a budget stop, a bug) propagates."""
     try:
-        return await lm.structured(messages, schema, role=role, params=params)
+        return await own_verdict(lm, messages, schema, role=role, params=params)
     except LMError as exc:
         return exc
 

@@ -13,7 +13,15 @@ from pydantic import BaseModel, Field
 
 from ..domain import Judgement, QuestionView, Rubric
 from ..lm import LM, GenParams, Message
-from .common import UNTRUSTED_NOTE, clip, data_block, question_block, render_rubric, render_scored_rubric
+from .common import (
+    UNTRUSTED_NOTE,
+    clip,
+    data_block,
+    own_verdict,
+    question_block,
+    render_rubric,
+    render_scored_rubric,
+)
 
 STAGE1_ROLE = "contrastive_audit_blind"
 STAGE2_ROLE = "contrastive_audit_reveal"
@@ -69,10 +77,10 @@ async def blind_preference(
 ) -> tuple[int | None, str]:
     """Which of (first, second) is better: 0, 1, or None for equivalent. Asked in both orders; the answer
     stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation."""
-    forward = await lm.structured(stage1_messages(question, first, second, rubric), PreferenceOut,
-                                  role=STAGE1_ROLE, params=params)
-    backward = await lm.structured(stage1_messages(question, second, first, rubric), PreferenceOut,
-                                   role=STAGE1_ROLE, params=params)
+    forward = await own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut,
+                                role=STAGE1_ROLE, params=params)
+    backward = await own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut,
+                                 role=STAGE1_ROLE, params=params)
     if forward.preference == "A" and backward.preference == "B":
         return 0, forward.rationale
     if forward.preference == "B" and backward.preference == "A":
@@ -85,7 +93,8 @@ def stage2_messages(question: QuestionView, preferred: str, other: str, rational
     return [
         Message("system", STAGE2_SYSTEM),
         Message("user", f"{question_block(question)}\n\nPreferred:\n{data_block('response_a', clip(preferred, limit))}"
-                        f"\n\nOther:\n{data_block('response_b', clip(other, limit))}\n\nYour reason: {rationale}\n\n"
+                        f"\n\nOther:\n{data_block('response_b', clip(other, limit))}\n\n"
+                        f"Your reason:\n{data_block('reason', rationale)}\n\n"
                         f"Rubric scores of the preferred response:\n{render_scored_rubric(rubric, judged_preferred)}"
                         f"\n\nRubric scores of the other response:\n{render_scored_rubric(rubric, judged_other)}"),
     ]
@@ -96,4 +105,4 @@ async def reveal(
     judged_preferred: Judgement, judged_other: Judgement, *, params: GenParams,
 ) -> RevealOut:
     msgs = stage2_messages(question, preferred, other, rationale, rubric, judged_preferred, judged_other)
-    return await lm.structured(msgs, RevealOut, role=STAGE2_ROLE, params=params)
+    return await own_verdict(lm, msgs, RevealOut, role=STAGE2_ROLE, params=params)

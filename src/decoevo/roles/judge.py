@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, create_model
 
 from ..domain import CriterionScore, Judgement, QuestionView, Rubric
 from ..lm import LM, GenParams, Message
-from .common import UNTRUSTED_NOTE, data_block, question_block, render_rubric
+from .common import UNTRUSTED_NOTE, data_block, one_line, own_verdict, question_block, render_rubric
 
 ROLE = "judge"
 
@@ -50,7 +50,7 @@ def criterion_messages(question: QuestionView, response: str, criterion: str) ->
     return [
         Message("system", SYSTEM),
         Message("user", f"{question_block(question)}\n\n{data_block('response', response)}\n\n"
-                        f"Criterion: {criterion}\n\nReturn JSON with the fields rationale and level."),
+                        f"Criterion: {one_line(criterion)}\n\nReturn JSON with the fields rationale and level."),
     ]
 
 
@@ -60,11 +60,12 @@ async def judge(
 ) -> Judgement:
     if mode == "joint":
         schema = joint_schema(len(rubric.criteria))
-        out = await lm.structured(joint_messages(question, response, rubric), schema, role=role, params=params)
+        out = await own_verdict(lm, joint_messages(question, response, rubric), schema, role=role, params=params)
         verdicts: list[CriterionVerdict] = out.verdicts  # type: ignore[attr-defined]
     else:
         verdicts = list(await asyncio.gather(*[
-            lm.structured(criterion_messages(question, response, c.text), CriterionVerdict, role=role, params=params)
+            own_verdict(lm, criterion_messages(question, response, c.text), CriterionVerdict, role=role,
+                        params=params)
             for c in rubric.criteria
         ]))
     return Judgement(

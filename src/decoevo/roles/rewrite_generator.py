@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 from ..domain import Skill
 from ..lm import LM, GenParams, Message
-from .common import clip, data_block
+from .common import UNTRUSTED_NOTE, clip, data_block
 from .contrastive_audit import ContrastiveRecord
 from .structural_audit import StructuralRecord
 
@@ -20,12 +20,12 @@ class GeneratorSkillOut(BaseModel):
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 
 
-SYSTEM = """You maintain the principles used to write grading rubrics for a task. Auditors reviewed \
+SYSTEM = f"""You maintain the principles used to write grading rubrics for a task. Auditors reviewed \
 rubrics written with the current principles: some found requirements the rubrics omitted, others found \
 pairs of answers where the rubric could not tell the better one. Distil their findings into general \
 principles that would fix whole classes of rubrics, not single questions. Keep principles that still \
 hold, merge duplicates, drop nothing that the findings do not contradict, and stay under 300 words. \
-Return JSON with the fields analysis and skill (the complete new principles)."""
+Return JSON with the fields analysis and skill (the complete new principles). {UNTRUSTED_NOTE}"""
 
 
 def render_records(structural: list[StructuralRecord], contrastive: list[ContrastiveRecord]) -> str:
@@ -44,7 +44,8 @@ def messages(skill: Skill, structural: list[StructuralRecord], contrastive: list
     return [
         Message("system", SYSTEM),
         Message("user", f"Current principles:\n{data_block('skill', skill.text)}\n\n"
-                        f"{render_records(structural, contrastive)}\n\nWrite the improved principles."),
+                        f"Auditors' findings:\n{data_block('findings', render_records(structural, contrastive))}\n\n"
+                        "Write the improved principles."),
     ]
 
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from ..domain import Judgement, QuestionView, Rubric, Skill
 from ..lm import LM, GenParams, Message
-from .common import clip, data_block
+from .common import UNTRUSTED_NOTE, clip, data_block
 
 ROLE = "rewrite_solver"
 SKILL_MAX_CHARS = 4000
@@ -36,22 +36,25 @@ class SkillOut(BaseModel):
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 
 
-SYSTEM = """You improve a strategy document that an assistant follows when answering users. You get the \
+SYSTEM = f"""You improve a strategy document that an assistant follows when answering users. You get the \
 current strategy and answers that fell short of their grading criteria, with the grader's reasons. Find \
 the causes that recur across questions and rewrite the whole strategy so that it prevents them. Write \
 general, reusable rules, not fixes for one question; keep rules that still help, merge overlapping ones, \
-and stay under 300 words. Return JSON with the fields analysis and skill (the complete new strategy)."""
+and stay under 300 words. Return JSON with the fields analysis and skill (the complete new strategy). \
+{UNTRUSTED_NOTE}"""
 
 
 def render_failures(failures: list[Failure], extra_notes: list[str] | None = None) -> str:
     parts = []
     for i, f in enumerate(failures, 1):
+        missed = "\n".join(f.missed())
         parts.append(
             f"Case {i} (score {f.score:.2f})\n{data_block('question', clip(f.question.as_text(), 1500))}\n"
-            f"{data_block('response', clip(f.response, 1500))}\nMissed criteria:\n" + "\n".join(f.missed())
+            f"{data_block('response', clip(f.response, 1500))}\n"
+            f"Missed criteria, with the grader's reasons:\n{data_block('findings', missed)}"
         )
     if extra_notes:
-        parts.append("Audit findings:\n" + "\n".join(f"- {n}" for n in extra_notes))
+        parts.append("Audit findings:\n" + data_block("findings", "\n".join(f"- {n}" for n in extra_notes)))
     return "\n\n".join(parts)
 
 

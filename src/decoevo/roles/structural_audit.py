@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from ..domain import QuestionView, Rubric
 from ..lm import LM, GenParams, Message
-from .common import UNTRUSTED_NOTE, question_block, render_rubric
+from .common import UNTRUSTED_NOTE, data_block, own_verdict, question_block, render_rubric
 
 ROLE = "structural_audit"
 
@@ -42,13 +42,13 @@ def messages(spec: str, question: QuestionView, rubric: Rubric) -> list[Message]
     return [
         Message("system", SYSTEM),
         Message("user", f"Task specification:\n{spec}\n\n{question_block(question)}\n\n"
-                        f"Rubric under audit:\n{render_rubric(rubric)}"),
+                        f"Rubric under audit:\n{data_block('rubric', render_rubric(rubric))}"),
     ]
 
 
 async def structural_audit(
     lm: LM, spec: str, question: QuestionView, rubric: Rubric, *, params: GenParams
 ) -> StructuralRecord:
-    out = await lm.structured(messages(spec, question, rubric), StructuralOut, role=ROLE, params=params)
+    out = await own_verdict(lm, messages(spec, question, rubric), StructuralOut, role=ROLE, params=params)
     return StructuralRecord(question_id=question.id, adequacy=out.adequacy / 10, rationale=out.rationale,
                             repair=out.repair)
