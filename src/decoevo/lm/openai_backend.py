@@ -112,7 +112,8 @@ class OpenAIBackend:
         fmt = self._response_format(request.json_schema)
         if fmt is not None:
             body["response_format"] = fmt
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        # Compact UTF-8, byte for byte what the openai SDK sent (tests/test_faults.py draws faults by body hash).
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     async def complete(self, request: BackendRequest) -> Completion:
         where = self.spec.base_url
