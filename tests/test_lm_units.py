@@ -96,30 +96,6 @@ def test_cache_roundtrip_and_concurrent_writers(tmp_path):
     assert len(RequestCache(path)) == 201
 
 
-async def test_cache_aput_commits_off_the_loop_in_grouped_transactions(tmp_path):
-    import asyncio
-    import sqlite3
-
-    path = tmp_path / "c.sqlite"
-    cache = RequestCache(path)
-    await cache.aput("first", "m", Completion("one", 1, 2, "stop"))
-    assert RequestCache(path).get("first") == Completion("one", 1, 2, "stop")  # committed: another connection sees it
-    await asyncio.gather(*[cache.aput(f"k{i}", "m", Completion(str(i), 1, 1)) for i in range(200)])
-    other = RequestCache(path)
-    assert len(other) == 201 and other.get("k199") == Completion("199", 1, 1)
-    assert 2 <= cache.commits < 201  # rows that queued up behind a commit shared the next one
-    cache.close()
-    cache.close()  # idempotent; the cache reopens on its next use
-    await cache.aput("again", "m", Completion("two", 1, 1))
-    assert cache.get("again") == Completion("two", 1, 1)
-
-    with sqlite3.connect(path) as conn:  # break the table under the writer: its callers must hear of it
-        conn.execute("DROP TABLE completions")
-    with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        await cache.aput("lost", "m", Completion("x", 1, 1))
-    cache.close()
-
-
 def test_ledger_totals_json_roundtrip_and_table():
     ledger = UsageLedger()
     ledger.record_call("solve", "a", 10, 5, 0.1)

@@ -227,7 +227,7 @@ class LM:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self._call_with_retries(backend, model_name, role, request, key)
+            completion = await self._call_with_retries(backend, model_name, role, request)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: nobody else may be waiting
@@ -236,6 +236,8 @@ class LM:
             self._inflight.pop(key, None)
         future.set_result(completion)
         self.own_keys.add(key)
+        if self.cache is not None:
+            self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
                                     completion.completion_tokens))
@@ -251,7 +253,7 @@ class LM:
             self.on_call(CallRecord(role, model_name, key, True, 0, 0))
 
     async def _call_with_retries(
-        self, backend: Backend, model_name: str, role: str, request: BackendRequest, key: str
+        self, backend: Backend, model_name: str, role: str, request: BackendRequest
     ) -> Completion:
         policy = self._retry_policy(model_name)
         async with self._semaphore(model_name, backend):
@@ -279,10 +281,6 @@ class LM:
                     role, model_name, completion.prompt_tokens, completion.completion_tokens,
                     time.monotonic() - started,
                 )
-                if self.cache is not None:
-                    # Committed before the slot is freed, as when the write was synchronous: with one
-                    # request in flight, a crash can lose at most that request, never a finished one.
-                    await self.cache.aput(key, backend.identity, completion)
                 return completion
 
     async def __aenter__(self) -> LM:
