@@ -2,15 +2,16 @@
 
 Every chat completion is answered after `--delay-ms`; N distinct requests go through `LM.complete`
 with `max_concurrency=C` and a fresh temporary cache (so every call is paid). The ideal wall time is
-`ceil(N / C) * delay`; overhead % = wall / ideal - 1. Runs are C:N[:variant]; variants:
+`ceil(N / C) * delay`; overhead % = wall / ideal - 1. Runs are C:N[:variant[:loop]]; variants:
   text     LM.complete, plain text (default)     schema   LM.complete with a pydantic schema
   nocache  LM.complete with use_cache=false
   sdk      LM.complete on the previous openai backend (SDK + httpx2, bench/_sdk_backend.py): the baseline
   aiohttp  the shipped backend's HTTP client (aiohttp) alone, no LM
   http     the openai SDK's HTTP client (httpx2) alone, no LM
   floor    a minimal raw-socket HTTP/1.1 client: what the fake server and the kernel cost
-Repeats are interleaved (repeat 1 of every run, then repeat 2, ...), so that rows compared as a ratio
-were measured under the same load.
+`loop` is the client's event loop, asyncio (default, what `decoevo` uses) or uvloop. Repeats are
+interleaved (repeat 1 of every run, then repeat 2, ...), so that rows compared as a ratio were measured
+under the same load.
 
     .venv/bin/python bench/lm_overhead.py                 # server in its own process (default)
     .venv/bin/python bench/lm_overhead.py --server thread # server thread in the client's process
@@ -152,6 +153,7 @@ class RunResult:
     concurrency: int
     calls: int
     variant: str
+    loop: str = "asyncio"  # the client's event loop
     wall_s: float = 0.0  # median over kept repeats
     ideal_s: float = 0.0
     overhead_pct: float = 0.0
@@ -175,8 +177,17 @@ class RunResult:
         self.load1 = [r.load1 for r in reps]
 
 
+def run_in_loop(loop: str, coro: Any) -> Repeat:
+    if loop == "uvloop":
+        import uvloop
+
+        result: Repeat = uvloop.run(coro)
+        return result
+    return asyncio.run(coro)
+
+
 def measure_all(url: str, server_pid: int | None, runs: list[RunResult], args: argparse.Namespace,
-                cores: int, run_loop: Callable[[Any], Repeat]) -> None:
+                cores: int) -> None:
     """Every run `args.repeats` times, interleaved; a repeat during which other processes used more than
     `--max-foreign` of the machine is discarded and taken again (at most `--max-discards` per run)."""
     kept: list[list[Repeat]] = [[] for _ in runs]
@@ -185,9 +196,9 @@ def measure_all(url: str, server_pid: int | None, runs: list[RunResult], args: a
             for run, reps in zip(runs, kept, strict=True):
                 while len(reps) <= round_:
                     wait_until_quiet(timeout_s=args.quiet_timeout)
-                    tag = f"c{run.concurrency}-n{run.calls}-{run.variant}-{len(reps) + run.discarded}"
-                    rep = run_loop(_one_run(url, server_pid, Path(tmp) / f"{tag}.sqlite", run.concurrency,
-                                            run.calls, run.variant, tag))
+                    tag = f"c{run.concurrency}-n{run.calls}-{run.variant}-{run.loop}-{len(reps) + run.discarded}"
+                    rep = run_in_loop(run.loop, _one_run(url, server_pid, Path(tmp) / f"{tag}.sqlite",
+                                                         run.concurrency, run.calls, run.variant, tag))
                     noisy = rep.foreign_cpu_s is not None and rep.foreign_cpu_s > args.max_foreign * rep.wall_s * cores
                     if noisy and run.discarded < args.max_discards:
                         run.discarded += 1
@@ -195,7 +206,7 @@ def measure_all(url: str, server_pid: int | None, runs: list[RunResult], args: a
                               f"{rep.foreign_cpu_s:.2f} CPU s", flush=True)
                         continue
                     reps.append(rep)
-                    print(f"  C={run.concurrency} N={run.calls} {run.variant}: {rep.wall_s:.3f} s, "
+                    print(f"  C={run.concurrency} N={run.calls} {run.variant} ({run.loop}): {rep.wall_s:.3f} s, "
                           f"{1000 * rep.client_cpu_s / run.calls:.2f} ms CPU/call, load {rep.load1}", flush=True)
     for run, reps in zip(runs, kept, strict=True):
         run.summarize(reps, args.delay_ms)
@@ -207,7 +218,7 @@ def comparisons(results: list[RunResult]) -> list[dict[str, Any]]:
     for base in (r for r in results if r.variant == "sdk"):
         for r in results:
             if (r.concurrency, r.calls) == (base.concurrency, base.calls) and r.variant in ("text", "schema"):
-                out.append({"concurrency": r.concurrency, "variant": r.variant, "baseline": "sdk",
+                out.append({"concurrency": r.concurrency, "variant": r.variant, "loop": r.loop, "baseline": "sdk",
                             "wall_ratio": round(r.wall_s / base.wall_s, 3),
                             "client_cpu_ratio": round(r.client_cpu_ms_per_call / base.client_cpu_ms_per_call, 3),
                             "overhead_pct": r.overhead_pct, "baseline_overhead_pct": base.overhead_pct})
@@ -217,14 +228,13 @@ def comparisons(results: list[RunResult]) -> list[dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--delay-ms", type=float, default=200.0, help="server delay per completion")
-    ap.add_argument("--runs", default=DEFAULT_RUNS, help="comma-separated C:N[:variant] (default %(default)s)")
+    ap.add_argument("--runs", default=DEFAULT_RUNS, help="comma-separated C:N[:variant[:loop]] (default %(default)s)")
     ap.add_argument("--repeats", type=int, default=5, help="repeats per run; the median wall time is reported")
     ap.add_argument("--server", choices=["process", "thread"], default="process",
                     help="run the fake server in a child process or in a thread of this process")
     ap.add_argument("--server-impl", choices=["fast", "starlette"], default="fast",
                     help="fast: plain ASGI on uvicorn+httptools+uvloop; starlette: FakeOpenAI on uvicorn+h11 "
                          "(bench/_fake_server.py)")
-    ap.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the client's event loop")
     ap.add_argument("--quiet-timeout", type=float, default=900.0,
                     help="before each repeat wait up to this many seconds for other CPU load to stop")
     ap.add_argument("--max-foreign", type=float, default=0.05,
@@ -236,33 +246,30 @@ def main() -> None:
     runs = []
     for item in args.runs.split(","):
         c, n, *rest = item.split(":")
-        runs.append(RunResult(int(c), int(n), rest[0] if rest else "text"))
-    if args.loop == "uvloop":
-        import uvloop
-
-        run_loop: Callable[[Any], Repeat] = uvloop.run
-    else:
-        run_loop = asyncio.run
+        variant, loop = (rest + ["text", "asyncio"][len(rest):])[:2]  # the defaults fill what is missing
+        if loop not in ("asyncio", "uvloop"):
+            ap.error(f"loop must be asyncio or uvloop, not {loop!r} in {item!r}")
+        runs.append(RunResult(int(c), int(n), variant, loop))
     with fake_server(args.delay_ms / 1000, args.server, args.server_impl) as (url, pid):
-        measure_all(url, pid, runs, args, cores, run_loop)
+        measure_all(url, pid, runs, args, cores)
     print(f"\nLM overhead, server delay {args.delay_ms:.0f} ms, server in a {args.server} "
-          f"({server_stack(args.server_impl)}), client loop {args.loop}, median of {args.repeats}")
-    print(f"{'C':>4} {'calls':>6} {'variant':>8} {'ideal s':>8} {'wall s':>7} {'overhead':>9} "
+          f"({server_stack(args.server_impl)}), median of {args.repeats}")
+    print(f"{'C':>4} {'calls':>6} {'variant':>8} {'loop':>8} {'ideal s':>8} {'wall s':>7} {'overhead':>9} "
           f"{'client ms/call':>14} {'server ms/call':>14} {'other cpu s':>11} {'load1':>11}")
     for r in runs:
         server = f"{r.server_cpu_ms_per_call:.2f}" if r.server_cpu_ms_per_call is not None else "-"
         foreign = f"{r.foreign_cpu_s:.2f}" if r.foreign_cpu_s is not None else "-"
-        print(f"{r.concurrency:>4} {r.calls:>6} {r.variant:>8} {r.ideal_s:>8.2f} {r.wall_s:>7.3f} "
+        print(f"{r.concurrency:>4} {r.calls:>6} {r.variant:>8} {r.loop:>8} {r.ideal_s:>8.2f} {r.wall_s:>7.3f} "
               f"{r.overhead_pct:>8.1f}% {r.client_cpu_ms_per_call:>14.2f} {server:>14} {foreign:>11} "
               f"{min(r.load1):>5.2f}-{max(r.load1):<5.2f}")
     compared = comparisons(runs)
     for c in compared:
-        print(f"C={c['concurrency']} {c['variant']} vs sdk: wall x{c['wall_ratio']}, "
+        print(f"C={c['concurrency']} {c['variant']} ({c['loop']}) vs sdk: wall x{c['wall_ratio']}, "
               f"client CPU x{c['client_cpu_ratio']} (overhead {c['overhead_pct']}% vs {c['baseline_overhead_pct']}%)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
         "benchmark": "lm_overhead", "delay_ms": args.delay_ms, "server": args.server,
-        "server_stack": server_stack(args.server_impl), "client_loop": args.loop, "repeats": args.repeats,
+        "server_stack": server_stack(args.server_impl), "repeats": args.repeats,
         "machine": machine(), "results": [asdict(r) for r in runs], "comparisons": compared,
     }, indent=2) + "\n")
     print(f"wrote {args.out}")
