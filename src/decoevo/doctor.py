@@ -46,9 +46,9 @@ def backend_statuses() -> list[BackendStatus]:
         "local", llama is not None and not gguf.startswith("missing"),
         f"llama-cpp-python {llama or 'not installed'}; default GGUF: {gguf}",
     ))
-    oa = _version("openai")
-    out.append(BackendStatus("openai", oa is not None,
-                             f"openai client {oa or 'not installed'}; any OpenAI-compatible base_url"))
+    http = _version("aiohttp")
+    out.append(BackendStatus("openai", http is not None,
+                             f"aiohttp {http or 'not installed'}; any OpenAI-compatible base_url"))
     return out
 
 
@@ -60,7 +60,10 @@ async def probe_call(config: LMConfig | None = None) -> tuple[DoctorAnswer, floa
                         "and your confidence between 0 and 1 in the field confidence."),
     ]
     started = time.monotonic()
-    answer = await lm.structured(messages, DoctorAnswer, role="doctor", params=GenParams(max_tokens=64))
+    try:
+        answer = await lm.structured(messages, DoctorAnswer, role="doctor", params=GenParams(max_tokens=64))
+    finally:
+        await lm.aclose()  # the ledger stays readable
     return answer, time.monotonic() - started, lm
 
 

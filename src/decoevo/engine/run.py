@@ -101,6 +101,7 @@ class Engine:
         self.config = config
         self.method = get_method(config.method)
         self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+        self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
         self.lm = lm or LM(config.lm)
         self.lm.budget = resolve_budget(config, self.method)
         self.lm.on_call = self.run.record_call if on_call is None else _both(self.run.record_call, on_call)
@@ -143,6 +144,13 @@ class Engine:
         return h.steps * (h.budget_step_cap if self.method.budget_matched else 1)
 
     async def run_async(self, resume: bool = False) -> RunResult:
+        try:
+            return await self._run_steps(resume)
+        finally:
+            if self._owns_lm:
+                await self.lm.aclose()
+
+    async def _run_steps(self, resume: bool) -> RunResult:
         state = self._start(resume)
         train, gate_s = self.views("train"), self.views("solver_gate")
         probe, gate_g = self.views("probe"), self.views("generator_gate")

@@ -50,6 +50,8 @@ class Budget:
     max_tokens: int | None = None
 
     def check(self, ledger: UsageLedger) -> None:
+        if self.max_calls is None and self.max_tokens is None:
+            return  # no limit: skip summing the ledger before every paid call
         # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
         total = ledger.total()
         if self.max_calls is not None and total.effective_calls >= self.max_calls:
@@ -156,7 +158,7 @@ class LM:
         for attempt in range(self.config.max_repairs + 1):
             request = BackendRequest(model=model_name, messages=msgs, params=call_params, json_schema=json_schema)
             keys.append(request_key(backend.identity, request))
-            completion, cached = await self._fetch(backend, model_name, role, request)
+            completion, cached = await self._fetch(backend, model_name, role, request, keys[-1])
             all_cached &= cached
             if not cached:
                 prompt_tokens += completion.prompt_tokens
@@ -210,9 +212,8 @@ class LM:
 
     # ---- cache, coalescing, concurrency, retries ----------------------------------------------
     async def _fetch(
-        self, backend: Backend, model_name: str, role: str, request: BackendRequest
+        self, backend: Backend, model_name: str, role: str, request: BackendRequest, key: str
     ) -> tuple[Completion, bool]:
-        key = request_key(backend.identity, request)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -282,7 +283,15 @@ class LM:
                 )
                 return completion
 
+    async def __aenter__(self) -> LM:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
+        """Release the backends' connections and workers and the cache handle. Whoever creates an
+        LM closes it (`async with LM(...) as lm:`); an HTTP backend left open warns when collected."""
         for backend in self._backends.values():
             await backend.aclose()
         if self.cache is not None:

@@ -62,7 +62,7 @@ class ModelSpec(BaseModel):
             if not path.is_file():
                 raise ConfigError(f"api_key_file {path} does not exist; create it or set {self.api_key_env}.")
             return path.read_text(encoding="utf-8").strip()
-        # Local servers accept any key; the openai client insists on a non-empty one.
+        # Local servers accept any key; a placeholder keeps the bearer token well-formed.
         return os.environ.get(self.api_key_env, "") or "not-needed"
 
 

@@ -55,7 +55,10 @@ class UsageLedger:
         self.rows: dict[tuple[str, str], UsageRow] = {}
 
     def row(self, role: str, model: str) -> UsageRow:
-        return self.rows.setdefault((role, model), UsageRow())
+        row = self.rows.get((role, model))
+        if row is None:  # not setdefault: that builds a throwaway UsageRow on every call
+            row = self.rows[(role, model)] = UsageRow()
+        return row
 
     def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float):
         r = self.row(role, model)

@@ -1,61 +1,97 @@
-"""Any OpenAI-compatible server (vLLM, Ollama, SGLang, llama.cpp server, OpenAI) via the official client."""
+"""Any OpenAI-compatible server (vLLM, Ollama, SGLang, llama.cpp server, OpenAI): one POST to
+`{base_url}/chat/completions` per request, over an aiohttp connection pool.
+
+Why aiohttp and not the openai SDK: the backend uses one endpoint with our own retry loop, so the
+SDK only added per-request cost. Its request layer plus httpx's pure-Python HTTP/1.1 stack used about
+2 ms of CPU per call, and at 64 requests in flight on one event loop that CPU time became queueing.
+The orchestrator then measured 17 % over the ideal wall time. aiohttp parses HTTP in C and uses about
+0.3 ms per call (bench/lm_overhead.py, docs/performance.md).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import urllib.parse
+import urllib.request
 from typing import Any
 
-import openai
+import aiohttp
 
+from .. import __version__
 from .config import ModelSpec
 from .errors import InfrastructureError, RefusalError, RetryableError
 from .retry import parse_retry_after
 from .types import BackendRequest, Completion
 
-#: connections per pooled HTTP client; more concurrency gets more clients (see `_http_client`)
-POOL_SIZE = 8
+
+def env_proxy(url: str) -> str | None:
+    """The proxy that HTTP(S)_PROXY / NO_PROXY give for `url`, or None. It is looked up once per
+    backend: aiohttp's `trust_env` looks it up again on every request, which costs more CPU than
+    the request itself."""
+    host = urllib.parse.urlsplit(url).hostname
+    if host and urllib.request.proxy_bypass(host):
+        return None
+    return urllib.request.getproxies().get(urllib.parse.urlsplit(url).scheme)
 
 
-def _http_client(spec: ModelSpec, connections: int) -> Any:
-    """An HTTP client of the kind the installed SDK is built on (httpx2 for openai>=3, httpx before):
-    handing openai>=3 a legacy `httpx` client costs O(connections^2) per request in httpcore's pool
-    bookkeeping, which at 64 connections used more CPU than the requests themselves."""
-    limits = type(openai.DEFAULT_CONNECTION_LIMITS)(max_connections=connections,
-                                                   max_keepalive_connections=connections)
-    return openai.DefaultAsyncHttpxClient(limits=limits, timeout=spec.timeout_s, follow_redirects=False)
+def request_headers(api_key: str) -> dict[str, str]:
+    headers = {
+        "Authorization": f"Bearer {api_key}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": f"decoevo/{__version__}",
+    }
+    # The same optional OpenAI account headers the official client sends when these are set.
+    for env, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+        if os.environ.get(env):
+            headers[header] = os.environ[env]
+    return headers
+
+
+def error_message(body: bytes) -> str:
+    """The server's own explanation from an error body: OpenAI's `{"error": {"message": ...}}`, a
+    plain `{"detail"|"message": ...}`, or the start of the raw text."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body[:300].decode("utf-8", "replace").strip()
+    if isinstance(data, dict):
+        err = data.get("error")
+        for value in (err.get("message") if isinstance(err, dict) else err, data.get("detail"), data.get("message")):
+            if isinstance(value, str) and value:
+                return value[:300]
+    return json.dumps(data)[:300]
 
 
 class OpenAIBackend:
-    """One SDK client per `POOL_SIZE` allowed in-flight requests; each request goes to the least
-    busy one. A connection pool scans all its connections (probing each idle socket) on every
-    request and every response, so one pool of 64 connections spent more CPU on bookkeeping than on
-    HTTP; pools of 8 keep that cost flat as `max_concurrency` grows (bench/lm_overhead.py)."""
+    """One aiohttp session per event loop, with a pool of `max_concurrency` keep-alive connections
+    (the LM's semaphore admits no more requests than that). Call `aclose` (`LM.aclose`) to release
+    the connections; the next request opens a new session."""
 
     def __init__(self, spec: ModelSpec) -> None:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
         self.max_concurrency = spec.max_concurrency
-        api_key = spec.read_api_key()
-        sizes = [POOL_SIZE] * (spec.max_concurrency // POOL_SIZE)
-        if spec.max_concurrency % POOL_SIZE:
-            sizes.append(spec.max_concurrency % POOL_SIZE)
-        self._clients = [
-            openai.AsyncOpenAI(
-                base_url=spec.base_url,
-                api_key=api_key,
-                max_retries=0,  # our retry loop owns retries, so each one is counted in the ledger
-                timeout=spec.timeout_s,
-                http_client=_http_client(spec, size),
-            )
-            for size in sizes
-        ]
-        self._capacity = sizes
-        self._busy = [0] * len(sizes)
+        self._url = spec.base_url.rstrip("/") + "/chat/completions"
+        self._headers = request_headers(spec.read_api_key())
+        self._proxy = env_proxy(self._url)
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _pick(self) -> int:
-        """The client with the most free connections."""
-        return max(range(len(self._clients)), key=lambda i: self._capacity[i] - self._busy[i])
+    def _http(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            # A session belongs to the loop it was made on; a new loop (another asyncio.run) gets its own.
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.max_concurrency),
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=self.spec.timeout_s),
+            )
+            self._loop = loop
+        return self._session
 
     def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is None or self.spec.structured_output == "none":
@@ -65,8 +101,8 @@ class OpenAIBackend:
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": False}}
 
-    async def complete(self, request: BackendRequest) -> Completion:
-        kwargs: dict[str, Any] = {
+    def _body(self, request: BackendRequest) -> bytes:
+        body: dict[str, Any] = {
             "model": self.spec.model,
             "messages": [m.as_dict() for m in request.messages],
             "temperature": request.params.temperature,
@@ -75,43 +111,42 @@ class OpenAIBackend:
         }
         fmt = self._response_format(request.json_schema)
         if fmt is not None:
-            kwargs["response_format"] = fmt
+            body["response_format"] = fmt
+        # Compact UTF-8, byte for byte what the openai SDK sent (tests/test_faults.py draws faults by body hash).
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+    async def complete(self, request: BackendRequest) -> Completion:
+        where = self.spec.base_url
         try:
-            # The SDK's low-level POST: same URL, headers, auth and error classes as
-            # `chat.completions.create`, without its per-call parameter transform and response model
-            # construction, which cost more CPU than the HTTP exchange itself (bench/lm_overhead.py).
-            index = self._pick()
-            self._busy[index] += 1
-            try:
-                raw = await self._clients[index].post("/chat/completions", body=kwargs, cast_to=bytes)
-            finally:
-                self._busy[index] -= 1
-        except openai.RateLimitError as exc:
-            raise RetryableError(
-                f"rate limited (429) by {self.spec.base_url}",
-                retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise RetryableError(f"timed out after {self.spec.timeout_s}s at {self.spec.base_url}") from exc
-        except openai.APIConnectionError as exc:
-            raise RetryableError(f"cannot connect to {self.spec.base_url}: {exc}") from exc
-        except openai.APIStatusError as exc:
-            status = exc.status_code
-            if status >= 500 or status in (408, 409):
-                raise RetryableError(
-                    f"server error {status} from {self.spec.base_url}",
-                    retry_after=parse_retry_after(exc.response.headers.get("retry-after")),
-                ) from exc
-            hint = ""
-            if status == 404:
-                hint = f" Is the model name '{self.spec.model}' served there? Check GET {self.spec.base_url}/models."
-            elif status in (401, 403):
-                hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
-            raise InfrastructureError(f"HTTP {status} from {self.spec.base_url}: {exc.message}.{hint}") from exc
+            async with self._http().post(self._url, data=self._body(request), proxy=self._proxy,
+                                         allow_redirects=False) as response:
+                status, raw = response.status, await response.read()
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        except TimeoutError as exc:  # aiohttp's timeouts subclass it
+            raise RetryableError(f"timed out after {self.spec.timeout_s}s at {where}") from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise RetryableError(f"cannot connect to {where}: {exc}") from exc
+        except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
+            raise RetryableError(f"connection to {where} failed: {exc!r}") from exc
+        if not 200 <= status < 300:
+            raise self._status_error(status, raw, retry_after)
         try:
             return self._completion(json.loads(raw))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
-            raise RetryableError(f"malformed response body from {self.spec.base_url}: {exc!r}") from exc
+            raise RetryableError(f"malformed response body from {where}: {exc!r}") from exc
+
+    def _status_error(self, status: int, body: bytes, retry_after: float | None) -> InfrastructureError:
+        where = self.spec.base_url
+        if status == 429:
+            return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after)
+        if status >= 500 or status in (408, 409):
+            return RetryableError(f"server error {status} from {where}", retry_after=retry_after)
+        hint = ""
+        if status == 404:
+            hint = f" Is the model name '{self.spec.model}' served there? Check GET {where}/models."
+        elif status in (401, 403):
+            hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
+        return InfrastructureError(f"HTTP {status} from {where}: {error_message(body)}.{hint}")
 
     def _completion(self, body: dict[str, Any]) -> Completion:
         choices = body.get("choices")
@@ -134,5 +169,6 @@ class OpenAIBackend:
         )
 
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.close()
+        if self._session is not None and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._session = None

@@ -17,13 +17,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_app(app: Any, port: int | None = None, *, startup_timeout_s: float = 20.0) -> Iterator[str]:
-    """Serve `app` on 127.0.0.1 and yield its base URL ("http://127.0.0.1:PORT")."""
+def serve_app(app: Any, port: int | None = None, *, startup_timeout_s: float = 20.0, http: str = "auto",
+              loop: str = "auto") -> Iterator[str]:
+    """Serve `app` on 127.0.0.1 and yield its base URL ("http://127.0.0.1:PORT"). `http` and `loop` are
+    uvicorn's choices ("auto" takes httptools and uvloop when they are installed)."""
     import uvicorn
 
     port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            backlog=4096, timeout_keep_alive=30)
+                            backlog=4096, timeout_keep_alive=30, http=http, loop=loop)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"serve-{port}", daemon=True)
     thread.start()
