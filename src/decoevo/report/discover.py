@@ -58,7 +58,8 @@ def _sweep_status(sweep: Path, n_runs: int) -> SweepInfo:
     counts: Counter[str] = Counter()
     failed = []
     for cell, entry in cells.items():
-        status = entry.get("status") if isinstance(entry, dict) else entry
+        # `decoevo sweep` writes {"state": ...} per cell (sweep/status.py); "status" is accepted too
+        status = (entry.get("state") or entry.get("status")) if isinstance(entry, dict) else entry
         status = str(status) if status is not None else "unknown"
         counts[status] += 1
         if status == "failed":

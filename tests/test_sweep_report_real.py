@@ -1,0 +1,81 @@
+"""End to end on the embedded model, as a user would: `decoevo sweep` of 2 methods x 2 seeds on a few real
+HealthBench questions (train, evaluate, dynamics, alignment), then `decoevo report`, then the HTML in
+headless chromium. The numbers from a 135M model mean nothing; the test checks the pipeline holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from decoevo.presets import bundled_healthbench
+
+from .real_model import requires_model
+from .report_helpers import browser_probe
+
+pytestmark = [pytest.mark.real_model, requires_model]
+
+N_QUESTIONS = 6  # one per split
+GOLD_ITEMS = 3  # the grader makes one call per gold item: a short rubric keeps the test to minutes
+SPLITS = "splits={train: 1, probe: 1, solver_gate: 1, generator_gate: 1, diagnostic: 1, test: 1}"
+HYPER = ("hyper={steps: 1, batch_size: 1, audit_every: 1, rollouts: 2, pairs_per_question: 1, tau_tie: 1.0, "
+         "max_criteria: 2, max_failures: 1, max_tokens_solve: 64, max_tokens_rubric: 200, max_tokens_judge: 200, "
+         "max_tokens_rewrite: 400, max_tokens_audit: 250}")
+
+
+def decoevo(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "decoevo", *args], capture_output=True, text=True, env=env,
+                          timeout=1800, check=False)
+
+
+def few_questions(path: Path) -> Path:
+    """The bundled HealthBench conversations that are shortest, each with its first gold items (a positive
+    one first, so the rubric has points to earn): a valid HealthBench file, small enough for CI."""
+    records = [json.loads(line) for line in Path(bundled_healthbench()).read_text(encoding="utf-8").splitlines()]
+    records.sort(key=lambda r: sum(len(t["content"]) for t in r["prompt"]))
+    for r in records:
+        r["rubrics"] = sorted(r["rubrics"], key=lambda item: item["points"] <= 0)[:GOLD_ITEMS]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records[:N_QUESTIONS]), encoding="utf-8")
+    return path
+
+
+def test_sweep_then_report_on_the_embedded_model(tmp_path):
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "cache" / "requests.sqlite")}
+    data = few_questions(tmp_path / "hb_few.jsonl")
+    sweep = tmp_path / "sweep"
+    done = decoevo("sweep", str(sweep), "--methods", "decoevo,skillopt", "--seeds", "0,1", "--data", str(data),
+                   "--format", "healthbench", "--preset", "quick", "--set", SPLITS, "--set", HYPER,
+                   "--evaluate", "test,dynamics,alignment", env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    status = json.loads((sweep / "status.json").read_text())
+    runs = sorted((sweep / "runs" / "hb_few").iterdir())
+    assert [r.name for r in runs] == ["decoevo-s0", "decoevo-s1", "skillopt-s0", "skillopt-s1"]
+    for run in runs:
+        assert (run / "summary.json").is_file()
+        for name in ("test", "dynamics", "alignment"):
+            assert (run / "eval" / f"{name}.json").is_file(), (run, name, status)
+    # matched splits: both methods of a seed saw the same questions
+    for seed in (0, 1):
+        a, b = (json.loads((sweep / "runs" / "hb_few" / f"{m}-s{seed}" / "splits.json").read_text())
+                for m in ("decoevo", "skillopt"))
+        assert a == b
+
+    again = decoevo("sweep", str(sweep), env=env)  # nothing left to do: no cell runs again
+    assert again.returncode == 0 and "0 to run" in " ".join(again.stdout.split()), again.stdout[-2000:]
+
+    html_path = tmp_path / "report.html"
+    made = decoevo("report", str(sweep), "-o", str(html_path), env=env)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    html = html_path.read_text(encoding="utf-8")
+    assert "decoevo" in html.lower() and "skillopt" in html.lower()
+    probe = browser_probe(html, tmp_path)
+    # both figures (training dynamics, gold and proxy; cost by role) laid out at a real size, nothing fetched
+    assert probe["figures"] == 2 and probe["sized"] == 2, probe
+    assert "Training dynamics" in html and "not computed" not in html and "problems while reading" not in html
+    assert "cells 4 done" in " ".join(html.split())  # the sweep's status.json is read
+    assert probe["details"] >= 4 and probe["resources"] == [], probe  # one collapsible section per run
