@@ -5,21 +5,24 @@ For each fault profile, one fault-free reference run, then one run per proxy see
 infrastructure failure (a request that exhausted its retries) is continued with `decoevo resume`
 through the same proxy, as a user would. Per run: faults injected by kind, what the run's ledger
 counted (retries, repairs, failures by category), the repair requests the server was paid for, voided
-steps, and whether its final state equals the reference's. The ledger counts a repair each time a cached
-broken reply is replayed (its repair comes from the cache too), so `repair` exceeds `paid`; after a stop,
-the ledger is the last checkpoint's, so the retries of the interrupted step are not in it.
+steps, and whether its final state equals the reference's. After a stop, the ledger is the last
+checkpoint's, so the retries of the interrupted step are not in it.
 
 A step voided by an output that stayed invalid after bounded repair makes a run differ from the
 reference on purpose (fail closed): the check then is that every step is either decided from
 scores or logged as failed with a category, and no score is 0.0 (which the toy world never gives).
-The failed call's replies are cached like any paid reply, so a later identical request (the next
-outer round's structural audit of the same rubric, say) replays the failure: `fail` counts failed
-calls, `parse` and `void` also count their replays.
+A failed call's replies are evicted from the cache, so a later identical request is paid again.
+
+The client's timeout is 1 s: on a loaded machine some exchanges take longer than that without any
+injected fault, so the run's retries exceed the injected transport faults and a request can meet six
+failures in a row (a stop) that are partly real timeouts. An output fault injected into such an
+exchange is never read by the client (`unseen`), so it needs no repair.
 
 Columns: reqs (requests the proxy saw), the faults injected by kind, retry / repair / parse (the run's
-ledger), paid (repair requests the server answered), infra (stops on exhausted retries), fail (calls
-that exhausted their repairs), void (steps and rounds voided), resum (resumes), match (final state and
-every event equal the fault-free run's).
+ledger), paid (repair requests the server answered), infra (stops on exhausted retries), unsn (output
+faults in replies the client never read), void (steps and rounds voided), resum (resumes), match (final
+state and
+every event equal the fault-free run's; a run with no checkpoint is not finished and does not match).
 
     .venv/bin/python bench/faults.py                    # both profiles, seeds 0-4, 8 steps
     .venv/bin/python bench/faults.py --seeds 0,1 --steps 4 --profiles ci
@@ -110,7 +113,7 @@ def faulty_run(upstream: FakeOpenAI, url: str, data: Path, root: Path, steps: in
             proc = cli(["resume", str(root / name)], root / f"{name}.sqlite")
     run_dir = root / name
     ledger = json.loads((run_dir / "ledger.json").read_text())["total"] if (run_dir / "ledger.json").is_file() else {}
-    evs = events(run_dir)
+    evs = events(run_dir) if (run_dir / "events.jsonl").is_file() else []
     return {
         "seed": seed, "exit": proc.returncode, "resumes": resumes, "infra_stops": infra_stops,
         "seconds": round(time.monotonic() - started, 1),
@@ -122,28 +125,39 @@ def faulty_run(upstream: FakeOpenAI, url: str, data: Path, root: Path, steps: in
         "voided": [{"event": e["event"], "category": e.get("category"), "role": e.get("role")}
                    for e in evs if e["event"].endswith("_failed")],
         "unscored_failures": unscored_failures(evs),
-        "state": json.loads((run_dir / "checkpoint.json").read_text())["state"],
+        # A run that stopped before its first checkpoint (every resume stopped again) has no state: not finished.
+        "state": json.loads((run_dir / "checkpoint.json").read_text())["state"]
+        if (run_dir / "checkpoint.json").is_file() else None,
         "events": [e for e in evs if e["event"] != "resume"],
     }
 
 
 def survived(run: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Faults by category: injected, survived inside the run (retried, or repaired), survived by a stop
-    and `decoevo resume`, and lost. A stop means one request met 1 + max_retries transport faults in a
-    row. Every broken output the client received was followed by one paid repair request, except the
-    last of a call that failed (1 + max_repairs broken outputs in a row), so the calls that failed
-    are `injected - paid repairs`; the ledger's parse failures also count the replays of a failed call
-    from the cache by later identical requests."""
-    per_stop, per_parse_failure = 1 + ModelSpec().max_retries, 1 + LMConfig().max_repairs
+    and `decoevo resume`, lost, and unseen (the client never read the faulty reply).
+
+    Transport: a stop means one request failed 1 + max_retries attempts in a row. On a slow machine some
+    of those attempts are real client timeouts, not injected faults, so a stop accounts for at most that
+    many injected faults (an upper bound on `by_resume`), and never for more than were injected.
+
+    Output: a broken reply the client parsed was followed by one paid repair request, except the last
+    one of a call that failed (1 + max_repairs broken replies in a row; the ledger counts each failed
+    call once, its replies are evicted from the cache). A broken reply can also go unread: the proxy
+    injects it into the upstream's answer, but the client had already timed out on that exchange (and
+    retried it), or the run stopped while it was in flight. Those are `unseen`, not failures."""
+    per_stop, repairs = 1 + ModelSpec().max_retries, LMConfig().max_repairs
     transport = sum(run["injected"][k] for k in TRANSPORT_FAULTS)
     output = sum(run["injected"][k] for k in OUTPUT_FAULTS)
-    stopped = per_stop * run["infra_stops"]
-    lost_transport = per_stop if run["exit"] != 0 else 0  # the last stop was not resumed
-    lost_output = per_parse_failure * run["failed_calls"]
+    stopped = min(transport, per_stop * run["infra_stops"])
+    lost_transport = min(stopped, per_stop) if run["exit"] != 0 else 0  # the last stop was not resumed
+    failed = run["failed_calls"]
+    lost_output = (1 + repairs) * failed
+    repaired = max(0, run["paid_repairs"] - repairs * failed)
     return {
         "transport": {"injected": transport, "in_run": transport - stopped,
-                      "by_resume": stopped - lost_transport, "lost": lost_transport},
-        "output": {"injected": output, "in_run": output - lost_output, "by_resume": 0, "lost": lost_output},
+                      "by_resume": stopped - lost_transport, "lost": lost_transport, "unseen": 0},
+        "output": {"injected": output, "in_run": repaired, "by_resume": 0, "lost": lost_output,
+                   "unseen": max(0, output - repaired - lost_output)},
     }
 
 
@@ -169,8 +183,10 @@ def main() -> None:
                 runs = []
                 for seed in seeds:
                     run = faulty_run(upstream, url, data, root, args.steps, profile, seed)
-                    run["matched"] = run.pop("state") == ref_state and run.pop("events") == ref_events
-                    run["failed_calls"] = sum(run["injected"][k] for k in OUTPUT_FAULTS) - run["paid_repairs"]
+                    state, evs = run.pop("state"), run.pop("events")
+                    run["finished"] = run["exit"] == 0 and state is not None
+                    run["matched"] = run["finished"] and state == ref_state and evs == ref_events
+                    run["failed_calls"] = (run["ledger"]["failures"] or {}).get("parse", 0)
                     run["survived"] = survived(run)
                     runs.append(run)
                     print(f"{profile} seed {seed}: exit {run['exit']} resumes {run['resumes']} "
@@ -181,7 +197,7 @@ def main() -> None:
     short = {"rate_limit": "429", "server_error": "500", "timeout": "t/o", "truncate": "trunc",
              "broken_json": "brokn", "wrong_schema": "schem"}
     print(f"\n{'profile':7} {'seed':>4} {'reqs':>5} " + " ".join(f"{short[k]:>5}" for k in KINDS)
-          + f" {'retry':>5} {'repair':>6} {'paid':>4} {'infra':>5} {'parse':>5} {'fail':>4} {'void':>4}"
+          + f" {'retry':>5} {'repair':>6} {'paid':>4} {'infra':>5} {'parse':>5} {'unsn':>4} {'void':>4}"
           f" {'resum':>5} {'match':>5}")
     for profile, block in report["profiles"].items():
         for r in block["runs"]:
@@ -189,20 +205,23 @@ def main() -> None:
             print(f"{profile:7} {r['seed']:>4} {r['requests']:>5} "
                   + " ".join(f"{r['injected'][k]:>5}" for k in KINDS)
                   + f" {r['ledger']['retries']:>5} {r['ledger']['repairs']:>6} {r['paid_repairs']:>4} "
-                  f"{r['infra_stops']:>5} {f.get('parse', 0):>5} {r['failed_calls']:>4} {len(r['voided']):>4} "
+                  f"{r['infra_stops']:>5} {f.get('parse', 0):>5} {r['survived']['output']['unseen']:>4} "
+                  f"{len(r['voided']):>4} "
                   f"{r['resumes']:>5} {r['matched']!s:>5}")
     print(f"\n{'profile':7} {'fault':13} {'injected':>8}")
     for profile, block in report["profiles"].items():
         for k in KINDS:
             print(f"{profile:7} {k:13} {sum(r['injected'][k] for r in block['runs']):>8}")
-    print(f"\n{'profile':7} {'category':10} {'injected':>8} {'survived in run':>15} {'after resume':>12} {'lost':>5}")
+    print(f"\n{'profile':7} {'category':10} {'injected':>8} {'survived in run':>15} {'after resume':>12} {'lost':>5}"
+          f" {'unseen':>6}")
     for profile, block in report["profiles"].items():
         for cat in ("transport", "output"):
-            tot = {f: sum(r["survived"][cat][f] for r in block["runs"]) for f in ("injected", "in_run", "by_resume",
-                                                                                  "lost")}
+            tot = {f: sum(r["survived"][cat][f] for r in block["runs"])
+                   for f in ("injected", "in_run", "by_resume", "lost", "unseen")}
             print(f"{profile:7} {cat:10} {tot['injected']:>8} {tot['in_run']:>15} {tot['by_resume']:>12} "
-                  f"{tot['lost']:>5}")
-    bad = [r for b in report["profiles"].values() for r in b["runs"] if r["unscored_failures"] or r["exit"]]
+                  f"{tot['lost']:>5} {tot['unseen']:>6}")
+    bad = [r for b in report["profiles"].values() for r in b["runs"]
+           if r["unscored_failures"] or not r["finished"]]
     print(f"\nruns with an unlogged failure or that did not finish: {len(bad)}; wrote {args.out}")
 
 

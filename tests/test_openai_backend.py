@@ -171,6 +171,59 @@ async def test_slow_server_times_out_as_a_retryable_fault(cache, http_lm):
     assert lm.ledger.rows[("solve", "default")].retries == 1
 
 
+async def test_connection_closed_mid_body_is_retried(cache, http_lm):
+    """A server that promises more bytes than it sends, then hangs up: a transport fault, retried."""
+    import asyncio
+
+    from decoevo.testing.fake_openai import chat_body
+
+    seen = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal seen
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.lower().split(b"\r\n")
+        length = int(next(line.split(b":")[1] for line in lines if line.startswith(b"content-length")))
+        await reader.readexactly(length)
+        seen += 1
+        body = chat_body('{"answer": "ok"}', "fake").encode()
+        sent = body[: len(body) // 2] if seen == 1 else body
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+                     + sent)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        lm = http_lm(f"http://127.0.0.1:{port}", cache, max_retries=1)
+        result = await lm.complete([Message("user", "q")], role="solve", schema=Answer)
+    finally:
+        server.close()
+    assert result.value == Answer(answer="ok") and seen == 2
+    assert lm.ledger.rows[("solve", "default")].retries == 1
+
+
+async def test_pooled_connection_after_a_timeout_or_truncation_carries_only_its_own_reply(cache, http_lm):
+    """After a client timeout (the server answers later, on a connection the client gave up) and after a
+    truncated body, the pool's next requests each get their own reply, never a stale one."""
+    def respond(body, n):
+        text = body["messages"][-1]["content"]
+        if n == 0:
+            return Reply(content=f"late {text}", delay_s=0.6)
+        if n == 1:
+            return Reply(raw_body='{"id": "x", "choi')
+        return Reply(content=f"echo {text}")
+
+    server = FakeOpenAI(respond)
+    with serve_app(server.app()) as url:
+        lm = http_lm(url, cache, timeout_s=0.3, max_retries=3, max_concurrency=1)
+        first = await lm.complete([Message("user", "a")], role="solve")
+        rest = [await lm.complete([Message("user", q)], role="solve") for q in ("b", "c", "d")]
+    assert [r.text for r in (first, *rest)] == ["echo a", "echo b", "echo c", "echo d"]
+    assert lm.ledger.rows[("solve", "default")].retries == 2  # the timeout and the truncated body
+
+
 @pytest.mark.filterwarnings("ignore:Unclosed:ResourceWarning")  # the first two loops end without lm.aclose()
 def test_one_lm_serves_successive_event_loops(cache):
     """Each asyncio.run gets its own connection pool; a pool from a finished loop is not reused."""
