@@ -15,7 +15,8 @@ from decoevo.presets import PRESETS, bundled_healthbench
 
 from .real_model import requires_model
 
-pytestmark = [pytest.mark.real_model, requires_model]
+# slow: tests/test_sweep_report_real.py runs the same commands on the embedded model in the default run
+pytestmark = [pytest.mark.real_model, pytest.mark.slow, requires_model]
 
 
 async def test_eval_dynamics_and_alignment_on_the_embedded_model(tmp_path):

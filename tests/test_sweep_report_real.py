@@ -59,6 +59,11 @@ def test_sweep_then_report_on_the_embedded_model(tmp_path):
         assert (run / "summary.json").is_file()
         for name in ("test", "dynamics", "alignment"):
             assert (run / "eval" / f"{name}.json").is_file(), (run, name, status)
+        test = json.loads((run / "eval" / "test.json").read_text())
+        for item in (i for q in test["items"] for i in q["grade"]["items"]):  # a verdict, or a categorised failure
+            assert item["value"] in (0.0, 1.0) or (item["value"] is None and item["error"] in ("parse", "refusal"))
+        aligned = json.loads((run / "eval" / "alignment.json").read_text())
+        assert aligned["n_questions"] + aligned["n_failed"] == 1
     # matched splits: both methods of a seed saw the same questions
     for seed in (0, 1):
         a, b = (json.loads((sweep / "runs" / "hb_few" / f"{m}-s{seed}" / "splits.json").read_text())
