@@ -403,6 +403,22 @@ def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
              "answers already paid for come from the cache")
 
 
+def _in_session(view: Any, work: Any, *, grader: ModelSpec | None, matcher: ModelSpec | None = None
+                ) -> dict[str, Any]:
+    """Run `work(session)` in an evaluation session on `view`, closing its model clients afterwards."""
+    from .evaluation import EvalSession
+
+    async def go() -> dict[str, Any]:
+        session = EvalSession(view, grader=grader, matcher=matcher)
+        try:
+            result: dict[str, Any] = await work(session)
+            return result
+        finally:
+            await session.aclose()
+
+    return asyncio.run(go())
+
+
 def _fmt(x: float | None, scale: float = 1.0) -> str:
     return "n/a" if x is None else f"{x * scale:.1f}"
 
@@ -420,7 +436,7 @@ def eval_(
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
     from .engine.config import DataConfig
-    from .evaluation import EvalSession, EvalTarget, evaluate
+    from .evaluation import EvalTarget, evaluate
 
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
@@ -431,14 +447,8 @@ def eval_(
         fail(f"--format: {exc}")
 
     def job(view: Any, tick: Any) -> str:
-        async def go() -> dict[str, Any]:
-            session = EvalSession(view, grader=grader)
-            try:
-                return await evaluate(session, target, skill_version=skill_version, on_item=lambda _: tick())
-            finally:
-                await session.aclose()
-
-        r = asyncio.run(go())
+        r = _in_session(view, lambda s: evaluate(s, target, skill_version=skill_version, on_item=lambda _: tick()),
+                        grader=grader)
         return (f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} graded, "
                 f"{r['n_ungraded']} ungraded; grader {r['grader_model']})")
 
@@ -453,20 +463,13 @@ def dynamics(
     grader_base_url: str = GraderBaseUrl,
 ) -> None:
     """Score every checkpoint on the diagnostic split: generated-rubric proxy and gold grade (Figure 3)."""
-    from .evaluation import EvalSession
     from .evaluation.dynamics import dynamics as run_dynamics
 
     grader = _grader_spec(grader_model, grader_base_url)
 
     def job(view: Any, tick: Any) -> str:
-        async def go() -> dict[str, Any]:
-            session = EvalSession(view, grader=grader)
-            try:
-                return await run_dynamics(session, split=split, on_point=lambda _: tick(len(view.timeline())))
-            finally:
-                await session.aclose()
-
-        r = asyncio.run(go())
+        r = _in_session(view, lambda s: run_dynamics(s, split=split, on_point=lambda _: tick(len(view.timeline()))),
+                        grader=grader)
         return "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}" for p in r["points"])
 
     _each_run(run_dirs, "checkpoints", job)
@@ -483,21 +486,13 @@ def align(
     grader_base_url: str = GraderBaseUrl,
 ) -> None:
     """Criterion-level P/R/F1 of the final generated rubrics against the gold rubrics (Table 5)."""
-    from .evaluation import EvalSession
     from .evaluation.alignment import alignment
 
     grader = _grader_spec(grader_model, grader_base_url)
     matcher = _grader_spec(matcher_model, matcher_base_url)
 
     def job(view: Any, tick: Any) -> str:
-        async def go() -> dict[str, Any]:
-            session = EvalSession(view, grader=grader, matcher=matcher)
-            try:
-                return await alignment(session, split=split)
-            finally:
-                await session.aclose()
-
-        r = asyncio.run(go())
+        r = _in_session(view, lambda s: alignment(s, split=split), grader=grader, matcher=matcher)
         return (f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} F1 {_fmt(r['f1'], 100)} over "
                 f"{r['n_questions']} question(s) ({r['n_failed']} failed; matcher {r['matcher_model']})")
 

@@ -34,13 +34,14 @@ it. The conversation is context; judge only the reply. Give a short rationale th
 then met. {UNTRUSTED_NOTE}"""
 
 
+def signed_item_prompt(question: Question, response: str, item: GoldItem) -> str:
+    """The user turn of a met / not-met verdict on one signed-points criterion (also the `weighted` grader's)."""
+    return (f"{question_block(question)}\n\n{data_block('response', response)}\n\n"
+            f"Criterion ({item.points:+g} points): {item.text}\n\nReturn JSON with the fields rationale and met.")
+
+
 def messages(question: Question, response: str, item: GoldItem) -> list[Message]:
-    return [
-        Message("system", SYSTEM),
-        Message("user", f"{question_block(question)}\n\n{data_block('response', response)}\n\n"
-                        f"Criterion ({item.points:+g} points): {item.text}\n\n"
-                        "Return JSON with the fields rationale and met."),
-    ]
+    return [Message("system", SYSTEM), Message("user", signed_item_prompt(question, response, item))]
 
 
 def _compute(scored: list[ItemGrade]) -> tuple[float | None, dict[str, Any]]:

@@ -14,9 +14,10 @@ from pydantic import BaseModel, Field
 
 from ..domain import GoldItem, Question
 from ..lm import LM, GenParams, Message
-from ..roles.common import UNTRUSTED_NOTE, data_block, question_block
+from ..roles.common import UNTRUSTED_NOTE
 from . import rules
 from .base import RATIONALE_MAX, grade_per_item
+from .healthbench import signed_item_prompt
 from .result import GradeResult, ItemGrade, UnknownPolicy
 
 SCHEME = "weighted"
@@ -36,12 +37,7 @@ met. {UNTRUSTED_NOTE}"""
 
 
 def messages(question: Question, response: str, item: GoldItem) -> list[Message]:
-    return [
-        Message("system", SYSTEM),
-        Message("user", f"{question_block(question)}\n\n{data_block('response', response)}\n\n"
-                        f"Criterion ({item.points:+g} points): {item.text}\n\n"
-                        "Return JSON with the fields rationale and met."),
-    ]
+    return [Message("system", SYSTEM), Message("user", signed_item_prompt(question, response, item))]
 
 
 def _compute(scored: list[ItemGrade]) -> tuple[float | None, dict[str, Any]]:
