@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -48,6 +49,10 @@ class ModelSpec(BaseModel):
             raise ValueError("backend 'openai' needs base_url (for example http://127.0.0.1:8000/v1)")
         if self.backend == "local" and self.base_url:
             raise ValueError("base_url is only for backend 'openai'; use gguf_path for a local model file")
+        if self.base_url and urlsplit(self.base_url).username is not None:
+            # The URL is written to config.yaml and is part of the cache namespace: no secret may ride in it.
+            raise ValueError("base_url must not carry credentials (user:password@host); put the key in the "
+                             f"variable named by api_key_env (${self.api_key_env}) or in api_key_file")
         return self
 
     def identity(self) -> str:

@@ -21,7 +21,8 @@ import aiohttp
 
 from .. import __version__
 from .config import ModelSpec
-from .errors import InfrastructureError, RefusalError, RetryableError
+from .errors import InfrastructureError, LMError, RefusalError, RetryableError
+from .redact import Redactor, redact_url
 from .retry import parse_retry_after
 from .types import BackendRequest, Completion
 
@@ -78,6 +79,10 @@ class OpenAIBackend:
         self._url = spec.base_url.rstrip("/") + "/chat/completions"
         self._headers = request_headers(spec.read_api_key())
         self._proxy = env_proxy(self._url)
+        # The one place errors leave this backend: each message is cleaned of the key, the headers'
+        # values and URL credentials (including a proxy's) before anything can log it.
+        self._redactor = Redactor.for_request(self._headers, [self._proxy or ""])
+        self._where = redact_url(spec.base_url)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -116,7 +121,17 @@ class OpenAIBackend:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     async def complete(self, request: BackendRequest) -> Completion:
-        where = self.spec.base_url
+        try:
+            return await self._complete(request)
+        except LMError as exc:
+            error = self._redactor.error(exc)
+        except Exception as exc:  # an unexpected client failure: its text may quote our headers
+            error = InfrastructureError(self._redactor.text(f"request to {self._where} failed: "
+                                                            f"{type(exc).__name__}: {exc}"))
+        raise error from None
+
+    async def _complete(self, request: BackendRequest) -> Completion:
+        where = self._where
         try:
             async with self._http().post(self._url, data=self._body(request), proxy=self._proxy,
                                          allow_redirects=False) as response:
@@ -136,7 +151,7 @@ class OpenAIBackend:
             raise RetryableError(f"malformed response body from {where}: {exc!r}") from exc
 
     def _status_error(self, status: int, body: bytes, retry_after: float | None) -> InfrastructureError:
-        where = self.spec.base_url
+        where = self._where
         if status == 429:
             return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after)
         if status >= 500 or status in (408, 409):
@@ -151,7 +166,7 @@ class OpenAIBackend:
     def _completion(self, body: dict[str, Any]) -> Completion:
         choices = body.get("choices")
         if not choices:
-            raise RetryableError(f"response from {self.spec.base_url} has no choices")
+            raise RetryableError(f"response from {self._where} has no choices")
         choice = choices[0]
         message = choice.get("message") or {}
         refusal = message.get("refusal")
@@ -160,6 +175,8 @@ class OpenAIBackend:
         content = message.get("content")
         if content is not None and not isinstance(content, str):
             raise TypeError(f"message content is {type(content).__name__}, not a string")
+        if content and self._redactor.secrets:  # a server that echoes the key must not get it cached
+            content = self._redactor.secret_values(content)
         usage = body.get("usage") or {}
         return Completion(
             text=content or "",
