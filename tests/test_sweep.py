@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from decoevo.cli import app, fail
+from decoevo.errors import ConfigError
 from decoevo.sweep import build_spec, plan
 from decoevo.sweep.cell import CellRequest, child_env, run_cell
 from decoevo.sweep.executors import split_cores
@@ -146,21 +146,24 @@ def test_a_killed_sweep_resumes_its_unfinished_cell(tmp_path, server, cache, mon
 # ---- the post-run step hook -----------------------------------------------------------------------
 
 @pytest.fixture
-def fake_eval():
-    """Registers an `eval` command that grades nothing but writes RUN/eval/test.json (or fails)."""
+def fake_eval(monkeypatch):
+    """Replaces the library's evaluation with one that grades nothing but writes RUN/eval/test.json
+    (or fails as an unreachable grader does)."""
+    import decoevo.api
+
     behaviour = {"fail": False, "calls": []}
 
-    @app.command("eval")
-    def _eval(run_dir: Path) -> None:
+    async def evaluate_async(run_dir, **_):
         behaviour["calls"].append(run_dir)
         if behaviour["fail"]:
-            fail("the grader is unreachable")
+            raise ConfigError("the grader is unreachable")
         summary = json.loads((run_dir / "summary.json").read_text())  # runs after training
         (run_dir / "eval").mkdir(exist_ok=True)
         (run_dir / "eval" / "test.json").write_text(json.dumps({"name": "test", "method": summary["method"]}))
+        return {"n_graded": 1}
 
-    yield behaviour
-    app.registered_commands.pop()
+    monkeypatch.setattr(decoevo.api, "evaluate_async", evaluate_async)
+    return behaviour
 
 
 def test_post_run_steps_run_after_training_and_only_when_missing(tmp_path, server, cache, fake_eval):
@@ -182,20 +185,18 @@ def test_post_run_steps_run_after_training_and_only_when_missing(tmp_path, serve
     assert action_for(cell, tmp_path / "SW", spec.evaluate) == "evaluate"
     fake_eval["fail"] = True
     outcome = run_cell(request)
-    assert not outcome.ok and outcome.trained == "none" and "decoevo eval" in outcome.error
+    assert not outcome.ok and outcome.trained == "none" and "grader is unreachable" in outcome.error
     fake_eval["fail"] = False
     outcome = run_cell(request)
     assert outcome.ok and outcome.trained == "none" and outcome.steps_run == ["test"]
     assert len(fake_eval["calls"]) == 3
 
 
-def test_a_missing_post_run_command_is_refused_before_any_training(tmp_path, monkeypatch):
-    import decoevo.sweep.steps as steps
-
-    monkeypatch.setattr(steps, "cli_commands", lambda: {"run", "resume"})
-    with pytest.raises(Exception, match="needs `decoevo eval`"):
-        check_available(["test"])
+def test_an_unknown_post_run_step_is_refused_before_any_training():
+    with pytest.raises(Exception, match="the post-run steps are test, dynamics, alignment"):
+        check_available(["test", "vibes"])
     check_available([])
+    check_available(["test", "dynamics", "alignment"])
 
 
 # ---- planning, threads, errors ----------------------------------------------------------------------
@@ -248,10 +249,7 @@ def test_cores_are_split_between_workers_and_reach_the_model():
     ({"methods": ["budget_matched"]}, "add decoevo to methods"),
     ({"evaluate": ["test"]}, "splits.test is 0"),
 ])
-def test_spec_errors_exit_2_naming_the_file_and_key(tmp_path, change, fragment, monkeypatch):
-    import decoevo.sweep.steps as steps
-
-    monkeypatch.setattr(steps, "cli_commands", lambda: {"eval"})  # so `test` reaches the split check
+def test_spec_errors_exit_2_naming_the_file_and_key(tmp_path, change, fragment):
     spec = write_spec(tmp_path / "grid.yaml", "http://127.0.0.1:9", ["decoevo"], [0])
     raw = yaml.safe_load(spec.read_text())
     spec.write_text(yaml.safe_dump({**raw, **change}))

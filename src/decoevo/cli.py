@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .errors import ConfigError, UserError
 from .lm import LMConfig, LMError, ModelSpec
-from .lm.errors import ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console(log_path=False)
@@ -25,7 +26,7 @@ def _root() -> None:
     """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
     raise typer.Exit(code)
@@ -123,57 +124,60 @@ def _absolute_paths(config: Any) -> Any:
 
 def _seeds(seeds: str) -> list[int]:
     try:
-        return [int(s) for s in seeds.split(",") if s.strip()]
+        out = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
         fail(f"--seeds expects comma-separated integers, e.g. 0,1,2; got '{seeds}'")
-        raise
+    if not out:
+        fail("--seeds is empty; give at least one seed, e.g. --seeds 0")
+    if len(set(out)) != len(out):
+        fail(f"--seeds lists a seed twice: '{seeds}'")
+    return out
 
 
 def _execute(config: Any, run_dir: Path, resume: bool) -> None:
-    from .engine.estimate import estimate_calls
-    from .engine.run import Engine
-    from .methods import get_method
-    from .progress import RunProgress
+    from .progress import run_with_progress
 
-    engine = Engine(config, run_dir)
-    if not resume:
-        est = estimate_calls(get_method(config.method), config.hyper, config.splits)
-        console.print(f"[bold]{engine.method.name}[/] seed {config.seed} -> {run_dir}\n"
-                      f"expected model calls before caching: ~{est.expected:,} "
-                      f"(at most ~{est.upper_bound:,} if stalls trigger extra audits)")
-    with RunProgress(console, engine.total_steps(), f"{engine.method.name} s{config.seed}") as progress:
-        engine.observer = progress.on_event
-        engine.lm.on_call = _chain(engine.lm.on_call, progress.on_call)
-        result = asyncio.run(engine.run_async(resume=resume))
-    console.print(result.ledger.table(title=f"usage: {run_dir.name}"))
-    state = result.state
-    console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
-                  f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
-                  + (f"; stopped: {state.stopped}" if state.stopped else ""))
-    console.print(f"results: {run_dir}  (final skill: {run_dir / 'final_solver_skill.md'})")
-
-
-def _chain(first: Any, second: Any) -> Any:
-    def call(record: Any) -> None:
-        if first is not None:
-            first(record)
-        second(record)
-
-    return call
+    run_dir = Path(run_dir)
+    try:
+        run_with_progress(config, run_dir, resume=resume, console=console)
+    except LMError as exc:
+        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
+             f"fix the cause and continue with `decoevo resume {run_dir}`.",
+             code=1 if exc.category != "infrastructure" else 2)
+    except KeyboardInterrupt:
+        fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
 
 
 def _guard(fn: Any, *args: Any) -> None:
-    """Turn known failures into one-paragraph messages: exit 2 for input/config, 1 for model failures."""
+    """Turn known failures into one-paragraph messages: exit 2 for input, configuration or state."""
     try:
         fn(*args)
-    except ConfigError as exc:
+    except UserError as exc:
         fail(str(exc))
     except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
-             f"fix the cause and continue with `decoevo resume RUN_DIR`.", code=1 if exc.category != "infrastructure"
-             else 2)
-    except KeyboardInterrupt:
-        fail("interrupted; continue with `decoevo resume RUN_DIR` (completed steps and paid calls are kept)", 130)
+        fail(f"a model call failed ({exc.category}): {exc}", code=1 if exc.category != "infrastructure" else 2)
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+
+
+def run_name(name: str) -> str:
+    """A run directory's name: one path component inside --runs-root, never `..`, `/` or hidden."""
+    if not _RUN_NAME.fullmatch(name) or ".." in name:
+        fail(f"--name '{name}': use letters, digits and . _ + - (one directory name inside --runs-root, "
+             "not a path)")
+    return name
+
+
+def check_new_run_dir(run_dir: Path) -> None:
+    if (run_dir / "config.yaml").exists():
+        fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
+    if run_dir.is_symlink() or (run_dir.exists() and not run_dir.is_dir()):
+        fail(f"{run_dir} exists and is not a directory; pass another --name")
+    leftovers = [p.name for p in run_dir.iterdir() if p.name != ".lock"] if run_dir.is_dir() else []
+    if leftovers:
+        fail(f"{run_dir} exists and is not a run directory (it holds {', '.join(sorted(leftovers)[:3])}); "
+             "pass another --name or remove it")
 
 
 @app.command()
@@ -235,12 +239,20 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
-    for seed in _seeds(seeds):
-        config = _absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
+    seed_list = _seeds(seeds)
+    if name is not None:
+        run_name(name)
+        if len(seed_list) > 1:
+            fail(f"--name names one run directory, but --seeds gives {len(seed_list)} seeds; drop --name "
+                 "(each seed gets METHOD-DATA-sSEED) or run one seed at a time")
+    if runs_root.exists() and not runs_root.is_dir():
+        fail(f"--runs-root {runs_root} is a file, not a directory")
+    configs = [_absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
+               for seed in seed_list]  # every seed's configuration is valid before the first run starts
+    for config in configs:
         stem = Path(config.data.path).stem.split(".")[0]
-        run_dir = runs_root / (name or f"{config.method}-{stem}-s{seed}")
-        if (run_dir / "config.yaml").exists():
-            fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
+        run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
+        check_new_run_dir(run_dir)
         _execute(config, run_dir, resume=False)
 
 
@@ -338,23 +350,35 @@ def export(
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
 ) -> None:
     """Print the final solver skill (the only artifact that ships)."""
-    import json
+    from .rundir import RunReader
 
-    text = None
-    if (run_dir / "checkpoint.json").is_file():
-        text = json.loads((run_dir / "checkpoint.json").read_text())["state"]["solver"]["text"]
-    elif (run_dir / "final_solver_skill.md").is_file():
-        text = (run_dir / "final_solver_skill.md").read_text()
-    elif (run_dir / "skills/solver/v000.md").is_file():
-        text = (run_dir / "skills/solver/v000.md").read_text().split("-->\n\n", 2)[-1]
-    if text is None:
-        fail(f"{run_dir} is not a run directory (no checkpoint or skills found)")
-        return
+    try:
+        text = RunReader(run_dir).shipped_skill_text()
+    except UserError as exc:
+        fail(str(exc))
     if output:
-        output.write_text(text.strip() + "\n", encoding="utf-8")
+        write_output(output, text.strip() + "\n")
         err_console.print(f"wrote {output}")
     else:
         sys.stdout.write(text.strip() + "\n")
+
+
+def check_output(output: Path) -> None:
+    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line."""
+    if output.is_dir():
+        fail(f"-o {output}: is a directory; name a file")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"-o {output}: cannot create its directory ({exc.strerror or exc})")
+
+
+def write_output(output: Path, text: str) -> None:
+    check_output(output)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"-o {output}: cannot write ({exc.strerror or exc})")
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -376,15 +400,13 @@ def _grader_spec(model: str | None, base_url: str | None) -> ModelSpec | None:
 
 
 def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
-    """Run `job(view, progress_callback)` for every run; one failing run does not stop the others."""
+    """Run `job(run_dir, progress_callback)` for every run; one failing run does not stop the others.
+    A job returns (summary line, ok): not ok (nothing graded, or the result was not saved) fails the command."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .evaluation import RunView
-
-    failed = 0
+    failed = user_errors = 0
     for run_dir in run_dirs:
         try:
-            view = RunView(run_dir)
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=console, transient=True) as progress:
                 bar = progress.add_task(f"{title} {run_dir.name}", total=None)
@@ -392,35 +414,36 @@ def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
                 def tick(total: int | None = None, bar: Any = bar, progress: Any = progress) -> None:
                     progress.update(bar, advance=1, total=total)
 
-                summary = job(view, tick)
-            console.print(f"{run_dir}: {summary}")
-        except (ConfigError, LMError) as exc:
+                summary, ok = job(run_dir, tick)
+            if ok:
+                console.print(f"{run_dir}: {summary}")
+            else:
+                failed += 1
+                err_console.print(f"[bold red]error:[/] {run_dir}: {summary}", highlight=False)
+        except (UserError, LMError) as exc:
             failed += 1
+            user_errors += isinstance(exc, UserError)
             where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
             err_console.print(f"[bold red]error:[/] {where}{exc}", highlight=False)
     if failed:
         fail(f"{failed} of {len(run_dirs)} run(s) could not be evaluated (see above); fix them and rerun; "
-             "answers already paid for come from the cache")
+             "answers already paid for come from the cache", code=2 if user_errors else 1)
 
 
-def _in_session(view: Any, work: Any, *, grader: ModelSpec | None, matcher: ModelSpec | None = None
-                ) -> dict[str, Any]:
-    """Run `work(session)` in an evaluation session on `view`, closing its model clients afterwards."""
-    from .evaluation import EvalSession
-
-    async def go() -> dict[str, Any]:
-        session = EvalSession(view, grader=grader, matcher=matcher)
-        try:
-            result: dict[str, Any] = await work(session)
-            return result
-        finally:
-            await session.aclose()
-
-    return asyncio.run(go())
+def _saved(record: dict[str, Any], graded: int, what: str) -> tuple[str, bool]:
+    """The summary line and whether the command succeeded: something graded, and the result saved."""
+    if graded == 0:
+        return f"{what}: nothing could be graded; no result written (details in RUN/eval/failed/)", False
+    if "kept_previous" in record:
+        return f"{what}: {record['kept_previous']}", False
+    return what, True
 
 
 def _fmt(x: float | None, scale: float = 1.0) -> str:
     return "n/a" if x is None else f"{x * scale:.1f}"
+
+
+Force = typer.Option(False, "--force", help="Replace an earlier result even if this one graded fewer questions.")
 
 
 @app.command("eval")
@@ -433,24 +456,21 @@ def eval_(
     skill_version: int = typer.Option(None, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    force: bool = Force,
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
-    from .engine.config import DataConfig
-    from .evaluation import EvalTarget, evaluate
+    from .api import evaluate_async
 
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")
-    try:
-        target = EvalTarget(split=split, data=DataConfig(path=data, format=fmt, limit=limit) if data else None)
-    except ValueError as exc:
-        fail(f"--format: {exc}")
+    target = {"path": data, "format": fmt, "limit": limit} if data else None
 
-    def job(view: Any, tick: Any) -> str:
-        r = _in_session(view, lambda s: evaluate(s, target, skill_version=skill_version, on_item=lambda _: tick()),
-                        grader=grader)
-        return (f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} graded, "
-                f"{r['n_ungraded']} ungraded; grader {r['grader_model']})")
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+        r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
+                                       force=force, on_item=lambda _: tick()))
+        return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
+                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']})")
 
     _each_run(run_dirs, "grading", job)
 
@@ -461,16 +481,18 @@ def dynamics(
     split: str = typer.Option("diagnostic", help="The held-out split to track (diagnostic by default)."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    force: bool = Force,
 ) -> None:
     """Score every checkpoint on the diagnostic split: generated-rubric proxy and gold grade (Figure 3)."""
-    from .evaluation.dynamics import dynamics as run_dynamics
+    from .api import dynamics_async
 
     grader = _grader_spec(grader_model, grader_base_url)
 
-    def job(view: Any, tick: Any) -> str:
-        r = _in_session(view, lambda s: run_dynamics(s, split=split, on_point=lambda _: tick(len(view.timeline()))),
-                        grader=grader)
-        return "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}" for p in r["points"])
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+        r = asyncio.run(dynamics_async(run_dir, split=split, grader=grader, force=force, on_point=lambda _: tick()))
+        graded = sum(1 for p in r["points"] if p.get("gold") is not None or p.get("proxy") is not None)
+        return _saved(r, graded, "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}"
+                                           for p in r["points"]))
 
     _each_run(run_dirs, "checkpoints", job)
 
@@ -484,17 +506,19 @@ def align(
     matcher_base_url: str = typer.Option(None, "--matcher-base-url", help="OpenAI-compatible server for the matcher."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    force: bool = Force,
 ) -> None:
     """Criterion-level P/R/F1 of the final generated rubrics against the gold rubrics (Table 5)."""
-    from .evaluation.alignment import alignment
+    from .api import align_async
 
     grader = _grader_spec(grader_model, grader_base_url)
     matcher = _grader_spec(matcher_model, matcher_base_url)
 
-    def job(view: Any, tick: Any) -> str:
-        r = _in_session(view, lambda s: alignment(s, split=split), grader=grader, matcher=matcher)
-        return (f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} F1 {_fmt(r['f1'], 100)} over "
-                f"{r['n_questions']} question(s) ({r['n_failed']} failed; matcher {r['matcher_model']})")
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+        r = asyncio.run(align_async(run_dir, split=split, grader=grader, matcher=matcher, force=force))
+        return _saved(r, r["n_questions"], f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} "
+                                           f"F1 {_fmt(r['f1'], 100)} over {r['n_questions']} question(s) "
+                                           f"({r['n_failed']} failed; matcher {r['matcher_model']})")
 
     _each_run(run_dirs, "matching", job)
 
@@ -515,7 +539,11 @@ def report(
         return
     for problem in built.problems:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False)
-    written = write(built, output)
+    check_output(output)
+    try:
+        written = write(built, output)
+    except OSError as exc:
+        fail(f"-o {output}: cannot write ({exc.strerror or exc})")
     console.print(f"wrote {written} ({len(built.runs)} runs, {written.stat().st_size / 1024:,.0f} KiB)")
 
 

@@ -12,9 +12,10 @@ from ..domain import Question
 from ..engine.config import DataConfig
 from ..grading import GRADER_ROLES, aggregate
 from ..lm.errors import ConfigError
+from ..rundir.records import EvalFile
 from ..tasks.load import load_questions
 from .models import model_label
-from .session import EVAL_DIR, EvalSession, GradedResponse
+from .session import EvalSession, GradedResponse
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,5 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "details": score.details,
         "items": [g.to_dict() for g in graded],
     }
-    view.dir.write_json(f"{EVAL_DIR}/{target.name}.json", record)
-    session.save_ledger(target.name)
+    session.save(target.name, record, EvalFile)
     return record

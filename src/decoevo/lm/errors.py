@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ..errors import ConfigError
+
+__all__ = ["ConfigError", "FailureCategory", "InfrastructureError", "LMError", "ParseError",
+           "RefusalError", "RetryableError"]
+
 
 class FailureCategory(StrEnum):
     INFRASTRUCTURE = "infrastructure"  # transport, server, timeout, rate limit after retries
@@ -44,7 +49,3 @@ class RetryableError(InfrastructureError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
-
-
-class ConfigError(ValueError):
-    """Bad user configuration; the CLI prints it as a one-paragraph message and exits 2."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.costs import RunUsage, RunUsageError, load_run_usage
-from ..evaluation.run_view import parse_skill_markdown
+from ..rundir import parse_skill_markdown
 from .files import (
     AlignmentFile,
     DynamicsFile,
