@@ -9,8 +9,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import UserError
 
-class UnsafeRunPath(OSError):
+
+class UnsafeRunPath(UserError):
     """A write inside a run directory would have gone through a symbolic link."""
 
 

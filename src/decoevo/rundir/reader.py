@@ -111,12 +111,12 @@ class RunReader:
         for n, raw in enumerate(lines, 1):
             try:
                 record = json.loads(raw)
-                if not isinstance(record, dict):
-                    raise ValueError("expected a JSON object")
+                message = "" if isinstance(record, dict) else f"{path}:{n}: expected a JSON object"
             except (ValueError, RecursionError) as e:
-                message = f"{path}:{n}: not a JSON object ({str(e)[:80]})"
+                message = f"{path}:{n}: not valid JSON ({str(e)[:80]})"
+            if message:
                 if problems is None:
-                    raise RunReadError(message) from None
+                    raise RunReadError(message)
                 problems.append(f"{message}; line skipped")
                 continue
             out.append(record)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import truncate
+from .files import UnsafeRunPath, truncate
 from .reader import RunReader, parse_call_lines
 from .records import CALLS, EVENTS, CallLine, Checkpoint
 
@@ -30,8 +30,17 @@ def _cut_torn_tail(root: Path, rel: str) -> None:
             truncate(root, path, data.rfind(b"\n") + 1)
 
 
+def _refuse_links(root: Path) -> None:
+    """A resumed run writes to its files again: none of them may be a link to somewhere else."""
+    links = [p for p in root.rglob("*") if p.is_symlink()]
+    if links:
+        raise UnsafeRunPath(f"{links[0]}: is a symbolic link; decoevo does not write through links inside a run "
+                            f"directory ({len(links)} found); replace them with regular files to resume")
+
+
 def prepare_resume(path: Path | str) -> ResumePoint:
     root = Path(path)
+    _refuse_links(root)
     _cut_torn_tail(root, CALLS)
     _cut_torn_tail(root, EVENTS)
     reader = RunReader(root)
