@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..benchmarks import GRADER_ROLES, aggregate
 from ..domain import Question
 from ..engine.config import DataConfig
-from ..grading import GRADER_ROLES, aggregate
 from ..lm.errors import ConfigError
 from ..tasks.load import load_questions
 from .models import model_label
