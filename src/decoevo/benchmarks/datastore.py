@@ -204,3 +204,27 @@ def _from_hub(uri: str) -> str:
                                    cache_dir=str(data_root() / "hf")))
     except Exception as exc:  # offline, gated, renamed: one line, the library's own words
         raise ConfigError(f"{uri}: could not download from the Hugging Face Hub: {exc}") from None
+
+
+def choose_data(data: str | None, fmt: str | None, benchmark: str | None, *,
+                on_file: Callable[[DataFile, int | None], Progress | None] | None = None
+                ) -> tuple[str | None, str | None]:
+    """The (path, format) that `--data`, `--format` and `--benchmark NAME[:split]` name together.
+
+    `--benchmark` resolves to the fetched file and implies its format; `--data` may be a path, an https
+    URL or an hf:// file; `--format` alone is refused for anything but HealthBench (whose bundled sample
+    is the default data), because there is no file of that format to read."""
+    if benchmark:
+        if data:
+            raise ConfigError("pass --data FILE or --benchmark NAME[:split], not both")
+        bench, _ = parse_spec(benchmark)
+        if fmt and fmt != bench.name:
+            raise ConfigError(f"--format {fmt} contradicts --benchmark {benchmark} (a {bench.name} file)")
+        return str(local_path(benchmark)), bench.name
+    if data:
+        return resolve_data(data, on_file=on_file), fmt
+    if fmt and fmt != "healthbench":
+        bench = get_benchmark(fmt)
+        hint = f" or `--benchmark {fmt}` after `decoevo data fetch {fmt}`" if bench.source is not None else ""
+        raise ConfigError(f"--format {fmt} needs its data: pass --data FILE{hint}")
+    return None, fmt

@@ -29,7 +29,7 @@ _BLOB = "https://openaipublic.blob.core.windows.net/simple-evals/healthbench"
 # The checksums of the official files are not pinned: they were not available offline when this record
 # was written. The first fetch records what it downloaded and `decoevo data verify` checks against that.
 SOURCE = DataSource(
-    upstream="openai/simple-evals, HealthBench files dated 2025-05-07 to 2025-05-09",
+    upstream="openai/simple-evals (dated files)",
     licence="MIT",
     homepage="https://github.com/openai/simple-evals",
     splits=(
