@@ -3,6 +3,7 @@ of the shared benchmark files under the layout `DECOEVO_DATA_MIRROR` expects (HO
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from decoevo.benchmarks import BENCHMARKS, datastore
@@ -186,3 +188,38 @@ def test_hf_uri_is_checked_before_any_download(mirror: Mirror) -> None:
         datastore.resolve_data("hf://datasets/only-owner")
     with pytest.raises(ConfigError, match="hf://datasets"):
         datastore.resolve_data("hf://models/a/b/c")
+
+
+def test_run_reads_data_from_a_url_and_a_fetched_benchmark(mirror: Mirror, tmp_path: Path) -> None:
+    """End to end on the toy world served over HTTP: `--data https://…` and `--benchmark NAME:split` both
+    resolve to files in the cache, and each run records the local file it read and its format."""
+    pytest.importorskip("uvicorn")
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+    questions = write_toy_questions(tmp_path / "toy.jsonl")
+    mirror.put("https://example.org/toy.jsonl", questions)
+    # The toy questions in HealthBench's own format stand in for HealthBench Hard.
+    as_healthbench = tmp_path / "hard.jsonl"
+    as_healthbench.write_text("".join(
+        json.dumps({"prompt_id": q["id"], "prompt": [{"role": "user", "content": q["prompt"]}],
+                    "rubrics": [{"criterion": i["text"], "points": i.get("points", 1)} for i in q["gold"]["items"]]})
+        + "\n" for q in map(json.loads, questions.read_text(encoding="utf-8").splitlines())), encoding="utf-8")
+    mirror.put(HARD.url, as_healthbench)
+    with serve_app(toy_server().app()) as url:
+        args = toy_run_args(f"{url}/v1", questions, tmp_path / "runs", "from-url", steps=1,
+                            sets=("method=zero_shot",))
+        i = args.index("--data")
+        url_args = [*args[:i], "--data", "https://example.org/toy.jsonl", *args[i + 2:]]
+        result = runner.invoke(app, url_args)
+        assert result.exit_code == 0, result.output
+        config = yaml.safe_load((tmp_path / "runs" / "from-url" / "config.yaml").read_text(encoding="utf-8"))
+        assert config["data"]["path"].startswith(str(datastore.data_root() / "urls"))
+        assert runner.invoke(app, ["data", "fetch", "healthbench:hard"]).exit_code == 0
+        bench_args = [*args[:i], *args[i + 2:], "--benchmark", "healthbench:hard"]
+        bench_args[bench_args.index("--name") + 1] = "from-benchmark"
+        result = runner.invoke(app, bench_args)
+        assert result.exit_code == 0, result.output
+    config = yaml.safe_load((tmp_path / "runs" / "from-benchmark" / "config.yaml").read_text(encoding="utf-8"))
+    hard = datastore.data_root() / "healthbench" / "hard.jsonl"
+    assert (config["data"]["path"], config["data"]["format"]) == (str(hard), "healthbench")

@@ -341,7 +341,7 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
         bench = {"name": benchmark or stem, "data": str(Path(data).resolve()), "format": fmt or "jsonl",
                  **({"task": task} if task else {})}
     elif fmt or task:
-        fail("--format and --task describe --data; pass --data (or --benchmark NAME[:split]) too")
+        fail("--format and --task describe --data; pass --data too, or --benchmark NAME[:split] alone")
     models = None
     if model or base_url:
         models = {"default": model_spec_from_flags(model, base_url).model_dump(mode="json", exclude_unset=True)}
