@@ -21,6 +21,7 @@ from decoevo.lm.types import BackendRequest, Message
 from decoevo.roles.solve import solve
 
 from .conftest import SHARED_DATA
+from .real_model import requires_model
 
 # Records shaped like the 25 odd ones of the full published file: `sanswer` a number or NaN, `checklist` NaN.
 PUBLISHED = """{"医疗知识": [
@@ -116,3 +117,74 @@ def test_eqbench_sampling_reaches_the_request_where_the_server_takes_it():
     plain = BackendRequest(model="m", messages=request.messages, params=GenParams(temperature=0.7, max_tokens=100))
     assert request_key("x", request) != request_key("x", plain)
     assert "min_p" not in json.loads(local._body(plain))
+
+
+def test_eqbench_transfer_eval_samples_the_piece_with_the_benchmarks_settings(tmp_path, monkeypatch):
+    """Through `decoevo eval` against a real local server: every EQ-Bench piece request carries
+    temperature 0.7 and min_p 0.1, three per prompt."""
+    pytest.importorskip("uvicorn")
+    from typer.testing import CliRunner
+
+    from decoevo.cli import app
+    from decoevo.roles.solve import BASE_INSTRUCTIONS
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_reply, toy_run_args, write_toy_questions
+
+    folder = SHARED_DATA / "eqbench_cw_v3_sample"
+    if not folder.exists():
+        pytest.skip("shared data not present")
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    bodies: list[dict] = []
+
+    def record(body: dict, n: int):
+        bodies.append(body)
+        schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+        if str(schema.get("title", "")).startswith("CreativeScores"):  # the toy world has no critic
+            return Reply(content=json.dumps({"rationale": "even", "scores": [10] * 22}))
+        return toy_reply(body, n)
+
+    runner = CliRunner()
+    with serve_app(FakeOpenAI(record).app()) as url:
+        data = write_toy_questions(tmp_path / "toy.jsonl")
+        args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=1, sets=("method=zero_shot",))
+        assert runner.invoke(app, args).exit_code == 0
+        trained = len(bodies)
+        result = runner.invoke(app, ["eval", str(tmp_path / "runs" / "r"), "--data", str(folder),
+                                     "--format", "eqbench_cw", "--grader-base-url", f"{url}/v1",
+                                     "--grader-model", "toy"])
+        assert result.exit_code == 0, result.output
+
+    def solves(part: list[dict]) -> list[dict]:
+        return [b for b in part if str(b["messages"][0]["content"]).startswith(BASE_INSTRUCTIONS)]
+
+    pieces = solves(bodies[trained:])
+    assert len(pieces) == 12 and len({b["messages"][-1]["content"] for b in pieces}) == 12
+    assert all(b["temperature"] == 0.7 and b["min_p"] == 0.1 for b in pieces)
+    record_file = json.loads((tmp_path / "runs" / "r" / "eval" / "transfer-eqbench_cw.json").read_text())
+    assert record_file["n_graded"] == 12 and record_file["score"] == pytest.approx(50.0)
+
+
+@requires_model
+@pytest.mark.real_model
+async def test_llmeval_med_multi_turn_on_the_embedded_model(tmp_path):
+    """The embedded model answers round 1, then round 2 after its own round-1 answer, and the grader's
+    verdict is a 1-5 score or a typed failure (never a silent 0)."""
+    from decoevo.benchmarks import aggregate, grade
+    from decoevo.lm import LM, LMConfig, RequestCache
+
+    second = {q.id: q for q in load_llmeval_med(_published(tmp_path))}["医疗推理-1"]
+    lm = LM(LMConfig(), cache=RequestCache(tmp_path / "c.sqlite"))
+    calls: list[object] = []
+    lm.on_call = calls.append
+    try:
+        skill = Skill(kind="solver", version=0, text="Answer briefly.")
+        response = await solve(lm, second.view(), skill, params=GenParams(max_tokens=48))
+        result = await grade(lm, second, response.text, params=GenParams(max_tokens=160))
+    finally:
+        await lm.aclose()
+    assert response.text and len([c for c in calls if c.role == "solve"]) == 2  # type: ignore[attr-defined]
+    (item,) = result.items
+    assert item.value in (1.0, 2.0, 3.0, 4.0, 5.0) or (item.value is None and item.error is not None)
+    summary = aggregate([result])
+    assert summary.score is None or summary.score in (0.0, 100.0)  # one answer: usable or not
