@@ -163,6 +163,7 @@ def test_eqbench_transfer_eval_samples_the_piece_with_the_benchmarks_settings(tm
     assert all(b["temperature"] == 0.7 and b["min_p"] == 0.1 for b in pieces)
     record_file = json.loads((tmp_path / "runs" / "r" / "eval" / "transfer-eqbench_cw.json").read_text())
     assert record_file["n_graded"] == 12 and record_file["score"] == pytest.approx(50.0)
+    assert record_file["headline"] == BENCHMARKS["eqbench_cw"].headline
 
 
 @requires_model
@@ -188,3 +189,8 @@ async def test_llmeval_med_multi_turn_on_the_embedded_model(tmp_path):
     assert item.value in (1.0, 2.0, 3.0, 4.0, 5.0) or (item.value is None and item.error is not None)
     summary = aggregate([result])
     assert summary.score is None or summary.score in (0.0, 100.0)  # one answer: usable or not
+
+
+def test_every_benchmark_record_says_what_its_score_means():
+    assert all(b.headline and b.label and b.task_spec for b in BENCHMARKS.values())
+    assert "usability rate" in BENCHMARKS["llmeval_med"].headline

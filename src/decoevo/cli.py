@@ -469,13 +469,16 @@ def eval_(
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")
+    path: str | None = data
+    path_fmt: str | None = fmt
     if data or benchmark:
         try:
-            data, fmt = _choose_data(data, fmt, benchmark)
+            path, path_fmt = _choose_data(data, fmt, benchmark)
         except ConfigError as exc:
             fail(str(exc))
-    try:
-        target = EvalTarget(split=split, data=DataConfig(path=data, format=fmt, limit=limit) if data else None)
+    try:  # a path always comes with its format here: --data needs --format, --benchmark implies it
+        target = EvalTarget(split=split, data=DataConfig(path=path, format=path_fmt or "jsonl", limit=limit)
+                            if path else None)
     except ValueError as exc:
         fail(f"--format: {exc}")
 

@@ -42,13 +42,12 @@ def part_path(dest: Path) -> Path:
     return dest.with_name(dest.name + ".part")
 
 
-def _total(response: object, have: int) -> int | None:
-    headers = response.headers  # type: ignore[attr-defined]
-    if response.status == 206:  # type: ignore[attr-defined]
-        span = headers.get("Content-Range", "")  # bytes START-END/TOTAL
-        tail = span.rsplit("/", 1)[-1]
+def _total(response: http.client.HTTPResponse) -> int | None:
+    """The whole file's size: from Content-Range for a resumed (206) answer, else Content-Length."""
+    if response.status == 206:
+        tail = (response.headers.get("Content-Range") or "").rsplit("/", 1)[-1]  # bytes START-END/TOTAL
         return int(tail) if tail.isdigit() else None
-    length = headers.get("Content-Length")
+    length = response.headers.get("Content-Length")
     return int(length) if length and length.isdigit() else None
 
 
@@ -67,7 +66,7 @@ def _attempt(url: str, part: Path, on_progress: Progress | None) -> bool:
     with response:
         if have and response.status != 206:  # the server ignored the range: start over
             have = 0
-        total = _total(response, have)
+        total = _total(response)
         with part.open("ab" if have else "wb") as out:
             got = have
             try:
