@@ -33,6 +33,7 @@ class Mirror:
     url: str
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
     drop_once: set[str] = field(default_factory=set)  # paths whose first answer stops halfway
+    drop_always: bool = False  # every answer stops halfway
     ignore_range: bool = False
 
     def put(self, upstream_url: str, source: Path) -> Path:
@@ -65,7 +66,7 @@ def _handler(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
                 self.send_response(200)
             self.send_header("Content-Length", str(len(body) - start))
             self.end_headers()
-            if self.path in mirror.drop_once:
+            if self.path in mirror.drop_once or mirror.drop_always:
                 mirror.drop_once.discard(self.path)
                 self.wfile.write(body[start:start + (len(body) - start) // 2])
                 self.wfile.flush()
@@ -133,6 +134,23 @@ def test_a_dropped_connection_is_resumed_or_restarted(mirror: Mirror, ignore_ran
     assert fetched == [SCHOLAR.name] and sha256_of(local) == SCHOLAR.sha256
     assert len(mirror.requests) == 2 and mirror.requests[0][1] is None
     assert mirror.requests[1][1] == f"bytes={served.stat().st_size // 2}-"  # asked to resume where it broke
+
+
+def test_a_fetch_that_keeps_failing_leaves_a_part_file_that_the_next_fetch_resumes(
+        mirror: Mirror, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("decoevo.benchmarks.download.time.sleep", lambda _: None)
+    served = mirror.put(SCHOLAR.url, shared("scholarqa_cs/test_configs_snippets.json"))
+    mirror.drop_always = True
+    result = runner.invoke(app, ["data", "fetch", "scholarqa_cs"])
+    assert result.exit_code == 1 and "run the same command again to resume" in " ".join(result.output.split())
+    folder = datastore.data_root() / "scholarqa_cs"
+    part = folder / f"{SCHOLAR.name}.part"
+    assert not (folder / SCHOLAR.name).exists() and 0 < part.stat().st_size < served.stat().st_size
+    kept = part.stat().st_size
+    mirror.drop_always = False
+    assert runner.invoke(app, ["data", "fetch", "scholarqa_cs"]).exit_code == 0
+    assert mirror.requests[-1][1] == f"bytes={kept}-" and sha256_of(folder / SCHOLAR.name) == SCHOLAR.sha256
+    assert not part.exists()
 
 
 def test_unpinned_file_records_its_checksum_at_first_fetch(mirror: Mirror) -> None:
@@ -223,3 +241,16 @@ def test_run_reads_data_from_a_url_and_a_fetched_benchmark(mirror: Mirror, tmp_p
     config = yaml.safe_load((tmp_path / "runs" / "from-benchmark" / "config.yaml").read_text(encoding="utf-8"))
     hard = datastore.data_root() / "healthbench" / "hard.jsonl"
     assert (config["data"]["path"], config["data"]["format"]) == (str(hard), "healthbench")
+
+
+def test_sweep_and_eval_take_benchmark_names_too(mirror: Mirror, tmp_path: Path) -> None:
+    def said(result: object) -> str:
+        return " ".join(result.output.split())  # type: ignore[attr-defined]
+
+    swept = runner.invoke(app, ["sweep", str(tmp_path / "SW"), "--benchmark", "writingbench"])
+    assert swept.exit_code == 2 and "run `decoevo data fetch writingbench`" in said(swept)
+    assert not (tmp_path / "SW").exists()
+    evaluated = runner.invoke(app, ["eval", str(tmp_path / "RUN"), "--benchmark", "eqbench_cw"])
+    assert evaluated.exit_code == 2 and "decoevo data fetch eqbench_cw" in said(evaluated)
+    both = runner.invoke(app, ["run", "--data", "x.jsonl", "--benchmark", "writingbench"])
+    assert both.exit_code == 2 and "not both" in said(both)

@@ -81,7 +81,7 @@ def _attempt(url: str, part: Path, on_progress: Progress | None) -> bool:
 
 
 def download(url: str, dest: Path, sha256: str | None, *, on_progress: Progress | None = None,
-             sleep: Callable[[float], None] = time.sleep) -> str:
+             sleep: Callable[[float], None] | None = None) -> str:
     """Fetch `url` to `dest`, verified against `sha256` when it is known; returns the file's sha256.
 
     A `.part` file left by an earlier, interrupted fetch is resumed. On a checksum mismatch nothing is
@@ -98,7 +98,7 @@ def download(url: str, dest: Path, sha256: str | None, *, on_progress: Progress 
         except (http.client.HTTPException, OSError) as exc:
             if attempt == ATTEMPTS - 1:
                 raise FetchError(f"{url}: {exc}; run the same command again to resume") from None
-        sleep(min(2.0**attempt, 10.0) * 0.5)
+        (sleep or time.sleep)(min(2.0**attempt, 10.0) * 0.5)
     else:
         raise FetchError(f"{url}: the connection kept dropping ({ATTEMPTS} attempts); "
                          f"{part.stat().st_size if part.exists() else 0} bytes are kept in {part}; run the same "
