@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .data_cli import choose_data as _choose_data
 from .data_cli import data_app
 from .lm import LMConfig, LMError, ModelSpec
 from .lm.errors import ConfigError
@@ -29,15 +30,6 @@ def _root() -> None:
 app.add_typer(data_app, name="data")
 BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public benchmark, NAME[:split] (e.g. "
                                "healthbench:hard); see `decoevo data list`.")
-
-
-def _choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tuple[str | None, str | None]:
-    """--data / --format / --benchmark to a local path and a format; URLs are downloaded with a progress bar."""
-    from .benchmarks.datastore import choose_data
-    from .data_cli import download_bars
-
-    with download_bars(err_console) as on_file:
-        return choose_data(data, fmt, benchmark, on_file=on_file)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -220,10 +212,9 @@ def run(
 
 
 def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
-         task: str | None,
-         task_spec: str | None, model: str | None, base_url: str | None, seeds: str, steps: int | None, preset: str,
-         runs_root: Path, name: str | None, max_calls: int | None, max_tokens: int | None, no_cache: bool,
-         sets: list[str]) -> None:
+         task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
+         steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
+         max_tokens: int | None, no_cache: bool, sets: list[str]) -> None:
     import yaml
 
     from .engine.config import config_from_dict, deep_merge

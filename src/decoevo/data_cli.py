@@ -44,6 +44,13 @@ def download_bars(out: Console) -> Iterator[Callable[[DataFile, int | None], Cal
         yield on_file
 
 
+def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tuple[str | None, str | None]:
+    """`--data` / `--format` / `--benchmark` of run, eval and sweep to a local path and a format; a URL is
+    downloaded with a progress bar on stderr."""
+    with download_bars(err_console) as on_file:
+        return datastore.choose_data(data, fmt, benchmark, on_file=on_file)
+
+
 @data_app.command("list")
 def list_() -> None:
     """Benchmarks and their splits: size, licence, source, and whether they are downloaded."""
