@@ -58,7 +58,7 @@ def test_llmeval_med_loads_the_file_as_published_and_counts_odd_records(tmp_path
     assert by_id["医疗知识-2"].meta["reference_missing"] and by_id["医疗知识-2"].meta["checklist_missing"]
     assert by_id["医疗知识-2"].gold is not None and by_id["医疗知识-2"].gold.items[0].tags == ("no_standard",)
     assert odd_records(qs) == {"numeric_reference": 2, "missing_reference": 1, "missing_checklist": 4}
-    assert "2 reference answer(s) published as a number, 1 missing" in caplog.text
+    assert "2 reference answer(s) published as a number (read as text), 1 missing" in caplog.text
 
 
 def test_llmeval_med_later_rounds_never_show_a_reference_answer(tmp_path):

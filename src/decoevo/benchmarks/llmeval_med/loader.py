@@ -160,8 +160,10 @@ def load_llmeval_med(path: Path | str) -> list[Question]:
     questions = unique(path, out)
     odd = odd_records(questions)
     if odd["numeric_reference"] or odd["missing_reference"]:
-        log.info("%s: %d reference answer(s) published as a number, %d missing; %d without a checklist",
-                 path, odd["numeric_reference"], odd["missing_reference"], odd["missing_checklist"])
+        # A warning, so the CLI shows it (stderr) without any logging set up: the user should know.
+        log.warning("%s: %d reference answer(s) published as a number (read as text), %d missing (graded "
+                    "without one); %d record(s) have no checklist", path, odd["numeric_reference"],
+                    odd["missing_reference"], odd["missing_checklist"])
     return questions
 
 
