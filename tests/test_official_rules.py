@@ -168,6 +168,7 @@ def test_eqbench_transfer_eval_samples_the_piece_with_the_benchmarks_settings(tm
 
 @requires_model
 @pytest.mark.real_model
+@pytest.mark.slow  # ~15 s: loads the embedded model
 async def test_llmeval_med_multi_turn_on_the_embedded_model(tmp_path):
     """The embedded model answers round 1, then round 2 after its own round-1 answer, and the grader's
     verdict is a 1-5 score or a typed failure (never a silent 0)."""
