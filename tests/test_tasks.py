@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from decoevo.benchmarks import load_healthbench, load_jsonl_questions
 from decoevo.domain import Question
 from decoevo.lm.errors import ConfigError
 from decoevo.presets import bundled_healthbench
 from decoevo.tasks.errors import DatasetError
-from decoevo.tasks.loaders import load_healthbench, load_jsonl_questions
 from decoevo.tasks.splits import SPLIT_NAMES, SplitSizes, check_disjoint, make_splits
 
 from .conftest import SHARED_DATA

@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .data_cli import choose_data as _choose_data
+from .data_cli import data_app
 from .errors import ConfigError, UserError
 from .lm import LMConfig, LMError, ModelSpec
 
@@ -24,6 +26,11 @@ err_console = Console(stderr=True)
 @app.callback()
 def _root() -> None:
     """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
+
+
+app.add_typer(data_app, name="data")
+BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public benchmark, NAME[:split] (e.g. "
+                               "healthbench:hard); see `decoevo data list`.")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -184,9 +191,11 @@ def check_new_run_dir(run_dir: Path) -> None:
 def run(
     config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
     method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
-    data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file. Default: bundled sample."),
+    data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
+                             "hf://datasets/OWNER/NAME/FILE. Default: bundled sample."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med or eqbench_cw"),
+    benchmark: str = BenchmarkOption,
     task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
@@ -202,14 +211,14 @@ def run(
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
-    _guard(_run, config_file, method, data, fmt, task, task_spec, model, base_url, seeds, steps, preset, runs_root,
-           name, max_calls, max_tokens, no_cache, set_)
+    _guard(_run, config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps, preset,
+           runs_root, name, max_calls, max_tokens, no_cache, set_)
 
 
-def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, task: str | None,
-         task_spec: str | None, model: str | None, base_url: str | None, seeds: str, steps: int | None, preset: str,
-         runs_root: Path, name: str | None, max_calls: int | None, max_tokens: int | None, no_cache: bool,
-         sets: list[str]) -> None:
+def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
+         task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
+         steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
+         max_tokens: int | None, no_cache: bool, sets: list[str]) -> None:
     import yaml
 
     from .engine.config import config_from_dict, deep_merge
@@ -229,6 +238,8 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         if not isinstance(loaded, dict):
             fail(f"{config_file}: the top level must be a mapping")
         base, source = deep_merge(base, loaded), str(config_file)
+    if "data" not in base or data or benchmark:
+        data, fmt = _choose_data(data, fmt, benchmark)
     if "data" not in base and not data:
         base["data"] = {"path": bundled_healthbench(), "format": "healthbench"}
     if model or base_url or no_cache:
@@ -280,7 +291,8 @@ def sweep(
     data: str = typer.Option(None, help="One benchmark's questions (replaces the spec's benchmarks)."),
     fmt: str = typer.Option(None, "--format", help="The format of --data (see `decoevo run --help`)."),
     task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
-    benchmark: str = typer.Option(None, help="Name of the --data benchmark (default: the file's stem)."),
+    benchmark: str = typer.Option(None, help="With --data: that benchmark's name (default: the file's stem). "
+                                  "Alone: a fetched public benchmark, NAME[:split] (see `decoevo data list`)."),
     preset: str = typer.Option(None, help="quick (default), default, or paper"),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
@@ -322,12 +334,17 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
     if no_cache:
         over.setdefault("lm", {})["use_cache"] = False
     bench = None
+    if benchmark and not data:  # a fetched public benchmark
+        data, fmt = _choose_data(None, fmt, benchmark)
+        benchmark = benchmark.replace(":", "-")
+    elif data:
+        data, fmt = _choose_data(data, fmt, None)
     if data:
         stem = Path(data).stem.split(".")[0]
         bench = {"name": benchmark or stem, "data": str(Path(data).resolve()), "format": fmt or "jsonl",
                  **({"task": task} if task else {})}
-    elif fmt or task or benchmark:
-        fail("--format, --task and --benchmark describe --data; pass --data too")
+    elif fmt or task:
+        fail("--format and --task describe --data; pass --data too, or --benchmark NAME[:split] alone")
     models = None
     if model or base_url:
         models = {"default": model_spec_from_flags(model, base_url).model_dump(mode="json", exclude_unset=True)}
@@ -452,6 +469,8 @@ def eval_(
     split: str = typer.Option("test", help="The run's split to grade on (test by default)."),
     data: str = typer.Option(None, help="Transfer: grade on every question of this benchmark file instead."),
     fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. llmeval_med, eqbench_cw)."),
+    benchmark: str = typer.Option(None, "--benchmark", help="Transfer: grade on a fetched public benchmark, "
+                                  "NAME[:split], instead of --data."),
     limit: int = typer.Option(None, help="Transfer: use only the first N questions (sorted by id)."),
     skill_version: int = typer.Option(None, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
@@ -464,7 +483,14 @@ def eval_(
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")
-    target = {"path": data, "format": fmt, "limit": limit} if data else None
+    path: str | None = data
+    path_fmt: str | None = fmt
+    if data or benchmark:
+        try:
+            path, path_fmt = _choose_data(data, fmt, benchmark)
+        except ConfigError as exc:
+            fail(str(exc))
+    target = {"path": path, "format": path_fmt or "jsonl", "limit": limit} if path else None
 
     def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
 from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
@@ -17,7 +18,7 @@ from ..methods import MethodSpec, get_method
 from ..rundir import FORMAT_VERSION, CallLine, RunEvent, RunLock, RunWriter, Summary, prepare_resume
 from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
-from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL, structural_spec
+from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
 from .config import RunConfig
 from .context import EngineContext

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..benchmarks import aggregate
 from ..domain import Question
-from ..grading import aggregate
 from ..lm import LMError
 from ..rundir.records import DynamicsFile
 from .run_view import Checkpoint

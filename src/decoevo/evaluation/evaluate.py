@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..benchmarks import GRADER_ROLES, aggregate, find
 from ..domain import Question
 from ..engine.config import DataConfig
-from ..grading import GRADER_ROLES, aggregate
 from ..lm.errors import ConfigError
 from ..rundir.records import EvalFile
 from ..tasks.load import load_questions
@@ -74,6 +74,7 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "solver_model": model_label(session.lm_config, ["solve"]),
         "grader_model": model_label(session.lm_config, GRADER_ROLES),
         "score": score.score,
+        "headline": bench.headline if (bench := find(score.scheme)) is not None else "score",
         "n_graded": score.n_graded,
         "n_ungraded": score.n_ungraded,
         "details": score.details,

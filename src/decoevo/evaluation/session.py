@@ -4,18 +4,21 @@ run's cached answers are reused) plus the gold grader, with its own call log and
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..benchmarks import find, grade
+from ..benchmarks.record import Sampling
 from ..domain import Question, Response, Skill
 from ..engine.context import EngineContext
 from ..engine.run import call_line, spec_lookup
-from ..grading import GradeResult, grade
+from ..grading import GradeResult
 from ..lm import LM, LMError, ModelSpec
 from ..lm.client import CallRecord
 from ..methods import get_method
+from ..roles.solve import solve
 from ..rundir import RunWriter
 from .models import evaluation_lm_config
 from .results import SaveDecision, save_result
@@ -40,6 +43,11 @@ class GradedResponse:
 def ungraded(question: Question, reason: str) -> GradeResult:
     scheme = question.gold.scheme if question.gold else "none"
     return GradeResult(question_id=question.id, scheme=scheme, score=None, items=(), ungraded_reason=reason)
+
+
+def benchmark_sampling(question: Question) -> Sampling | None:
+    bench = find(question.gold.scheme) if question.gold is not None else None
+    return bench.sampling if bench is not None else None
 
 
 class EvalSession:
@@ -69,6 +77,12 @@ class EvalSession:
 
     async def respond(self, question: Question, solver: Skill) -> Response | LMError:
         try:
+            sampling = benchmark_sampling(question)
+            if sampling is not None:  # the benchmark samples the graded answer its own way
+                hyper = self.view.config.hyper
+                params = replace(self.ctx.params(sampling.max_tokens or hyper.max_tokens_solve, sampling.temperature),
+                                 min_p=sampling.min_p)
+                return await solve(self.lm, question.view(), solver, params=params)
             return await self.ctx.respond(question.view(), solver)
         except LMError as exc:
             return exc

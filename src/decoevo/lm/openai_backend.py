@@ -66,6 +66,12 @@ def error_message(body: bytes) -> str:
     return json.dumps(data)[:300]
 
 
+def accepts_min_p(base_url: str | None) -> bool:
+    """vLLM, SGLang and llama.cpp servers take `min_p`; OpenAI's own API refuses unknown sampling
+    parameters, so it is left out there (the request then samples without it)."""
+    return "api.openai.com" not in (base_url or "")
+
+
 class OpenAIBackend:
     """One aiohttp session per event loop, with a pool of `max_concurrency` keep-alive connections
     (the LM's semaphore admits no more requests than that). Call `aclose` (`LM.aclose`) to release
@@ -114,6 +120,8 @@ class OpenAIBackend:
             "max_tokens": request.params.max_tokens,
             "seed": request.params.effective_seed(),
         }
+        if request.params.min_p is not None and accepts_min_p(self.spec.base_url):
+            body["min_p"] = request.params.min_p
         fmt = self._response_format(request.json_schema)
         if fmt is not None:
             body["response_format"] = fmt

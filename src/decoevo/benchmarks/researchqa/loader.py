@@ -13,9 +13,8 @@ from typing import Any
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
 from ...lm.errors import ConfigError
-from ..errors import DatasetError
-from ..loaders import iter_jsonl
-from .common import build, field_name, need, need_list, need_text, read_json, ref, unique
+from ...tasks.errors import DatasetError
+from ..common import build, field_name, iter_jsonl, need, need_list, need_text, read_json, ref, unique
 
 HUB_REPO = "realliyifei/ResearchQA"
 HUB_SPLITS = ("test", "valid", "full")

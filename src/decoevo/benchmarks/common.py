@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmark loaders: reading JSON files, naming record locations, checking fields.
+"""Helpers shared by the benchmark loaders: reading JSON and JSONL files, naming record locations,
+checking fields, building questions.
 
 JSONL records are located by line; records inside one JSON document by a JSONPath-like reference
 (`$[3]`, `$["医疗知识"][2]`) that goes into the error's field, so the user can find the record.
@@ -8,15 +9,55 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from ...domain import Question
-from ..errors import DatasetError
-from ..loaders import read_text_file
+from ..domain import Question, Turn
+from ..tasks.errors import DatasetError
+
+
+def read_text_file(path: Path) -> str:
+    """A data file's text, or a DatasetError naming the problem (missing, or the line that is not UTF-8)."""
+    if not path.is_file():
+        raise DatasetError(path, None, None, "file not found")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise DatasetError(path, line, None, "not valid UTF-8; re-save the file as UTF-8") from None
+
+
+def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    text = read_text_file(path)
+    # split on "\n" only: str.splitlines() also splits on U+2028 and friends, which JSON strings may hold
+    for n, raw in enumerate(text.split("\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(path, n, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(path, n, None, "each line must be a JSON object")
+        yield n, obj
+
+
+def turns_from(path: Path, line: int, prompt: Any) -> tuple[Turn, ...]:
+    """A prompt given as text, or as a list of {role, content} turns."""
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise DatasetError(path, line, "prompt", "is empty")
+        return (Turn(role="user", content=prompt),)
+    if isinstance(prompt, list) and prompt:
+        try:
+            return tuple(Turn.model_validate(t) for t in prompt)
+        except ValidationError as exc:
+            raise DatasetError(path, line, "prompt", f"turns need role (system/user/assistant) and content: "
+                               f"{exc.errors()[0]['msg']}") from None
+    raise DatasetError(path, line, "prompt", "must be a non-empty string or a list of {role, content} turns")
 
 
 def read_json(path: Path) -> Any:
@@ -90,3 +131,22 @@ def unique(path: Path, located: Sequence[tuple[int | None, str | None, Question]
             raise DatasetError(path, line, field_name(where, "id"), f"duplicate id '{q.id}' (first at {seen[q.id]})")
         seen[q.id] = here
     return [q for _, _, q in located]
+
+
+def build_question(path: Path, line: int, **fields: Any) -> Question:
+    """A Question from a JSONL line, or a DatasetError naming the line and the field at fault."""
+    try:
+        return Question(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise DatasetError(path, line, ".".join(str(p) for p in err["loc"]) or None, err["msg"]) from None
+
+
+def unique_by_line(path: Path, questions: list[tuple[int, Question]]) -> list[Question]:
+    """Reject duplicate ids in a JSONL file, naming both lines."""
+    seen: dict[str, int] = {}
+    for line, q in questions:
+        if q.id in seen:
+            raise DatasetError(path, line, "id", f"duplicate id '{q.id}' (first on line {seen[q.id]})")
+        seen[q.id] = line
+    return [q for _, q in questions]

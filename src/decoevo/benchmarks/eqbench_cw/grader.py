@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from ..domain import GoldItem, Question
-from ..lm import LM, GenParams, LMError, Message
-from ..roles.common import UNTRUSTED_NOTE, data_block, question_block
+from ...domain import GoldItem, Question
+from ...grading.base import ask, gold_items, role_name
+from ...grading.result import GradeResult, ItemGrade, UnknownPolicy, conclude
+from ...lm import LM, GenParams, LMError, Message
+from ...roles.common import UNTRUSTED_NOTE, data_block, question_block
 from . import rules
-from .base import ask, gold_items, role_name
-from .result import GradeResult, ItemGrade, UnknownPolicy, conclude
 
 SCHEME = "eqbench_cw"
 POLICY = UnknownPolicy(min_coverage=None)

@@ -4,9 +4,10 @@ Folder: `creative_writing_prompts*.json` ({id: {category, title, writing_prompt,
 `creative_writing_criteria.txt` (one criterion a line) and `negative_criteria.txt` (the criteria where
 higher is worse; the grader inverts them as 20 - x).
 
-Which modifiers: `modifiers="first"` (the default, used by the registry) makes one question per prompt
-with its first seed modifier, id `<prompt id>-m0`; `modifiers="all"` makes one question per
-(prompt, modifier), id `<prompt id>-m<i>`. Both are deterministic: file order, no sampling.
+Which modifiers: the benchmark writes each prompt `ITERATIONS` (3) times, each time with another seed
+modifier, so by default (and in the registry) a prompt gives 3 questions, ids `<prompt id>-m0..m2`, with
+its first 3 modifiers in file order. `modifiers=N` takes the first N, `"first"` the first only and
+`"all"` every one. All are deterministic: file order, no sampling.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Literal
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
 from ...lm.errors import ConfigError
-from ..errors import DatasetError
-from .common import build, field_name, need_list, need_object, need_text, read_json, ref, unique
+from ...tasks.errors import DatasetError
+from ..common import build, field_name, need_list, need_object, need_text, read_json, ref, unique
 
 SEED = "<SEED>"
+ITERATIONS = 3  # the benchmark's own: each prompt is written 3 times, with 3 different seed modifiers
 CRITERIA_FILE = "creative_writing_criteria.txt"
 NEGATIVE_FILE = "negative_criteria.txt"
 
@@ -55,10 +57,19 @@ def criteria_items(folder: Path) -> tuple[GoldItem, ...]:
                  for n in names)
 
 
-def load_eqbench_cw(path: Path | str, modifiers: Literal["first", "all"] = "first") -> list[Question]:
+def _how_many(modifiers: Literal["first", "all"] | int) -> int | None:
+    if modifiers == "first":
+        return 1
+    if modifiers == "all":
+        return None
+    if isinstance(modifiers, bool) or not isinstance(modifiers, int) or modifiers < 1:
+        raise ConfigError(f"modifiers must be 'first', 'all' or a positive count, not {modifiers!r}")
+    return modifiers
+
+
+def load_eqbench_cw(path: Path | str, modifiers: Literal["first", "all"] | int = ITERATIONS) -> list[Question]:
     """`path` is the benchmark folder or its prompts JSON file (criteria files are read next to it)."""
-    if modifiers not in ("first", "all"):
-        raise ConfigError(f"modifiers must be 'first' or 'all', not {modifiers!r}")
+    count = _how_many(modifiers)
     path = Path(path)
     prompts = _prompts_file(path) if path.is_dir() else path
     data = read_json(prompts)
@@ -77,7 +88,7 @@ def load_eqbench_cw(path: Path | str, modifiers: Literal["first", "all"] = "firs
             if not isinstance(mod, str) or not mod.strip():
                 raise DatasetError(prompts, None, field_name(where, f"seed_modifiers[{i}]"),
                                    "must be a non-empty string")
-        for i, mod in enumerate(mods[:1] if modifiers == "first" else mods):
+        for i, mod in enumerate(mods[:count]):
             meta = {"prompt_id": key, "category": rec.get("category"), "title": rec.get("title"),
                     "seed_index": i, "seed_modifier": mod}
             out.append((None, where, build(prompts, None, where, id=f"{key}-m{i}", task="eqbench_cw",

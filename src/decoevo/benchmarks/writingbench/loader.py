@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
-from ..errors import DatasetError
-from ..loaders import iter_jsonl
-from .common import build, need, need_list, need_text, unique
+from ...tasks.errors import DatasetError
+from ..common import build, iter_jsonl, need, need_list, need_text, unique
 
 BANDS = ("1-2", "3-4", "5-6", "7-8", "9-10")
 

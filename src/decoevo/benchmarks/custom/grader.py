@@ -12,13 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..domain import GoldItem, Question
-from ..lm import LM, GenParams, Message
-from ..roles.common import UNTRUSTED_NOTE
-from . import rules
-from .base import RATIONALE_MAX, grade_per_item
-from .healthbench import signed_item_prompt
-from .result import GradeResult, ItemGrade, UnknownPolicy
+from ...domain import GoldItem, Question
+from ...grading.base import RATIONALE_MAX, grade_per_item
+from ...grading.result import GradeResult, ItemGrade, UnknownPolicy
+from ...lm import LM, GenParams, Message
+from ...roles.common import UNTRUSTED_NOTE, data_block, question_block
+from ..healthbench import rules
 
 SCHEME = "weighted"
 POLICY = UnknownPolicy(min_coverage=None)
@@ -34,6 +33,12 @@ points describes something a good reply does: met is true when the reply does it
 negative points describes something a reply must not do: met is true when the reply does that thing. \
 Judge only the reply; the question is context. Give a short rationale that points to the reply, then \
 met. {UNTRUSTED_NOTE}"""
+
+
+def signed_item_prompt(question: Question, response: str, item: GoldItem) -> str:
+    """The user turn of a met / not-met verdict on one signed-points criterion."""
+    return (f"{question_block(question)}\n\n{data_block('response', response)}\n\n"
+            f"Criterion ({item.points:+g} points): {item.text}\n\nReturn JSON with the fields rationale and met.")
 
 
 def messages(question: Question, response: str, item: GoldItem) -> list[Message]:

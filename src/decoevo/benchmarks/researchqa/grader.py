@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ..domain import GoldItem, Question
-from ..lm import LM, GenParams, Message
-from ..roles.common import UNTRUSTED_NOTE, data_block, question_block
+from ...domain import GoldItem, Question
+from ...grading.base import RATIONALE_MAX, grade_per_item
+from ...grading.result import GradeResult, ItemGrade, UnknownPolicy
+from ...lm import LM, GenParams, Message
+from ...roles.common import UNTRUSTED_NOTE, data_block, question_block
 from . import rules
-from .base import RATIONALE_MAX, grade_per_item
-from .result import GradeResult, ItemGrade, UnknownPolicy
 
 SCHEME = "researchqa"
 POLICY = UnknownPolicy(min_coverage=0.5)
