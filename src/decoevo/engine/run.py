@@ -11,12 +11,12 @@ from typing import Any
 
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
+from ..errors import DatasetError
 from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
 from ..rundir import FORMAT_VERSION, CallLine, RunEvent, RunLock, RunWriter, Summary, prepare_resume
-from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
