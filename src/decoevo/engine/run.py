@@ -22,6 +22,7 @@ from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
 from .config import RunConfig
 from .context import EngineContext
+from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .outer import OuterOutcome, outer_step
 from .policies import should_audit
@@ -149,10 +150,7 @@ class Engine:
         return state
 
     def total_steps(self) -> int:
-        if not self.method.optimize_solver:
-            return 0
-        h = self.config.hyper
-        return h.steps * (h.budget_step_cap if self.method.budget_matched else 1)
+        return planned_steps(self.method, self.config.hyper)
 
     async def run_async(self, resume: bool = False) -> RunResult:
         try:
