@@ -16,7 +16,17 @@ from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, 
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
-from ..rundir import FORMAT_VERSION, CallLine, RunEvent, RunLock, RunWriter, Summary, prepare_resume
+from ..rundir import (
+    FORMAT_VERSION,
+    CallLine,
+    RunEvent,
+    RunLock,
+    RunReader,
+    RunWriter,
+    Summary,
+    TranscriptEntry,
+    prepare_resume,
+)
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
@@ -42,10 +52,22 @@ class RunResult:
         return self.state.solver
 
 
-def call_line(record: CallRecord) -> CallLine:
+def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=bool(getattr(record, "truncated", False)))
+                    truncated=bool(getattr(record, "truncated", False)), phase=phase)
+
+
+def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
+    request = record.request
+    if request is None or record.reply is None:
+        return None
+    p = request.params
+    return TranscriptEntry(key=record.key, role=record.role, model=record.model, phase=phase,
+                           messages=[m.as_dict() for m in request.messages],
+                           params={"temperature": p.temperature, "max_tokens": p.max_tokens,
+                                   "sample_index": p.sample_index},
+                           structured=request.json_schema is not None, reply=record.reply)
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
@@ -106,6 +128,8 @@ class Engine:
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
         self.lm.on_call = self._record_call
+        self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
+        self._transcribed: set[str] = set()
         self.observer = observer
         self.questions = questions if questions is not None else load_questions(config.data)
         self.splits = build_splits(config, self.method, self.questions)
@@ -118,7 +142,12 @@ class Engine:
         return [q.view() for q in getattr(self.splits, name)]
 
     def _record_call(self, record: CallRecord) -> None:
-        self.run.record_call(call_line(record))
+        self.run.record_call(call_line(record, self.phase))
+        if record.key not in self._transcribed:
+            entry = transcript_entry(record, self.phase)
+            if entry is not None:
+                self.run.record_transcript(entry)
+                self._transcribed.add(record.key)
         if self.on_call is not None:
             self.on_call(record)
 
@@ -137,6 +166,7 @@ class Engine:
                 ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0)
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
+            self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}
         if point is not None and point.checkpoint is not None:
             state = LoopState.model_validate(point.checkpoint.state)
             self._emit("resume", state, next_step=state.next_step)
@@ -172,6 +202,7 @@ class Engine:
             while state.next_step < self.total_steps():
                 step = state.next_step
                 notes = state.audit_notes if self.method.audit_to_solver else None
+                self.phase = f"step {step}"
                 try:
                     inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
                     self._after_inner(state, inner)
@@ -180,6 +211,7 @@ class Engine:
                     state.consecutive_rejections += 1
                 if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
                                                             h.max_stalls):
+                    self.phase = f"outer {state.outer_rounds}"
                     try:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
                                                  probe, gate_g)

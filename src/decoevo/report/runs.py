@@ -26,6 +26,7 @@ from ..rundir import (
     RunReader,
     RunReadError,
     StoppedEvent,
+    TranscriptEntry,
     parse_skill_markdown,
 )
 from .files import (
@@ -158,6 +159,8 @@ class RunRecord:
     evals: Mapping[str, EvalFile]
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
+    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw
+    transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
 
     @property
@@ -440,5 +443,13 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(path, problems), evals=evals,
         dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
         alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
         problems=tuple(problems),
     )
+
+
+def _by_phase(entries: list[TranscriptEntry]) -> dict[str, tuple[TranscriptEntry, ...]]:
+    out: dict[str, list[TranscriptEntry]] = {}
+    for e in entries:
+        out.setdefault(e.phase or "unknown", []).append(e)
+    return {k: tuple(v) for k, v in out.items()}
