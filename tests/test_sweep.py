@@ -133,7 +133,7 @@ def test_a_killed_sweep_resumes_its_unfinished_cell(tmp_path, server, cache, mon
     code, out = sweep(tmp_path / "REF", "--methods", "decoevo", "--seeds", "0", "--data", tmp_path / "toy.jsonl",
                       "--task", "healthbench", "--preset", "default", "--base-url", f"{server.url}/v1",
                       "--model", "toy", "--evaluate", "none", "--set", "lm.models.default.max_retries=0",
-                      "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3}",
+                      "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}",
                       "--set", "hyper={steps: 3, batch_size: 2, audit_every: 1, rollouts: 4}")
     assert code == 0, out
     ref_run = tmp_path / "REF/runs/toy/decoevo-s0"
