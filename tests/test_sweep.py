@@ -288,7 +288,7 @@ def test_budget_matched_reaches_decoevo_effective_usage_in_a_shared_cache_sweep(
                       splits={"train": 40, "probe": 2, "solver_gate": 3, "generator_gate": 3},
                       hyper={"steps": 2, "batch_size": 2, "audit_every": 2, "rollouts": 4, "budget_step_cap": 30})
     sweep_dir = tmp_path / "SW"
-    code, out = sweep(sweep_dir, "--spec", spec)
+    code, out = sweep(sweep_dir, "--spec", spec, "--workers", 1)  # in plan order: SkillOpt pays first
     assert code == 0, out
     runs = sweep_dir / "runs" / "toy"
 
