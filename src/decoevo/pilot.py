@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .domain import Question
 from .engine.config import RunConfig, config_from_dict, deep_merge
 from .engine.context import EngineContext
 from .engine.pilot import PilotChoice, PilotEvidence, PilotGrid, candidate_deltas, rollout_scores, select
@@ -62,11 +63,12 @@ class PilotFile(BaseModel):
     entries: list[PilotEntry] = Field(default_factory=list)
 
 
-def _pilot_split(config: RunConfig) -> list[Any]:
+def _pilot_split(config: RunConfig, questions: Sequence[Question] | None = None) -> list[Question]:
     if config.splits.pilot < 2:
         raise ConfigError("the pilot split needs at least 2 questions; set splits.pilot (e.g. --set splits.pilot=4) "
                           "and give the runs the same split sizes, so the pilot questions stay out of them")
-    questions = load_questions(config.data)
+    if questions is None:
+        questions = load_questions(config.data)
     return list(make_splits(questions, config.splits, config.seed, required=["pilot"]).pilot)
 
 
@@ -149,16 +151,18 @@ def read_pilot(path: Path | str) -> PilotFile:
         raise ConfigError(f"{path}: not a pilot file ({where}: {first['msg']})") from None
 
 
-def with_pilot(config: RunConfig, path: Path | str, explicit: Collection[str] = ()) -> RunConfig:
+def with_pilot(config: RunConfig, path: Path | str, explicit: Collection[str] = (),
+               questions: Sequence[Question] | None = None) -> RunConfig:
     """`config` with the pilot's ε, τ_tie and K for its data, seed and split sizes; `explicit` hyperparameters
-    (set by the user) keep their value. Refuses a pilot measured on other questions."""
+    (set by the user) keep their value. Refuses a pilot measured on other questions (`questions`: the data,
+    when the caller has it loaded)."""
     pilot = read_pilot(path)
     match = next((e for e in pilot.entries if _key(e.data, e.seed, e.splits) == entry_for(config)), None)
     if match is None:
         have = "; ".join(f"{Path(e.data).name} seed {e.seed}" for e in pilot.entries) or "no entries"
         raise ConfigError(f"{path}: no pilot for {Path(config.data.path).name} seed {config.seed} with these split "
                           f"sizes (it has: {have}); run `decoevo pilot` with the run's data, seed and splits")
-    if [q.id for q in _pilot_split(config)] != match.pilot_ids:
+    if [q.id for q in _pilot_split(config, questions)] != match.pilot_ids:
         raise ConfigError(f"{path}: the pilot questions of {config.data.path} changed since the pilot; run it again")
     chosen = {k: v for k, v in match.choice.items() if k in CHOSEN and k not in explicit}
     hyper = {k: int(v) if k == "audit_every" else v for k, v in chosen.items()}
