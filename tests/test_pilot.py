@@ -58,7 +58,7 @@ PILOT_SPLITS = "splits={pilot: 4, train: 4, probe: 2, solver_gate: 3, generator_
 def test_pilot_command_chooses_writes_evidence_and_runs_use_it(tmp_path, monkeypatch):
     monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
     data = write_toy_questions(tmp_path / "toy.jsonl")
-    out = tmp_path / "PILOT"
+    out = tmp_path / "runs" / "piloted"  # the pilot goes into the run directory it is for
     with serve_app(toy_server().app()) as url:
         base = ["--base-url", f"{url}/v1", "--model", "toy", "--data", str(data), "--task", "healthbench",
                 "--preset", "default", "--set", PILOT_SPLITS, "--set", "hyper.rollouts=4"]

@@ -181,7 +181,9 @@ def check_new_run_dir(run_dir: Path) -> None:
         fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
     if run_dir.is_symlink() or (run_dir.exists() and not run_dir.is_dir()):
         fail(f"{run_dir} exists and is not a directory; pass another --name")
-    leftovers = [p.name for p in run_dir.iterdir() if p.name != ".lock"] if run_dir.is_dir() else []
+    # a pilot made for this run (`decoevo pilot RUN_DIR`) may already be there
+    leftovers = [p.name for p in run_dir.iterdir() if p.name not in (".lock", "pilot.json", "pilot")] \
+        if run_dir.is_dir() else []
     if leftovers:
         fail(f"{run_dir} exists and is not a run directory (it holds {', '.join(sorted(leftovers)[:3])}); "
              "pass another --name or remove it")
