@@ -52,16 +52,17 @@ async def ask(lm: LM, messages: list[Message], schema: type[T], *, role: str, pa
     copied from the material). A parse failure is retried `retries` times as a new sample first; a refusal
     or an infrastructure failure is not (asking again does not change either). Anything else (a budget
     stop, a bug) propagates."""
+    unparsed: ParseError | None = None
     for retry in range(retries + 1):
         try:
             return await own_verdict(lm, messages, schema, role=role,
                                      params=retry_params(params, retry) if retry else params)
         except ParseError as exc:
-            if retry == retries:
-                return exc
+            unparsed = exc
         except LMError as exc:
             return exc
-    raise AssertionError("unreachable")  # the loop returns on its last attempt
+    assert unparsed is not None  # every attempt ended in a parse failure
+    return unparsed
 
 
 async def grade_per_item(
