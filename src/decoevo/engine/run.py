@@ -71,14 +71,18 @@ def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry |
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
-    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control)."""
+    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control).
+
+    The cap is the paired run's *effective* usage (paid + inherited from a shared cache), the same quantity
+    `Budget.check` stops on: capping on paid usage alone would leave the control short by whatever the paired
+    run inherited (in a sweep, DecoEvo's first steps replay SkillOpt's answers)."""
     calls, tokens = config.budget.max_calls, config.budget.max_tokens
     if config.budget.match_run:
         ledger_path = Path(config.budget.match_run) / "ledger.json"
         if not ledger_path.is_file():
             raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
-        calls, tokens = calls or total.calls, tokens or total.tokens
+        calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
     if method.budget_matched and calls is None and tokens is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens")

@@ -91,6 +91,10 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
                     if questions is None:  # one load per benchmark; names a bad file or line before any run
                         questions = load_questions(config.data)
                     build_splits(config, get_method(method), questions)  # split sizes fit the data
+                    if spec.pilot:  # the pilot's ε, τ_tie, K for this data and seed; the spec's own hyper wins
+                        from ..pilot import with_pilot
+
+                        config = with_pilot(config, spec.pilot, explicit=set(spec.hyper), questions=questions)
                 except ConfigError as exc:
                     raise ConfigError(f"{where}: {exc}") from None
                 if "test" in spec.evaluate and config.splits.test == 0:
