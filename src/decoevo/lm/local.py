@@ -41,18 +41,35 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def grammar_schema(schema: Any, max_string: int) -> Any:
-    """The schema as sent to llama.cpp's grammar builder, with every string bounded by `max_string`
-    characters (or its own shorter maxLength). Unbounded strings let a small model ramble inside a JSON
-    string until max_tokens cuts it off; bounds of a few thousand characters make the grammar fail to
-    build, so the cap is modest. Validation after decoding applies the schema's own limits."""
+# The embedded 135M model rambles inside a JSON string until max_tokens cuts the reply, so its grammar
+# bounds the short fields of the role schemas by name. These caps exist for that model only: role
+# schemas carry no such bounds, and servers never see them (lm/structured.py `without_length_bounds`).
+SHORT_FIELD_CAPS: dict[str, int] = {
+    "criterion": 120, "rationale": 160, "analysis": 200, "why_missed": 200, "principle": 160, "repair": 160,
+}
+
+
+def _string_cap(schema: dict[str, Any], name: str | None, max_string: int) -> int:
+    own = schema.get("maxLength")
+    cap = int(own) if own is not None else SHORT_FIELD_CAPS.get(name or "", max_string)
+    return min(cap, max_string)
+
+
+def grammar_schema(schema: Any, max_string: int, name: str | None = None) -> Any:
+    """The schema as sent to llama.cpp's grammar builder, with every string bounded: by its own
+    maxLength, else by SHORT_FIELD_CAPS for its property name, and never beyond `max_string`.
+    Unbounded strings let a small model ramble; bounds of a few thousand characters make the grammar
+    fail to build, so the cap is modest. Validation after decoding applies the schema's own limits."""
     if isinstance(schema, dict):
-        out = {k: grammar_schema(v, max_string) for k, v in schema.items()}
+        props = schema.get("properties")
+        out = {k: (grammar_schema(v, max_string, name) if k != "properties" else v) for k, v in schema.items()}
+        if isinstance(props, dict):
+            out["properties"] = {k: grammar_schema(v, max_string, k) for k, v in props.items()}
         if out.get("type") == "string" and "enum" not in out:
-            out["maxLength"] = min(int(out.get("maxLength", max_string)), max_string)
+            out["maxLength"] = _string_cap(out, name, max_string)
         return out
     if isinstance(schema, list):
-        return [grammar_schema(v, max_string) for v in schema]
+        return [grammar_schema(v, max_string, name) for v in schema]
     return schema
 
 

@@ -70,6 +70,20 @@ def schema_for(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
+_LENGTH_KEYS = frozenset({"maxLength", "minLength"})
+
+
+def without_length_bounds(schema: Any) -> Any:
+    """The schema with no string length bounds, as servers get it. Grammar-enforcing servers (vLLM,
+    SGLang, llama.cpp) cut a string at its maxLength mid-sentence, and llama.cpp's server turns long
+    bounds into grammars it cannot parse; the bounds are checked after decoding instead."""
+    if isinstance(schema, dict):
+        return {k: without_length_bounds(v) for k, v in schema.items() if k not in _LENGTH_KEYS}
+    if isinstance(schema, list):
+        return [without_length_bounds(v) for v in schema]
+    return schema
+
+
 def repair_messages(
     messages: tuple[Message, ...], bad_output: str, problem: str, schema: dict[str, Any]
 ) -> tuple[Message, ...]:
