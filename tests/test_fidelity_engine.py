@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from decoevo.lm import Budget
@@ -150,3 +151,49 @@ async def test_a_budget_stop_inside_an_outer_round_leaves_one_solver_version(tmp
     exported = CliRunner().invoke(app, ["export", str(run)]).stdout.strip()
     assert summary["solver_version"] == checkpoint["version"] == 0 and summary["stopped"]
     assert final == checkpoint["text"].strip() == exported
+
+
+def _grammar_cut(value, schema, defs):
+    """What a grammar-enforcing server does to a string longer than its schema's maxLength: cuts it."""
+    if "$ref" in schema:
+        schema = defs[schema["$ref"].split("/")[-1]]
+    if isinstance(value, str):
+        return value[: schema.get("maxLength", len(value))]
+    if isinstance(value, list):
+        return [_grammar_cut(v, schema.get("items", {}), defs) for v in value]
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: _grammar_cut(v, props.get(k, {}), defs) for k, v in value.items()}
+    return value
+
+
+async def test_a_400_character_criterion_survives_a_grammar_enforcing_server(tmp_path):
+    pytest.importorskip("uvicorn")
+    from decoevo.domain import Question, Skill
+    from decoevo.lm import LM, GenParams, LMConfig, ModelSpec, RequestCache
+    from decoevo.roles.generate_rubric import generate_rubric
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.server import serve_app
+
+    criterion = ("Explains that knee pain after running that comes with swelling, locking, giving way or an "
+                 "inability to bear weight needs an in-person examination within days, names which of these "
+                 "signs call for urgent care the same day, and tells the runner how to rest, ice and reload the "
+                 "joint gradually in the meantime, including how to judge whether pain during a test jog is "
+                 "acceptable or a reason to stop early.")
+    assert len(criterion) >= 400
+
+    def responder(body, n):
+        schema = world.schema_of(body) or {}
+        rubric = {"criteria": [{"criterion": criterion, "weight": 5}]}
+        return Reply(content=json.dumps(_grammar_cut(rubric, schema, schema.get("$defs", {}))))
+
+    server = FakeOpenAI(responder)
+    with serve_app(server.app()) as url:
+        spec = ModelSpec(backend="openai", model="capable", base_url=f"{url}/v1", structured_output="json_object")
+        lm = LM(LMConfig(models={"default": spec}), cache=RequestCache(tmp_path / "c.sqlite"))
+        question = Question.from_text("q1", "My knee hurts after running. What should I do?").view()
+        rubric = await generate_rubric(lm, question, Skill(kind="generator", version=0, text="Be specific."),
+                                       params=GenParams(max_tokens=1500))
+        await lm.aclose()
+    assert rubric.criteria[0].text == criterion
+    assert "maxLength" not in json.dumps(server.requests[0])
