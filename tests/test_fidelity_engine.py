@@ -111,22 +111,26 @@ async def test_an_invalid_generator_candidate_is_never_accepted_even_without_ver
     assert summary["final_solver"].startswith("improved:")
 
 
-def _late_learner():
-    """The first solver rewrite is useless (rejected by the gate); the second learns safety."""
+def _learner(accept_at: int) -> ScriptedBackend:
+    """Solver rewrites before step `accept_at` are useless (the gate rejects them); then it learns safety."""
     rewrites = []
 
     def script(request):
         if _title(request) == "SkillOut":
             rewrites.append(1)
-            if len(rewrites) == 1:
+            if len(rewrites) <= accept_at:
                 return json.dumps({"analysis": "tone", "skill": "Be polite and brief in every reply to users."})
         return _toy(request)
 
     return ScriptedBackend(script)
 
 
-async def test_a_budget_stop_inside_an_outer_round_leaves_one_solver_version(tmp_path):
-    reference, _ = toy_engine(tmp_path, "decoevo", backend=_late_learner(), run_name="reference")
+@pytest.mark.parametrize("step", [0, 1])  # step 0: no checkpoint yet; step 1: one after step 0
+async def test_a_budget_stop_inside_an_outer_round_leaves_one_solver_version(tmp_path, step):
+    from decoevo.cli import app
+    from decoevo.evaluation.run_view import RunView
+
+    reference, _ = toy_engine(tmp_path, "decoevo", backend=_learner(step), run_name="reference")
     paid_at: dict[int, int] = {}
 
     def watch(kind, data, state):
@@ -134,23 +138,24 @@ async def test_a_budget_stop_inside_an_outer_round_leaves_one_solver_version(tmp
             paid_at[data["step"]] = reference.lm.ledger.total().calls
     reference.observer = watch
     ref = await reference.run_async()
-    assert ref.state.solver.version == 1  # accepted at step 1, before round 1
+    assert ref.state.solver.version == 1 and ref.state.solver.parent == 0  # accepted at `step`
 
     # its own cache (a new directory: an empty RequestCache is falsy), so it pays for its calls again
-    engine, _ = toy_engine(tmp_path / "own", "decoevo", backend=_late_learner(), run_name="stopped")
-    engine.lm.budget = Budget(max_calls=paid_at[1] + 3)  # runs out three calls into round 1
+    engine, _ = toy_engine(tmp_path / "own", "decoevo", backend=_learner(step), run_name="stopped")
+    engine.lm.budget = Budget(max_calls=paid_at[step] + 3)  # runs out three calls into that step's round
     result = await engine.run_async()
     run = result.run_dir
     stop = next(e for e in engine.run.events() if e["event"] == "budget_stop")
     assert stop["dropped_solver_version"] == 1 and stop["solver_version"] == 0
-    checkpoint = json.loads((run / "checkpoint.json").read_text())["state"]["solver"]
     summary = json.loads((run / "summary.json").read_text())
     final = (run / "final_solver_skill.md").read_text().strip()
-    from decoevo.cli import app
-
     exported = CliRunner().invoke(app, ["export", str(run)]).stdout.strip()
-    assert summary["solver_version"] == checkpoint["version"] == 0 and summary["stopped"]
-    assert final == checkpoint["text"].strip() == exported
+    evaluated = RunView(run).final("solver")
+    assert summary["solver_version"] == evaluated.version == 0 and summary["stopped"]
+    assert final == exported == evaluated.text.strip()
+    if step == 1:
+        checkpoint = json.loads((run / "checkpoint.json").read_text())["state"]["solver"]
+        assert checkpoint["version"] == 0 and checkpoint["text"].strip() == final
 
 
 def _grammar_cut(value, schema, defs):

@@ -7,6 +7,7 @@ role may see.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,8 @@ class RunView:
         checkpoint = self.dir.load_checkpoint() if (self.path / "checkpoint.json").is_file() else None
         if checkpoint is not None:
             return Skill.model_validate(checkpoint["state"][kind])
+        if self.finished:  # stopped before its first checkpoint: the summary names what it kept
+            return self.skill(kind, int(json.loads((self.path / "summary.json").read_text())[f"{kind}_version"]))
         versions = self.versions(kind)
         if not versions:
             raise ConfigError(f"{self.path}: no {kind} skill saved")
