@@ -112,7 +112,7 @@ def _strings(schema) -> list[dict]:
     return out
 
 
-def test_role_schemas_carry_no_small_caps_and_the_wire_carries_no_length_bounds():
+def test_role_schemas_carry_no_small_caps_and_the_wire_carries_no_length_caps():
     from decoevo.lm.openai_backend import OpenAIBackend
 
     for model in (rubric_schema(8), joint_schema(3), StructuralOut, SkillOut):
@@ -124,7 +124,7 @@ def test_role_schemas_carry_no_small_caps_and_the_wire_carries_no_length_bounds(
         for model in (rubric_schema(8), SkillOut):
             body = backend._body(BackendRequest("default", (Message("user", "q"),), GenParams(),
                                                 schema_for(model)))
-            assert b"maxLength" not in body and b"minLength" not in body
+            assert b"maxLength" not in body
             assert json.loads(body)["response_format"]
 
 

@@ -43,7 +43,7 @@ def available_cores() -> int:
 
 # The embedded 135M model rambles inside a JSON string until max_tokens cuts the reply, so its grammar
 # bounds the short fields of the role schemas by name. These caps exist for that model only: role
-# schemas carry no such bounds, and servers never see them (lm/structured.py `without_length_bounds`).
+# schemas carry no such bounds, and servers never see them (lm/structured.py `without_length_caps`).
 SHORT_FIELD_CAPS: dict[str, int] = {
     "criterion": 120, "rationale": 160, "analysis": 200, "why_missed": 200, "principle": 160, "repair": 160,
 }
