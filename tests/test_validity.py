@@ -12,7 +12,7 @@ from decoevo.engine.config import config_from_dict, with_backend_token_limits
 from decoevo.engine.validity import check_candidate
 from decoevo.lm import GenParams
 from decoevo.lm.config import ModelSpec
-from decoevo.lm.local import grammar_schema
+from decoevo.lm.local import cut_at_grammar_cap, grammar_schema
 from decoevo.lm.structured import schema_for
 from decoevo.lm.types import BackendRequest, Message
 from decoevo.roles.contrastive_audit import ContrastiveRecord, blind_preference
@@ -135,6 +135,13 @@ def test_the_embedded_grammar_keeps_small_caps_by_field_name():
     assert skill["skill"]["maxLength"] == 1000 and skill["analysis"]["maxLength"] == 200
     own = grammar_schema({"type": "object", "properties": {"rationale": {"type": "string", "maxLength": 90}}}, 1000)
     assert own["properties"]["rationale"]["maxLength"] == 90  # a schema's own bound wins
+
+
+def test_a_skill_closed_by_the_embedded_grammar_counts_as_cut_off():
+    cut = json.dumps({"analysis": "a" * 200, "skill": ("Answer directly. " * 60)[:1000]})
+    assert cut_at_grammar_cap(cut, 1000)
+    assert not cut_at_grammar_cap(json.dumps({"analysis": "a" * 200, "skill": "Answer directly."}), 1000)
+    assert not cut_at_grammar_cap("not json", 1000)
 
 
 def test_token_limits_fit_the_backend_serving_each_role():

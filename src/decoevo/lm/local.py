@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -73,6 +74,27 @@ def grammar_schema(schema: Any, max_string: int, name: str | None = None) -> Any
     return schema
 
 
+def cut_at_grammar_cap(text: str, max_string: int) -> bool:
+    """Whether the decoded JSON holds a string as long as the grammar's longest allowed: the model was
+    still writing when the grammar closed it (a skill cut mid-sentence), which is a length stop like
+    max_tokens. Short fields reaching their small caps are expected and do not count."""
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:
+        return False
+
+    def long_string(v: Any) -> bool:
+        if isinstance(v, str):
+            return len(v) >= max_string
+        if isinstance(v, dict):
+            return any(long_string(x) for x in v.values())
+        if isinstance(v, list):
+            return any(long_string(x) for x in v)
+        return False
+
+    return long_string(value)
+
+
 class LocalBackend:
     max_concurrency = 1
 
@@ -123,11 +145,15 @@ class LocalBackend:
             raise InfrastructureError(f"local model rejected the request: {exc}") from exc
         choice = out["choices"][0]
         usage = out.get("usage") or {}
+        text = choice["message"].get("content") or ""
+        finish = choice.get("finish_reason") or "stop"
+        if request.json_schema is not None and cut_at_grammar_cap(text, self.spec.grammar_max_string):
+            finish = "length"
         return Completion(
-            text=choice["message"].get("content") or "",
+            text=text,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=choice.get("finish_reason") or "stop",
+            finish_reason=finish,
         )
 
     def load(self) -> None:
