@@ -153,6 +153,7 @@ async def test_a_budget_stop_inside_an_outer_round_leaves_one_solver_version(tmp
     evaluated = RunView(run).final("solver")
     assert summary["solver_version"] == evaluated.version == 0 and summary["stopped"]
     assert final == exported == evaluated.text.strip()
+    assert RunView(run).timeline()[-1].solver_version == 0  # dynamics see no version of the dropped step
     if step == 1:
         checkpoint = json.loads((run / "checkpoint.json").read_text())["state"]["solver"]
         assert checkpoint["version"] == 0 and checkpoint["text"].strip() == final

@@ -60,6 +60,9 @@ def timeline(events: list[dict[str, Any]]) -> list[Checkpoint]:
         elif kind == "inner_step":
             solver = int(e.get("solver_version", solver))
             points.append(Checkpoint(int(e["step"]) + 1, solver, generator))
+        elif kind == "budget_stop" and "solver_version" in e:  # the partial step was dropped (engine/run.py)
+            points = [p for p in points if p.step <= int(e["at_step"])]
+            solver = points[-1].solver_version
     return points
 
 
