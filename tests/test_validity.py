@@ -25,6 +25,11 @@ from decoevo.tasks.specs import INITIAL_SOLVER_SKILL
 
 # What the embedded model's rewrite shipped as final_solver_skill.md in issue 9, verbatim.
 ISSUE_9_SKILL = "{\n    content: {"
+# The embedded model's solver rewrite that a noisy gate accepted on the README's first command, verbatim.
+LOOPED_SKILL = ("skill is a medical AI, and it's designed to assist users. It's not a medical AI, but it's a "
+                "medical AI, and it's designed to assist users. It's not a medical AI, but it's a medical AI, "
+                "and it's designed to assist users. It's not a medical AI, but it's a medical AI, and it's "
+                "designed to assist users.")
 LONG_PARENT = " ".join(["Answer directly, cover what matters most first, and state the caveats that apply."] * 6)
 
 
@@ -34,6 +39,7 @@ LONG_PARENT = " ".join(["Answer directly, cover what matters most first, and sta
     ("def rewrite(skill):\n    return skill.strip() + '\\n' + '; '.join(map(str, range(9)))", {}, "fragment"),
     ("   \n  ", {}, "empty"),
     ("Be safe.", {}, "empty"),
+    (LOOPED_SKILL, {}, "repetitive"),
     ("Answer the user directly and accurately, then stop", {"truncated": True}, "truncated"),
     (INITIAL_SOLVER_SKILL.upper() + "  ", {}, "copy"),
     ("Answer directly and state the caveats.", {"parent": LONG_PARENT}, "collapsed"),

@@ -58,7 +58,8 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
         text, why = append_raw_suggestions(generator, structural, contrastive), "raw audit suggestions appended"
     candidate = Skill(kind="generator", version=generator.version + 1, text=text, parent=generator.version,
                       reason=f"outer round {round_idx}: {why}")
-    validity = check_candidate(text, generator.text, truncated=truncated, analysis=why)
+    # A rewriter's output must be a skill; the no-distillation ablation's text is built from the records.
+    validity = check_candidate(text, generator.text, truncated=truncated, analysis=why) if m.distill else VALID
     if not validity.valid:  # never verified, never accepted, whatever the acceptance rule
         return OuterOutcome(round_idx, structural, contrastive, candidate, None, validity=validity)
 

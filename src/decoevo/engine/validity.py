@@ -12,12 +12,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-Problem = Literal["empty", "truncated", "fragment", "copy", "collapsed"]
+Problem = Literal["empty", "truncated", "fragment", "repetitive", "copy", "collapsed"]
 
 MIN_WORDS = 5  # a rule a model can follow needs at least a short sentence
 MIN_LETTER_SHARE = 0.6  # prose is mostly letters and spaces; JSON and code are not
 MAX_CODE_SHARE = 0.08  # brackets, semicolons and the like: rare in prose, dense in code
 _CODE_CHARS = frozenset("{}[]()<>;=|\\")
+MIN_DISTINCT_TRIGRAMS = 0.5  # a small model caught in a loop repeats its sentences; prose rarely does
 COLLAPSE_RATIO = 0.3  # a candidate under this share of its parent's length has collapsed...
 COLLAPSE_MIN_PARENT = 300  # ...when the parent was long enough for that to mean lost content
 # Words by which a rewriter says it removed or merged rules on purpose.
@@ -50,10 +51,16 @@ def _shares(text: str) -> tuple[float, float]:
     return sum(c.isalpha() for c in visible) / len(visible), sum(c in _CODE_CHARS for c in visible) / len(visible)
 
 
+def _distinct_trigrams(words: list[str]) -> float:
+    grams = [tuple(words[i:i + 3]) for i in range(len(words) - 2)]
+    return len(set(grams)) / len(grams) if grams else 1.0
+
+
 def check_candidate(text: str, parent: str, *, truncated: bool = False, analysis: str = "") -> Validity:
     """Whether `text` may be gated as a rewrite of `parent`. Checks, in order: truncated (the reply hit
-    max_tokens), a JSON or code fragment, empty (fewer than MIN_WORDS words), a copy of the parent, or
-    collapsed (under COLLAPSE_RATIO of a long parent's length with no stated reason to cut)."""
+    max_tokens), a JSON or code fragment, empty (fewer than MIN_WORDS words), repetitive (a loop: under
+    MIN_DISTINCT_TRIGRAMS of its word trigrams distinct), a copy of the parent, or collapsed (under
+    COLLAPSE_RATIO of a long parent's length with no stated reason to cut)."""
     stripped = text.strip()
     if truncated:
         return Validity(False, "truncated", "the rewrite hit the token limit, so the skill is cut off")
@@ -62,9 +69,13 @@ def check_candidate(text: str, parent: str, *, truncated: bool = False, analysis
                      or letters < MIN_LETTER_SHARE or code > MAX_CODE_SHARE):
         return Validity(False, "fragment", f"reads as a JSON or code fragment (letters {letters:.0%}, "
                                            f"brackets and the like {code:.0%} of the text)")
-    words = len(_WORD.findall(stripped))
-    if words < MIN_WORDS:
-        return Validity(False, "empty", f"{words} word(s); a skill needs at least {MIN_WORDS}")
+    words = [w.lower() for w in _WORD.findall(stripped)]
+    if len(words) < MIN_WORDS:
+        return Validity(False, "empty", f"{len(words)} word(s); a skill needs at least {MIN_WORDS}")
+    distinct = _distinct_trigrams(words)
+    if distinct < MIN_DISTINCT_TRIGRAMS:
+        return Validity(False, "repetitive", f"only {distinct:.0%} of its word trigrams are distinct: the "
+                                             "rewriter looped")
     if _normalise(stripped) == _normalise(parent):
         return Validity(False, "copy", "identical to the current skill")
     parent_len = len(parent.strip())
