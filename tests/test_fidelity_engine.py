@@ -43,6 +43,9 @@ async def test_consecutive_rounds_with_unchanged_skills_draw_new_rollouts(tmp_pa
     assert set(rollouts) == set(range(3 * 4))  # L = 4 rollouts per round, disjoint indexes per round
     rewrites = [c for c in backend.calls if _title(c) == "GeneratorSkillOut"]
     assert sorted({c.params.sample_index for c in rewrites}) == [0, 1, 2]  # each round its own draw
+    # the indexes follow from the round number, so the same run again (or a resumed round) is all cache hits
+    again, again_backend = toy_engine(tmp_path, "decoevo", run_name="again", steps=3)
+    assert (await again.run_async()).state == result.state and not again_backend.calls
 
 
 async def test_direct_audit_records_reach_only_the_next_solver_rewrite(tmp_path):
