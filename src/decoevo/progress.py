@@ -75,7 +75,7 @@ class RunProgress:
             self.console.log(f"[red]{event.event.replace('_', ' ')}[/] ({event.category}, {event.role}): "
                              "nothing accepted from it")
         elif isinstance(event, InvalidCandidateEvent):
-            self.console.log(f"[yellow]invalid {event.kind} candidate[/]: {event.reason}")
+            self.console.log(f"[yellow]invalid {event.skill} candidate[/] ({event.problem}): {event.reason}")
         elif isinstance(event, BudgetStopEvent):
             self.console.log(f"[red]budget reached[/]: {event.reason}")
         self._refresh()

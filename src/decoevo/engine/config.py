@@ -75,6 +75,31 @@ class RunConfig(BaseModel):
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
+# Token limits for a role served by an OpenAI-compatible server, used where the configuration leaves
+# them unset: a capable model needs room for a full answer (a typical HealthBench reply runs to several
+# hundred tokens), a judge's rationales and a rewrite. The Hyper defaults stay sized for the embedded model.
+SERVER_TOKEN_LIMITS: dict[str, tuple[str, int]] = {
+    "max_tokens_solve": ("solve", 2048),
+    "max_tokens_rubric": ("generate_rubric", 1500),
+    "max_tokens_judge": ("judge", 3000),
+    "max_tokens_rewrite": ("rewrite_solver", 2000),
+    "max_tokens_audit": ("structural_audit", 1200),
+}
+
+
+def with_backend_token_limits(config: RunConfig) -> RunConfig:
+    """The configuration with each token limit the user did not set sized for the backend serving its
+    role: the server default above, or the embedded model's small Hyper default."""
+    update = {}
+    for name, (role, tokens) in SERVER_TOKEN_LIMITS.items():
+        spec = config.lm.models[config.lm.model_for(role)]
+        if name not in config.hyper.model_fields_set and spec.backend != "local":
+            update[name] = tokens
+    if not update:
+        return config
+    return config.model_copy(update={"hyper": config.hyper.model_copy(update=update)})
+
+
 def describe_validation_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:

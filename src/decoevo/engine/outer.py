@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 
 from ..domain import QuestionView, Skill
 from ..roles.contrastive_audit import ContrastiveRecord
-from ..roles.rewrite_generator import append_raw_suggestions, rewrite_generator
+from ..roles.rewrite_generator import append_raw_suggestions, record_entries, rewrite_generator
 from ..roles.structural_audit import StructuralRecord
-from .audits import audited_pairs, contrastive_records, structural_records
+from .audits import audited_pairs, contrastive_records, first_sample, structural_records
 from .context import EngineContext
 from .policies import AcceptAll, AuditObjectives, GeneratorDecision, ParetoAcceptance, ScoreCoupledAcceptance
+from .validity import VALID, Validity, check_candidate
 from .verify import FrozenPair, audit_objectives, solver_score_objective
 
 
@@ -22,6 +23,7 @@ class OuterOutcome:
     candidate: Skill | None = None
     decision: GeneratorDecision | None = None
     notes_for_solver: list[str] = field(default_factory=list)
+    validity: Validity = VALID  # an invalid candidate is never verified (decision None)
 
     @property
     def accepted(self) -> bool:
@@ -32,28 +34,34 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
                      probe: list[QuestionView], generator_gate: list[QuestionView]) -> OuterOutcome:
     m, h = ctx.method, ctx.hyper
     folder = f"audits/outer_{round_idx:03d}"
+    first = first_sample(round_idx, h.rollouts)  # this round's own rollouts (see engine/audits.py)
     # 1. Audit the current generator on the probe set.
     structural = await structural_records(ctx, probe, generator) if m.structural_audit else []
-    contrastive = (await contrastive_records(ctx, probe, solver, generator, f"probe{round_idx}")
+    contrastive = (await contrastive_records(ctx, probe, solver, generator, f"probe{round_idx}", first)
                    if m.contrastive_audit else [])
     ctx.run.write_jsonl(f"{folder}/structural_probe.jsonl", [r.model_dump() for r in structural])
     ctx.run.write_jsonl(f"{folder}/contrastive_probe.jsonl", [r.model_dump() for r in contrastive])
 
-    if m.audit_to_solver:  # Direct Audit control: the findings go to the solver rewriter instead
-        notes = [r.repair for r in structural] + [r.principle for r in contrastive]
+    if m.audit_to_solver:  # Direct Audit control: the same records go to the next solver rewrite instead
+        notes = record_entries(structural, contrastive)
         return OuterOutcome(round_idx, structural, contrastive, notes_for_solver=notes)
     if not m.evolve_generator or not (structural or contrastive):
         return OuterOutcome(round_idx, structural, contrastive)
 
     # 2. Distill the probe records into a candidate generator skill.
-    if m.distill:
+    truncated = False
+    if m.distill:  # a round-specific sample index, like the rollouts: a new round is a new draw
         out = await rewrite_generator(ctx.lm, generator, structural, contrastive,
-                                      params=ctx.params(h.max_tokens_rewrite))
-        text, why = out.skill.strip(), out.analysis.strip()
+                                      params=ctx.params(h.max_tokens_rewrite, sample_index=round_idx))
+        text, why, truncated = out.skill, out.analysis, out.truncated
     else:
         text, why = append_raw_suggestions(generator, structural, contrastive), "raw audit suggestions appended"
     candidate = Skill(kind="generator", version=generator.version + 1, text=text, parent=generator.version,
                       reason=f"outer round {round_idx}: {why}")
+    # A rewriter's output must be a skill; the no-distillation ablation's text is built from the records.
+    validity = check_candidate(text, generator.text, truncated=truncated, analysis=why) if m.distill else VALID
+    if not validity.valid:  # never verified, never accepted, whatever the acceptance rule
+        return OuterOutcome(round_idx, structural, contrastive, candidate, None, validity=validity)
 
     # 3. Verify on V_g with the method's acceptance rule.
     decision: GeneratorDecision
@@ -68,7 +76,7 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     else:
         frozen: list[FrozenPair] = []
         if m.contrastive_audit:
-            pairs = await audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}")
+            pairs = await audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}", first)
             frozen = [FrozenPair(p.question, p.plus.response, p.minus.response, p.rationale) for p in pairs]
             ctx.run.write_jsonl(f"{folder}/frozen_pairs.jsonl", [p.to_json() for p in frozen])
         old, old_details = await audit_objectives(ctx, generator_gate, generator, frozen)

@@ -30,13 +30,14 @@ from ..rundir import (
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
-from .config import RunConfig
+from .config import RunConfig, with_backend_token_limits
 from .context import EngineContext
 from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .outer import OuterOutcome, outer_step
 from .policies import should_audit
 from .state import LoopState
+from .validity import Validity
 
 Observer = Callable[[RunEvent, LoopState], None]
 
@@ -120,11 +121,22 @@ def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question
     return make_splits(questions, config.splits, config.seed, required=required)
 
 
+def final_solver_note(state: LoopState, optimized: bool = True) -> str:
+    """What ships, in one sentence: the improved skill or the initial one, and why."""
+    if not optimized:
+        return "initial: this method does not optimize the solver skill"
+    if state.solver.version > 0:
+        return (f"improved: solver v{state.solver.version:03d} passed the solver gate "
+                f"({state.solver_accepts} accepted rewrite(s))")
+    return ("initial: no rewrite passed the solver gate (rejected, invalid or voided candidates are in "
+            "candidates/ and events.jsonl)")
+
+
 class Engine:
     def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
                  on_call: Callable[[CallRecord], None] | None = None) -> None:
-        self.config = config
+        config = self.config = with_backend_token_limits(config)  # recorded in config.yaml as resolved
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
@@ -202,6 +214,7 @@ class Engine:
         train, gate_s = self.views("train"), self.views("solver_gate")
         probe, gate_g = self.views("probe"), self.views("generator_gate")
         h = self.config.hyper
+        committed = state.model_copy(deep=True)  # the state of the last checkpoint (or the start)
         try:
             while state.next_step < self.total_steps():
                 step = state.next_step
@@ -209,6 +222,8 @@ class Engine:
                 self.phase = f"step {step}"
                 try:
                     inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
+                    if inner.candidate is not None:  # Direct Audit: the records reach this one rewrite only
+                        state.audit_notes = []
                     self._after_inner(state, inner)
                 except (ParseError, RefusalError) as exc:
                     self._step_failed(state, "inner_step_failed", exc, step=step)
@@ -226,9 +241,15 @@ class Engine:
                         state.consecutive_rejections = 0
                 state.next_step += 1
                 self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict())
+                committed = state.model_copy(deep=True)
         except BudgetExceeded as exc:
-            state.stopped = str(exc)
-            self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step)
+            # A step is the unit of progress: the partial step (say its solver was accepted, then the
+            # budget ran out in its outer round) is dropped, so summary, checkpoint, final skill and
+            # export all name the solver of the last completed step, the one a resume starts from.
+            dropped = state.solver.version if state.solver != committed.solver else None
+            state = committed.model_copy(update={"stopped": str(exc)})
+            self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step,
+                       solver_version=state.solver.version, dropped_solver_version=dropped)
         except LMError as exc:  # e.g. retries exhausted: record why the run stopped, then let the caller report
             self._emit("stopped", state, category=exc.category.value, role=exc.role, error=str(exc)[:500],
                        at_step=state.next_step)
@@ -248,6 +269,8 @@ class Engine:
         if inner.decision is not None:
             d = inner.decision
             data.update(accepted=d.accepted, J_incumbent=d.incumbent, J_candidate=d.candidate, n=d.n)
+        elif not inner.validity.valid:
+            data.update(accepted=False, invalid=inner.validity.problem, note=inner.validity.reason)
         else:
             data.update(accepted=False, note="no failures under the current rubrics")
         if inner.accepted and inner.candidate is not None:
@@ -255,11 +278,20 @@ class Engine:
             state.solver, state.consecutive_rejections = inner.candidate, 0
             state.solver_accepts += 1
         else:
-            if inner.candidate is not None:
+            if inner.candidate is not None and not inner.validity.valid:
+                self._invalid(state, inner.candidate, f"step{inner.step:03d}_invalid", inner.validity,
+                              step=inner.step)
+            elif inner.candidate is not None:
                 self.run.save_candidate(inner.candidate, f"step{inner.step:03d}_rejected")
             state.consecutive_rejections += 1
         data["solver_version"] = state.solver.version
         self._emit("inner_step", state, **data)
+
+    def _invalid(self, state: LoopState, candidate: Skill, label: str, validity: Validity, **where: Any) -> None:
+        """A rewrite that is not a skill (engine/validity.py): kept for inspection, never gated or shipped."""
+        self.run.save_candidate(candidate, label)
+        self._emit("invalid_candidate", state, skill=candidate.kind, problem=validity.problem,
+                   reason=validity.reason, text=candidate.text[:2000], **where)
 
     def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
@@ -271,6 +303,10 @@ class Engine:
             self.run.save_skill(outer.candidate, state.generator)
             state.generator = outer.candidate
             state.generator_accepts += 1
+        elif outer.candidate is not None and not outer.validity.valid:
+            self._invalid(state, outer.candidate, f"round{outer.round:03d}_invalid", outer.validity,
+                          round=outer.round)
+            data.update(accepted=False, invalid=outer.validity.problem, reason=outer.validity.reason)
         elif outer.candidate is not None:
             self.run.save_candidate(outer.candidate, f"round{outer.round:03d}_rejected")
         if outer.notes_for_solver:
@@ -288,6 +324,7 @@ class Engine:
             solver_version=state.solver.version, generator_version=state.generator.version,
             solver_accepts=state.solver_accepts, generator_accepts=state.generator_accepts,
             outer_rounds=state.outer_rounds, failed_steps=state.failed_steps, stopped=state.stopped,
+            final_solver=final_solver_note(state, self.method.optimize_solver),
             usage=dict(self.lm.ledger.to_dict()["total"]),  # type: ignore[call-overload]
             status="budget_stop" if state.stopped else "finished", format_version=FORMAT_VERSION,
         )

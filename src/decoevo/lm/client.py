@@ -173,6 +173,7 @@ class LM:
                 completion_tokens=completion_tokens,
                 latency_s=time.monotonic() - started,
                 attempts=attempt + 1,
+                finish_reason=completion.finish_reason,
             )
             if schema is None:
                 return result

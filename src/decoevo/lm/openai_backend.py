@@ -24,6 +24,7 @@ from .config import ModelSpec
 from .errors import InfrastructureError, LMError, RefusalError, RetryableError
 from .redact import Redactor, redact_url
 from .retry import parse_retry_after
+from .structured import without_length_caps
 from .types import BackendRequest, Completion
 
 
@@ -107,6 +108,7 @@ class OpenAIBackend:
     def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is None or self.spec.structured_output == "none":
             return None
+        schema = without_length_caps(schema)  # lengths are validated after decoding (lm/structured.py)
         if self.spec.structured_output == "json_object":
             # llama.cpp's python server turns a schema given this way into a grammar; others ignore it.
             return {"type": "json_object", "schema": schema}

@@ -68,3 +68,4 @@ class CallResult:
     latency_s: float = 0.0
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = "stop"  # of the answer returned: "length" means it hit max_tokens

@@ -269,7 +269,7 @@ def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGa
         elif isinstance(e, ResumeEvent):
             incidents.append(Incident(e.event, f"next_step {e.next_step}", None, None, ""))
         elif isinstance(e, InvalidCandidateEvent):
-            incidents.append(Incident(e.event, e.kind, None, None, e.reason))
+            incidents.append(Incident(e.event, e.skill, e.problem, None, e.reason))
     return tuple(inner), tuple(outer), tuple(incidents)
 
 

@@ -203,6 +203,9 @@ class RunReader:
         checkpoint = self.checkpoint()
         if checkpoint is not None and isinstance(checkpoint.state.get(kind), dict):
             return validate_record(Skill, checkpoint.state[kind], self.path / CHECKPOINT)
+        summary = self.summary()
+        if summary is not None:  # stopped before its first checkpoint: the summary names what it kept
+            return self.skill(kind, summary.solver_version if kind == "solver" else summary.generator_version)
         versions = self.versions(kind)
         if not versions:
             raise RunReadError(f"{self.path}: no {kind} skill saved")

@@ -59,6 +59,7 @@ class Summary(_Record):
     outer_rounds: int = 0
     failed_steps: int = 0
     stopped: str | None = None
+    final_solver: str | None = None  # "improved: ..." or "initial: ..." and why (what ships)
     usage: dict[str, Any] = Field(default_factory=dict)
     status: Literal["finished", "budget_stop"] | None = None  # None in format-1 runs: see `run_status`
     format_version: int = 1
