@@ -9,6 +9,7 @@ class FailureCategory(StrEnum):
     INFRASTRUCTURE = "infrastructure"  # transport, server, timeout, rate limit after retries
     PARSE = "parse"  # output did not validate against the schema after bounded repair
     REFUSAL = "refusal"  # the model declined to answer
+    EMPTY = "empty"  # the reply had no answer text (e.g. a reasoning model's thinking used up max_tokens)
 
 
 class LMError(Exception):
@@ -36,6 +37,13 @@ class ParseError(LMError):
 
 class RefusalError(LMError):
     category = FailureCategory.REFUSAL
+
+
+class EmptyReplyError(ParseError):
+    """The server answered, but with no answer text: `content: null`, or nothing before the token limit.
+    A ParseError, so a step treats it as an unusable output (never scored as ""), with its own category."""
+
+    category = FailureCategory.EMPTY
 
 
 class RetryableError(InfrastructureError):

@@ -128,12 +128,12 @@ class UsageLedger:
 
         t = Table(title=title)
         for col in ("role", "model", "calls", "hits", "inherited", "in tok", "out tok", "sec",
-                    "retry", "repair", "infra", "parse", "refusal"):
+                    "retry", "repair", "infra", "parse", "refusal", "empty"):
             t.add_column(col, justify="left" if col in ("role", "model") else "right")
         items = sorted(self.rows.items())
         for (role, model), r in [*items, (("TOTAL", ""), self.total())]:
             t.add_row(role, model, str(r.calls), str(r.cache_hits), str(r.inherited_calls), str(r.prompt_tokens),
                       str(r.completion_tokens), f"{r.latency_s:.1f}", str(r.retries), str(r.repairs),
                       str(r.failures.get("infrastructure", 0)), str(r.failures.get("parse", 0)),
-                      str(r.failures.get("refusal", 0)))
+                      str(r.failures.get("refusal", 0)), str(r.failures.get("empty", 0)))
         return t

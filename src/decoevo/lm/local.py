@@ -16,6 +16,7 @@ from typing import Any
 
 from .config import ModelSpec
 from .errors import ConfigError, InfrastructureError
+from .reply import completion_from_message
 from .types import BackendRequest, Completion
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -105,13 +106,8 @@ class LocalBackend:
         except ValueError as exc:  # e.g. prompt longer than the context window
             raise InfrastructureError(f"local model rejected the request: {exc}") from exc
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        return Completion(
-            text=choice["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=choice.get("finish_reason") or "stop",
-        )
+        return completion_from_message(choice["message"], out.get("usage") or {},
+                                       choice.get("finish_reason") or "stop", request.params.max_tokens)
 
     def load(self) -> None:
         """Load the weights now (otherwise the first call does)."""

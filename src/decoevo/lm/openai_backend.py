@@ -15,6 +15,7 @@ import json
 import os
 import urllib.parse
 import urllib.request
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
@@ -23,6 +24,7 @@ from .. import __version__
 from .config import ModelSpec
 from .errors import InfrastructureError, LMError, RefusalError, RetryableError
 from .redact import Redactor, redact_url
+from .reply import completion_from_message
 from .retry import parse_retry_after
 from .types import BackendRequest, Completion
 
@@ -146,7 +148,7 @@ class OpenAIBackend:
         if not 200 <= status < 300:
             raise self._status_error(status, raw, retry_after)
         try:
-            return self._completion(json.loads(raw))
+            return self._completion(json.loads(raw), request.params.max_tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
             raise RetryableError(f"malformed response body from {where}: {exc!r}") from exc
 
@@ -163,7 +165,7 @@ class OpenAIBackend:
             hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
         return InfrastructureError(f"HTTP {status} from {where}: {error_message(body)}.{hint}")
 
-    def _completion(self, body: dict[str, Any]) -> Completion:
+    def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
         choices = body.get("choices")
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices")
@@ -172,18 +174,12 @@ class OpenAIBackend:
         refusal = message.get("refusal")
         if refusal:
             raise RefusalError(f"model refused: {refusal}")
-        content = message.get("content")
-        if content is not None and not isinstance(content, str):
-            raise TypeError(f"message content is {type(content).__name__}, not a string")
-        if content and self._redactor.secrets:  # a server that echoes the key must not get it cached
-            content = self._redactor.secret_values(content)
         usage = body.get("usage") or {}
-        return Completion(
-            text=content or "",
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            finish_reason=choice.get("finish_reason") or "stop",
-        )
+        completion = completion_from_message(message, usage, choice.get("finish_reason") or "stop",
+                                             max_tokens)
+        if self._redactor.secrets:  # a server that echoes the key must not get it cached
+            completion = replace(completion, text=self._redactor.secret_values(completion.text))
+        return completion
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():
