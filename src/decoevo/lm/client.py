@@ -19,7 +19,15 @@ from pydantic import BaseModel
 from .backend import Backend
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
-from .errors import FailureCategory, InfrastructureError, LMError, ParseError, RefusalError, RetryableError
+from .errors import (
+    FailureCategory,
+    InfrastructureError,
+    LMError,
+    ParseError,
+    RefusalError,
+    RequestTimeout,
+    RetryableError,
+)
 from .ledger import UsageLedger
 from .retry import RetryPolicy
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
@@ -120,6 +128,10 @@ class LM:
         if spec is None:
             return RetryPolicy()
         return RetryPolicy(spec.max_retries, spec.backoff_base_s, spec.backoff_cap_s)
+
+    def _timeout_retries(self, model_name: str) -> int:
+        spec = self.config.models.get(model_name)
+        return spec.timeout_retries if spec is not None else 2
 
     def _semaphore(self, model_name: str, backend: Backend) -> asyncio.Semaphore:
         if model_name not in self._semaphores:
@@ -258,13 +270,21 @@ class LM:
         policy = self._retry_policy(model_name)
         async with self._semaphore(model_name, backend):
             self.budget.check(self.ledger)  # before paying; cache hits above are never refused
-            attempt = 0
+            attempt = timeouts = 0
             while True:
                 started = time.monotonic()
                 try:
                     completion = await backend.complete(request)
                 except RetryableError as exc:
                     attempt += 1
+                    timeouts += isinstance(exc, RequestTimeout)
+                    if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
+                        # A server that keeps timing out is hung or overloaded: waiting out every retry
+                        # of max_retries held one call for many minutes.
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(
+                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
+                        ) from exc
                     if not policy.should_retry(attempt):
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(

@@ -35,7 +35,14 @@ class ModelSpec(BaseModel):
         description="How a schema is sent to an openai server; llama.cpp's python server needs json_object.",
     )
     max_concurrency: int = Field(8, ge=1, le=1024)
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float | None = Field(
+        None, gt=0, description="openai: total seconds per request; default sized to max_tokens (lm/timeouts.py)")
+    connect_timeout_s: float = Field(10.0, gt=0, description="openai: seconds to open a connection")
+    first_byte_timeout_s: float | None = Field(
+        None, gt=0, description="openai: seconds until the reply starts; default sized to max_tokens")
+    min_tokens_per_s: float = Field(
+        25.0, gt=0, description="openai: the slowest generation speed waited for, sizes the default timeouts")
+    timeout_retries: int = Field(2, ge=0, le=20, description="how often a timed-out request is retried")
     max_retries: int = Field(5, ge=0, le=20)
     backoff_base_s: float = Field(0.5, gt=0)
     backoff_cap_s: float = Field(30.0, gt=0)

@@ -56,3 +56,12 @@ class RetryableError(InfrastructureError):
 
 class ConfigError(ValueError):
     """Bad user configuration; the CLI prints it as a one-paragraph message and exits 2."""
+
+
+class RequestTimeout(RetryableError):
+    """A request timed out; `which` names the limit that fired (connect, first_byte or total). Retried a
+    few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a call for minutes."""
+
+    def __init__(self, message: str, *, which: str) -> None:
+        super().__init__(message)
+        self.which = which

@@ -22,11 +22,18 @@ import aiohttp
 
 from .. import __version__
 from .config import ModelSpec
-from .errors import InfrastructureError, LMError, RefusalError, RetryableError
+from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
+from .timeouts import request_timeouts
 from .types import BackendRequest, Completion
+
+TIMEOUT_FIX = {
+    "connect": "is the server up and reachable? (connect_timeout_s)",
+    "first_byte": "the server sent nothing; if it is just slow, lower min_tokens_per_s or set first_byte_timeout_s",
+    "total": "the reply did not finish in time; set timeout_s higher if the server is slow",
+}
 
 
 def env_proxy(url: str) -> str | None:
@@ -95,7 +102,6 @@ class OpenAIBackend:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_concurrency),
                 headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=self.spec.timeout_s),
             )
             self._loop = loop
         return self._session
@@ -134,13 +140,19 @@ class OpenAIBackend:
 
     async def _complete(self, request: BackendRequest) -> Completion:
         where = self._where
+        limits = request_timeouts(self.spec, request.params.max_tokens)
+        timeout = aiohttp.ClientTimeout(total=limits.total_s, sock_connect=limits.connect_s,
+                                        sock_read=limits.first_byte_s)
         try:
             async with self._http().post(self._url, data=self._body(request), proxy=self._proxy,
-                                         allow_redirects=False) as response:
+                                         allow_redirects=False, timeout=timeout) as response:
                 status, raw = response.status, await response.read()
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        except TimeoutError as exc:  # aiohttp's timeouts subclass it
-            raise RetryableError(f"timed out after {self.spec.timeout_s}s at {where}") from exc
+        except TimeoutError as exc:  # aiohttp's timeouts subclass it; the class says which limit fired
+            which = ("connect" if isinstance(exc, aiohttp.ConnectionTimeoutError)
+                     else "first_byte" if isinstance(exc, aiohttp.SocketTimeoutError) else "total")
+            raise RequestTimeout(f"{limits.describe(which)} at {where} for max_tokens="
+                                 f"{request.params.max_tokens}; {TIMEOUT_FIX[which]}", which=which) from exc
         except aiohttp.ClientConnectorError as exc:
             raise RetryableError(f"cannot connect to {where}: {exc}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
