@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from decoevo.lm import FailureCategory, Message
 from decoevo.lm.errors import EmptyReplyError, ParseError
+from decoevo.lm.reply import split_reasoning
 from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
 
@@ -63,3 +64,60 @@ async def test_impossible_usage_is_a_malformed_reply(cache, openai_lm, usage):
         with pytest.raises(Exception, match=r"malformed response body.*not a token count"):
             await lm.complete([Message("user", "q")], role="solve")
     assert lm.ledger.total().tokens == 0
+
+
+# ---- truncation and reasoning -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("content", "answer", "reasoning"), [
+    ("<think>step 1\nstep 2</think>\n\nParis.", "Paris.", "step 1\nstep 2"),
+    ("  <THINKING>hmm</THINKING>Paris.", "Paris.", "hmm"),
+    ("the template opened it</think>Paris.", "Paris.", "the template opened it"),
+    ("<think>never closed because the limit hit", "", "never closed because the limit hit"),
+    ("Paris. (Models write <think> tags first.)", "Paris. (Models write <think> tags first.)", ""),
+    ("Use <think> then </think> in prompts.", "Use <think> then </think> in prompts.", ""),
+    ("plain answer", "plain answer", ""),
+])
+def test_split_reasoning(content, answer, reasoning):
+    assert split_reasoning(content) == (answer, reasoning)
+
+
+async def test_reasoning_is_stripped_before_any_role_sees_it_and_counted(cache, openai_lm):
+    usage = {"prompt_tokens": 12, "completion_tokens": 90, "completion_tokens_details": {"reasoning_tokens": 70}}
+    replies = [Reply(content='<think>the user wants JSON</think>{"answer": "42"}', usage=usage),
+               Reply(content="Paris.", reasoning_content="Let me recall capitals.", usage=usage)]
+    server = FakeOpenAI(lambda body, n: replies[n])
+    records = []
+    with serve_app(server.app()) as url:
+        lm = openai_lm(url, cache)
+        lm.on_call = records.append
+        first = await lm.complete([Message("user", "q")], role="judge", schema=Answer)
+        second = await lm.complete([Message("user", "capital?")], role="solve")
+    assert first.value == Answer(answer="42") and first.text == '{"answer": "42"}'
+    assert second.text == "Paris." and second.reasoning_tokens == 70
+    total = lm.ledger.total()
+    stripped = len("the user wants JSON") + len("Let me recall capitals.")
+    assert (total.reasoning_tokens, total.reasoning_chars) == (140, stripped)
+    assert [r.reasoning_tokens for r in records] == [70, 70]
+
+
+async def test_only_reasoning_before_the_limit_is_an_empty_reply(cache, openai_lm):
+    server = FakeOpenAI(lambda body, n: Reply(content="<think>still thinking about", finish_reason="length"))
+    with serve_app(server.app()) as url:
+        lm = openai_lm(url, cache)
+        with pytest.raises(EmptyReplyError, match=r"no answer after its reasoning.*raise max_tokens"):
+            await lm.complete([Message("user", "q")], role="solve")
+
+
+async def test_a_reply_cut_by_max_tokens_is_flagged_in_the_result_the_record_and_the_ledger(cache, openai_lm):
+    server = FakeOpenAI(lambda body, n: Reply(content="The answer is that", finish_reason="length"))
+    records = []
+    with serve_app(server.app()) as url:
+        lm = openai_lm(url, cache)
+        lm.on_call = records.append
+        paid = await lm.complete([Message("user", "q")], role="solve")
+        replayed = await lm.complete([Message("user", "q")], role="solve")
+    assert paid.truncated and paid.text == "The answer is that"
+    assert replayed.cached and replayed.truncated  # the cache keeps finish_reason
+    assert [(r.cached, r.truncated) for r in records] == [(False, True), (True, True)]
+    assert lm.ledger.rows[("solve", "default")].truncated == 1  # paid replies only

@@ -46,6 +46,8 @@ class CallRecord:
     cached: bool
     prompt_tokens: int
     completion_tokens: int
+    truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
+    reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
 
 
 class BudgetExceeded(Exception):
@@ -162,7 +164,7 @@ class LM:
         backend = self.backend(model_name)
         json_schema = schema_for(schema) if schema is not None else None
         msgs, call_params = original, params
-        prompt_tokens = completion_tokens = 0
+        prompt_tokens = completion_tokens = reasoning_tokens = 0
         all_cached = True
         started = time.monotonic()
         last_text, problem = "", ""
@@ -175,6 +177,7 @@ class LM:
             if not cached:
                 prompt_tokens += completion.prompt_tokens
                 completion_tokens += completion.completion_tokens
+                reasoning_tokens += completion.reasoning_tokens
             result = CallResult(
                 text=completion.text,
                 cached=all_cached,
@@ -182,6 +185,8 @@ class LM:
                 completion_tokens=completion_tokens,
                 latency_s=time.monotonic() - started,
                 attempts=attempt + 1,
+                truncated=completion.truncated,
+                reasoning_tokens=reasoning_tokens,
             )
             if schema is None:
                 return result
@@ -234,7 +239,7 @@ class LM:
         pending = self._inflight.get(key)
         if pending is not None:  # the same request is already being paid for: share its answer
             completion = await asyncio.shield(pending)
-            self._record_hit(role, model_name, key, None)
+            self._record_hit(role, model_name, key, None, truncated=completion.truncated)
             return completion, True
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -252,17 +257,19 @@ class LM:
             self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
-                                    completion.completion_tokens))
+                                    completion.completion_tokens, completion.truncated, completion.reasoning_tokens))
         return completion, False
 
-    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None) -> None:
+    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None, *,
+                    truncated: bool = False) -> None:
         inherited = None
         if hit is not None and key not in self.own_keys:
             inherited = hit.prompt_tokens + hit.completion_tokens
             self.own_keys.add(key)
         self.ledger.record_hit(role, model_name, inherited)
         if self.on_call is not None:
-            self.on_call(CallRecord(role, model_name, key, True, 0, 0))
+            cut = truncated or (hit is not None and hit.truncated)
+            self.on_call(CallRecord(role, model_name, key, True, 0, 0, cut))
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
@@ -299,7 +306,8 @@ class LM:
                     raise
                 self.ledger.record_call(
                     role, model_name, completion.prompt_tokens, completion.completion_tokens,
-                    time.monotonic() - started,
+                    time.monotonic() - started, truncated=completion.truncated,
+                    reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
                 )
                 return completion
 

@@ -22,6 +22,9 @@ class UsageRow:
     # budgets and cost comparisons count them (`effective_*`).
     inherited_calls: int = 0
     inherited_tokens: int = 0
+    truncated: int = 0  # paid replies cut by max_tokens
+    reasoning_tokens: int = 0  # of completion_tokens, reasoning the server reported (not in any answer)
+    reasoning_chars: int = 0  # reasoning text stripped from paid replies before any role saw them
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
 
     @property
@@ -46,6 +49,9 @@ class UsageRow:
         self.repairs += other.repairs
         self.inherited_calls += other.inherited_calls
         self.inherited_tokens += other.inherited_tokens
+        self.truncated += other.truncated
+        self.reasoning_tokens += other.reasoning_tokens
+        self.reasoning_chars += other.reasoning_chars
         for k, v in other.failures.items():
             self.failures[k] = self.failures.get(k, 0) + v
 
@@ -60,12 +66,16 @@ class UsageLedger:
             row = self.rows[(role, model)] = UsageRow()
         return row
 
-    def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float):
+    def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float,
+                    *, truncated: bool = False, reasoning_tokens: int = 0, reasoning_chars: int = 0) -> None:
         r = self.row(role, model)
         r.calls += 1
         r.prompt_tokens += prompt_tokens
         r.completion_tokens += completion_tokens
         r.latency_s += latency_s
+        r.truncated += truncated
+        r.reasoning_tokens += reasoning_tokens
+        r.reasoning_chars += reasoning_chars
 
     def record_hit(self, role: str, model: str, inherited_tokens: int | None = None) -> None:
         """A cache hit; `inherited_tokens` is set when the answer was paid for outside this run."""
@@ -128,12 +138,13 @@ class UsageLedger:
 
         t = Table(title=title)
         for col in ("role", "model", "calls", "hits", "inherited", "in tok", "out tok", "sec",
-                    "retry", "repair", "infra", "parse", "refusal", "empty"):
+                    "retry", "repair", "cut", "think tok", "infra", "parse", "refusal", "empty"):
             t.add_column(col, justify="left" if col in ("role", "model") else "right")
         items = sorted(self.rows.items())
         for (role, model), r in [*items, (("TOTAL", ""), self.total())]:
             t.add_row(role, model, str(r.calls), str(r.cache_hits), str(r.inherited_calls), str(r.prompt_tokens),
                       str(r.completion_tokens), f"{r.latency_s:.1f}", str(r.retries), str(r.repairs),
+                      str(r.truncated), str(r.reasoning_tokens),
                       str(r.failures.get("infrastructure", 0)), str(r.failures.get("parse", 0)),
                       str(r.failures.get("refusal", 0)), str(r.failures.get("empty", 0)))
         return t

@@ -3,6 +3,7 @@ has an answer at all. Shared by every backend, so no backend can score a missing
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import EmptyReplyError
@@ -17,6 +18,26 @@ def no_answer_hint(max_tokens: int, finish_reason: str) -> str:
     return f"finish_reason was '{finish_reason}'; check that the model answers in plain chat content"
 
 
+# A leading reasoning block: `<think>...</think>` (Qwen3, DeepSeek-R1 and kin); some chat templates open
+# the tag in the prompt, so the reply holds only the closing one. Only a block at the start is reasoning:
+# an answer may mention the tag later.
+_OPEN = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
+
+
+def split_reasoning(content: str) -> tuple[str, str]:
+    """(answer, reasoning) of a reply's content. An opened block that never closes (the token limit hit
+    mid-thought) is all reasoning."""
+    opened = _OPEN.match(content)
+    tag = opened.group(1).lower() if opened else "think"
+    close = re.search(rf"</{tag}>", content, re.IGNORECASE)
+    if close is None:
+        return ("", content[opened.end():]) if opened else (content, "")
+    if not opened and content.lower().count("<think>") > 0:
+        return content, ""  # a closing tag after an opening one elsewhere: not a leading block
+    start = opened.end() if opened else 0
+    return content[close.end():].lstrip(), content[start:close.start()]
+
+
 def completion_from_message(message: dict[str, Any], usage: dict[str, Any], finish_reason: str,
                             max_tokens: int) -> Completion:
     """A Completion from an OpenAI-style `message` and `usage`. A null content, or an empty one cut at
@@ -24,14 +45,22 @@ def completion_from_message(message: dict[str, Any], usage: dict[str, Any], fini
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise TypeError(f"message content is {type(content).__name__}, not a string")
-    if content is None or (not content.strip() and finish_reason == "length"):
-        what = "no content (null)" if content is None else "empty content"
+    side = message.get("reasoning_content") or message.get("reasoning") or ""
+    if not isinstance(side, str):
+        raise TypeError(f"message reasoning is {type(side).__name__}, not a string")
+    answer, inline = split_reasoning(content) if content else (content, "")
+    if answer is None or (not answer.strip() and (finish_reason == "length" or inline)):
+        what = "no content (null)" if content is None else "no answer after its reasoning" if inline \
+            else "empty content"
         raise EmptyReplyError(f"the model returned {what}: {no_answer_hint(max_tokens, finish_reason)}")
+    details = usage.get("completion_tokens_details")
     return Completion(
-        text=content,
+        text=answer,
         prompt_tokens=token_count(usage, "prompt_tokens"),
         completion_tokens=token_count(usage, "completion_tokens"),
         finish_reason=finish_reason,
+        reasoning_chars=len(side) + len(inline),
+        reasoning_tokens=token_count(details, "reasoning_tokens") if isinstance(details, dict) else 0,
     )
 
 

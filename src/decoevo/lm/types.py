@@ -46,11 +46,18 @@ class BackendRequest:
 class Completion:
     """What a backend returns for one request."""
 
-    text: str
+    text: str  # the answer only: reasoning text is removed by the backend (lm/reply.py)
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str = "stop"
     refusal: str | None = None
+    reasoning_chars: int = 0  # characters of reasoning the reply carried (stripped from `text`)
+    reasoning_tokens: int = 0  # of completion_tokens, those the server reports as reasoning
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut by max_tokens: the answer may be incomplete."""
+        return self.finish_reason == "length"
 
 
 @dataclass(frozen=True)
@@ -66,3 +73,5 @@ class CallResult:
     latency_s: float = 0.0
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    truncated: bool = False  # the answer was cut by max_tokens
+    reasoning_tokens: int = 0  # paid reasoning tokens (not in `text`)
