@@ -53,12 +53,14 @@ async def test_embedded_rollouts_differ_by_sample_index(tmp_path):
 
 
 async def test_llama_cpp_server_through_the_openai_backend(tmp_path):
+    """Structured output left on auto: the server's 500 on json_schema is negotiated down to json_object."""
     with llama_cpp_server() as base_url:
-        spec = ModelSpec(backend="openai", model="smollm2", base_url=base_url, structured_output="json_object",
-                         max_concurrency=2)
+        spec = ModelSpec(backend="openai", model="smollm2", base_url=base_url, max_concurrency=2)
         lm = LM(LMConfig(models={"default": spec}), cache=RequestCache(tmp_path / "c.sqlite"))
         result = await lm.complete(MESSAGES, role="probe", schema=City, params=GenParams(max_tokens=60))
         assert isinstance(result.value, City)
+        assert lm.backend("default").profile.structured == "json_object"  # type: ignore[attr-defined]
+        assert (tmp_path / "endpoints.json").is_file()
         text = await lm.complete([Message("user", "Say hello.")], role="solve", params=GenParams(max_tokens=16))
         assert text.text.strip()
         row = lm.ledger.rows[("probe", "default")]

@@ -52,9 +52,13 @@ def doctor(
     model: str = typer.Option(None, help="A GGUF path (local) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
+    structured_output: str = typer.Option("auto", help="auto (negotiate), json_schema, json_object or none."),
+    reasoning_effort: str = typer.Option(None, help="For reasoning models: none, minimal, low, medium, high."),
+    api_key_env: str = typer.Option(None, help="The environment variable holding the API key."),
+    max_tokens: int = typer.Option(None, min=1, help="Token limit of the probe (default 64; 1024 for a server)."),
 ) -> None:
     """Show the available backends, load the default model and make one structured call."""
-    from .doctor import backend_statuses, run_probe
+    from .doctor import backend_statuses, endpoint_lines, run_probe
 
     table = Table(title="decoevo backends")
     for col in ("backend", "available", "detail"):
@@ -63,13 +67,24 @@ def doctor(
         table.add_row(status.name, "yes" if status.available else "no", status.detail)
     console.print(table)
     config = model_config_from_flags(model, base_url, no_cache)
+    settings = {k: v for k, v in (("structured_output", structured_output), ("reasoning_effort", reasoning_effort),
+                                  ("api_key_env", api_key_env)) if v is not None}
+    try:
+        spec = ModelSpec.model_validate({**config.models["default"].model_dump(), **settings})
+    except ValueError as exc:
+        fail(f"doctor: {exc}")
+        return
+    config = config.model_copy(update={"models": {**config.models, "default": spec}})
+    probe_tokens = max_tokens or (1024 if spec.backend == "openai" else 64)
     with console.status("loading the model and making one structured call"):
         try:
-            answer, seconds, lm = run_probe(config)
+            answer, seconds, lm = run_probe(config, probe_tokens)
         except (LMError, ConfigError) as exc:
             fail(f"the probe call failed ({getattr(exc, 'category', 'config')}): {exc}")
             return
     console.print(f"structured call OK in {seconds:.1f}s -> {answer.model_dump()}")
+    for line in endpoint_lines(lm):
+        console.print(line, highlight=False)
     console.print(lm.ledger.table())
 
 

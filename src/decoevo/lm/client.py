@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from .backend import Backend
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
+from .endpoint import EndpointMemory, endpoints_path
 from .errors import (
     FailureCategory,
     InfrastructureError,
@@ -80,14 +81,14 @@ def repair_params(params: GenParams, repair: int) -> GenParams:
     )
 
 
-def make_backend(spec: ModelSpec) -> Backend:
+def make_backend(spec: ModelSpec, memory: EndpointMemory | None = None) -> Backend:
     if spec.backend == "local":
         from .local import LocalBackend
 
         return LocalBackend(spec)
     from .openai_backend import OpenAIBackend
 
-    return OpenAIBackend(spec)
+    return OpenAIBackend(spec, memory)
 
 
 class LM:
@@ -113,13 +114,16 @@ class LM:
         self._sleep = sleep
         self.on_call = on_call
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._endpoints: EndpointMemory | None = None
         # Request keys this run has obtained (paid, or inherited once); restored on resume.
         self.own_keys: set[str] = set()
 
     # ---- routing -------------------------------------------------------------------------------
     def backend(self, model_name: str) -> Backend:
         if model_name not in self._backends:
-            self._backends[model_name] = make_backend(self.config.models[model_name])
+            if self._endpoints is None:  # what endpoints accept is kept next to the cache, or in memory
+                self._endpoints = EndpointMemory(endpoints_path(self.cache.path) if self.cache is not None else None)
+            self._backends[model_name] = make_backend(self.config.models[model_name], self._endpoints)
         return self._backends[model_name]
 
     def model_for(self, role: str) -> str:

@@ -30,10 +30,18 @@ class ModelSpec(BaseModel):
     base_url: str | None = Field(None, description="openai only: e.g. http://127.0.0.1:8000/v1")
     api_key_env: str = "OPENAI_API_KEY"
     api_key_file: str | None = None
-    structured_output: Literal["json_schema", "json_object", "none"] = Field(
-        "json_schema",
-        description="How a schema is sent to an openai server; llama.cpp's python server needs json_object.",
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto",
+        description="How a schema is sent to an openai server: auto tries json_schema, then json_object + "
+                    "schema, then none (plain JSON validated after decoding) and remembers what worked.",
     )
+    token_limit_param: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
+        "auto", description="openai: the token limit's name; auto: max_completion_tokens for o-series/gpt-5, "
+                            "or when the server asks for it")
+    send_temperature: bool | None = Field(
+        None, description="openai: send temperature; None: not to o-series/gpt-5, nor after a server refuses it")
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        None, description="openai: reasoning_effort for reasoning models")
     max_concurrency: int = Field(8, ge=1, le=1024)
     timeout_s: float | None = Field(
         None, gt=0, description="openai: total seconds per request; default sized to max_tokens (lm/timeouts.py)")

@@ -22,6 +22,17 @@ import aiohttp
 
 from .. import __version__
 from .config import ModelSpec
+from .endpoint import (
+    STRUCTURED_LADDER,
+    EndpointMemory,
+    EndpointProfile,
+    fix_for_rejection,
+    hint_for_status,
+    rejected_structured,
+    schema_instruction,
+    with_instruction,
+    without_length_bounds,
+)
 from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
@@ -80,7 +91,7 @@ class OpenAIBackend:
     (the LM's semaphore admits no more requests than that). Call `aclose` (`LM.aclose`) to release
     the connections; the next request opens a new session."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, memory: EndpointMemory | None = None) -> None:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
@@ -94,6 +105,9 @@ class OpenAIBackend:
         self._where = redact_url(spec.base_url)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._memory = memory or EndpointMemory(None)
+        self.profile = EndpointProfile.initial(spec, self._memory.get(self.identity))
+        self._negotiation: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def _http(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -106,30 +120,33 @@ class OpenAIBackend:
             self._loop = loop
         return self._session
 
-    def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        if schema is None or self.spec.structured_output == "none":
-            return None
-        if self.spec.structured_output == "json_object":
+    def _body(self, request: BackendRequest, profile: EndpointProfile) -> bytes:
+        messages = list(request.messages)
+        mode = profile.structured or STRUCTURED_LADDER[0]
+        schema = without_length_bounds(request.json_schema) if request.json_schema is not None else None
+        if schema is not None and mode == "none":  # no response_format: the schema goes in the prompt
+            messages = with_instruction(messages, schema_instruction(schema))
+        body: dict[str, Any] = {"model": self.spec.model, "messages": [m.as_dict() for m in messages]}
+        if profile.temperature:
+            body["temperature"] = request.params.temperature
+        body[profile.token_param] = request.params.max_tokens
+        body["seed"] = request.params.effective_seed()
+        if self.spec.reasoning_effort is not None:
+            body["reasoning_effort"] = self.spec.reasoning_effort
+        if schema is not None and mode == "json_object":
             # llama.cpp's python server turns a schema given this way into a grammar; others ignore it.
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": False}}
-
-    def _body(self, request: BackendRequest) -> bytes:
-        body: dict[str, Any] = {
-            "model": self.spec.model,
-            "messages": [m.as_dict() for m in request.messages],
-            "temperature": request.params.temperature,
-            "max_tokens": request.params.max_tokens,
-            "seed": request.params.effective_seed(),
-        }
-        fmt = self._response_format(request.json_schema)
-        if fmt is not None:
-            body["response_format"] = fmt
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None and mode == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "output", "schema": schema, "strict": False}}
         # Compact UTF-8, byte for byte what the openai SDK sent (tests/test_faults.py draws faults by body hash).
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     async def complete(self, request: BackendRequest) -> Completion:
         try:
+            if request.json_schema is not None and self.profile.structured is None:
+                async with self._negotiation_lock():  # one probe at a time; the others then use its answer
+                    return await self._complete(request)
             return await self._complete(request)
         except LMError as exc:
             error = self._redactor.error(exc)
@@ -138,16 +155,61 @@ class OpenAIBackend:
                                                             f"{type(exc).__name__}: {exc}"))
         raise error from None
 
+    def _negotiation_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._negotiation is None or self._negotiation[0] is not loop:
+            self._negotiation = (loop, asyncio.Lock())
+        return self._negotiation[1]
+
     async def _complete(self, request: BackendRequest) -> Completion:
+        """Send the request as the endpoint's profile says; a refusal that names a setting we may change
+        (the token limit's name, temperature, the structured-output form) is fixed and sent again at
+        once, and what worked is remembered for the endpoint."""
+        profile = self.profile
+        negotiating = request.json_schema is not None and profile.structured is None
+        if negotiating:
+            profile = replace(profile, structured=STRUCTURED_LADDER[0])
+        # A 5xx may be a passing fault: json_schema is given up only after two in a row (a false downgrade
+        # there would cost every later call its schema); the lower forms after one.
+        server_errors = 0
+        for _ in range(8):  # bounded: each pass changes the profile, and there are few changes to make
+            status, raw, retry_after = await self._post(request, profile)
+            if 200 <= status < 300:
+                completion = self._decoded(raw, request)
+                if profile != self.profile:
+                    self._learn(profile)
+                return completion
+            message = error_message(raw)
+            fix = fix_for_rejection(profile, self.spec, message) if status in (400, 422) else None
+            if fix is not None:
+                profile = fix.profile
+                continue
+            if negotiating and rejected_structured(status, message):
+                rung = STRUCTURED_LADDER.index(profile.structured or STRUCTURED_LADDER[0])
+                server_errors = server_errors + 1 if status >= 500 else 2
+                if server_errors < (2 if rung == 0 else 1):
+                    continue
+                if rung + 1 < len(STRUCTURED_LADDER):
+                    profile, server_errors = replace(profile, structured=STRUCTURED_LADDER[rung + 1]), 0
+                    continue
+            raise self._status_error(status, raw, retry_after, negotiated=negotiating)
+        raise InfrastructureError(f"{self._where} kept refusing the request after every change decoevo can make: "
+                                  f"{error_message(raw)}")
+
+    def _learn(self, profile: EndpointProfile) -> None:
+        self.profile = profile
+        self._memory.remember(self.identity, profile)
+
+    async def _post(self, request: BackendRequest, profile: EndpointProfile) -> tuple[int, bytes, float | None]:
         where = self._where
         limits = request_timeouts(self.spec, request.params.max_tokens)
         timeout = aiohttp.ClientTimeout(total=limits.total_s, sock_connect=limits.connect_s,
                                         sock_read=limits.first_byte_s)
         try:
-            async with self._http().post(self._url, data=self._body(request), proxy=self._proxy,
+            async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
                                          allow_redirects=False, timeout=timeout) as response:
                 status, raw = response.status, await response.read()
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+                return status, raw, parse_retry_after(response.headers.get("Retry-After"))
         except TimeoutError as exc:  # aiohttp's timeouts subclass it; the class says which limit fired
             which = ("connect" if isinstance(exc, aiohttp.ConnectionTimeoutError)
                      else "first_byte" if isinstance(exc, aiohttp.SocketTimeoutError) else "total")
@@ -157,25 +219,23 @@ class OpenAIBackend:
             raise RetryableError(f"cannot connect to {where}: {exc}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
             raise RetryableError(f"connection to {where} failed: {exc!r}") from exc
-        if not 200 <= status < 300:
-            raise self._status_error(status, raw, retry_after)
+
+    def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
             return self._completion(json.loads(raw), request.params.max_tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
-            raise RetryableError(f"malformed response body from {where}: {exc!r}") from exc
+            raise RetryableError(f"malformed response body from {self._where}: {exc!r}") from exc
 
-    def _status_error(self, status: int, body: bytes, retry_after: float | None) -> InfrastructureError:
-        where = self._where
+    def _status_error(self, status: int, body: bytes, retry_after: float | None, *,
+                      negotiated: bool = False) -> InfrastructureError:
+        where, message = self._where, error_message(body)
+        tried = f" (after trying structured output as {', '.join(STRUCTURED_LADDER)})" if negotiated else ""
         if status == 429:
             return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after)
         if status >= 500 or status in (408, 409):
-            return RetryableError(f"server error {status} from {where}", retry_after=retry_after)
-        hint = ""
-        if status == 404:
-            hint = f" Is the model name '{self.spec.model}' served there? Check GET {where}/models."
-        elif status in (401, 403):
-            hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
-        return InfrastructureError(f"HTTP {status} from {where}: {error_message(body)}.{hint}")
+            return RetryableError(f"server error {status} from {where}: {message}{tried}", retry_after=retry_after)
+        hint = hint_for_status(status, message, self.spec, where)
+        return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 
     def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
         choices = body.get("choices")
