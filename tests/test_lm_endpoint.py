@@ -150,6 +150,7 @@ async def test_refused_parameters_are_fixed_from_the_message_and_remembered(cach
     (404, "The model `nope` does not exist.", "Is the model name 'fake' served there?"),
     (413, "Request too large.", "lower max_tokens"),
     (422, "Input should be a valid integer: seed.", "its message above names it"),
+    (429, "You exceeded your current quota, please check your plan and billing details.", "retrying will not help"),
 ])
 async def test_every_refusal_that_cannot_be_fixed_says_how_to_fix_it(cache, openai_lm, status, message, fix):
     server = FakeOpenAI(lambda body, n: Reply(status=status, error_message=message))

@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import TypeVar, overload
+from typing import TypeVar, cast, overload
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from .errors import (
     RetryableError,
 )
 from .ledger import UsageLedger
+from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
 from .types import BackendRequest, CallResult, Completion, GenParams, Message
@@ -105,7 +106,7 @@ class LM:
     ) -> None:
         self.config = config or LMConfig()
         self._backends: dict[str, Backend] = dict(backends or {})
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._limiters: dict[str, AdaptiveLimiter] = {}
         if cache is None and self.config.use_cache:
             cache = RequestCache(self.config.cache_path or default_cache_path())
         self.cache = cache if self.config.use_cache else None
@@ -139,10 +140,13 @@ class LM:
         spec = self.config.models.get(model_name)
         return spec.timeout_retries if spec is not None else 2
 
-    def _semaphore(self, model_name: str, backend: Backend) -> asyncio.Semaphore:
-        if model_name not in self._semaphores:
-            self._semaphores[model_name] = asyncio.Semaphore(max(1, backend.max_concurrency))
-        return self._semaphores[model_name]
+    def _limiter(self, model_name: str, backend: Backend) -> AdaptiveLimiter:
+        limiter = self._limiters.get(model_name)
+        if limiter is None:
+            spec = self.config.models.get(model_name)
+            rpm, tpm = (spec.requests_per_minute, spec.tokens_per_minute) if spec is not None else (None, None)
+            limiter = self._limiters[model_name] = AdaptiveLimiter(backend.max_concurrency, rpm, tpm)
+        return limiter
 
     # ---- the interface ---------------------------------------------------------------------------
     @overload
@@ -279,41 +283,57 @@ class LM:
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
     ) -> Completion:
         policy = self._retry_policy(model_name)
-        async with self._semaphore(model_name, backend):
-            self.budget.check(self.ledger)  # before paying; cache hits above are never refused
-            attempt = timeouts = 0
-            while True:
-                started = time.monotonic()
+        limiter = self._limiter(model_name, backend)
+        tokens = estimate_tokens(sum(len(m.content) for m in request.messages), request.params.max_tokens)
+        attempt = timeouts = 0
+        while True:
+            admitted_at = await limiter.acquire(tokens)
+            if attempt == 0:
                 try:
-                    completion = await backend.complete(request)
-                except RetryableError as exc:
-                    attempt += 1
-                    timeouts += isinstance(exc, RequestTimeout)
-                    if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
-                        # A server that keeps timing out is hung or overloaded: waiting out every retry
-                        # of max_retries held one call for many minutes.
-                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
-                        raise InfrastructureError(
-                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
-                        ) from exc
-                    if not policy.should_retry(attempt):
-                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
-                        raise InfrastructureError(
-                            f"{role}: gave up after {attempt - 1} retries: {exc}", role=role, model=model_name
-                        ) from exc
-                    self.ledger.record_retry(role, model_name)
-                    await self._sleep(policy.delay(attempt, exc.retry_after))
-                    continue
-                except LMError as exc:
-                    exc.role, exc.model = exc.role or role, exc.model or model_name
-                    self.ledger.record_failure(role, model_name, exc.category)
+                    self.budget.check(self.ledger)  # before paying; cache hits above are never refused
+                except BudgetExceeded:
+                    limiter.release(tokens_reserved=tokens, tokens_used=0)
                     raise
-                self.ledger.record_call(
-                    role, model_name, completion.prompt_tokens, completion.completion_tokens,
-                    time.monotonic() - started, truncated=completion.truncated,
-                    reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
-                )
-                return completion
+            started = time.monotonic()
+            try:
+                completion = await backend.complete(request)
+            except RetryableError as exc:
+                limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
+                                retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
+                                admitted_at=admitted_at)
+                attempt += 1
+                timeouts += isinstance(exc, RequestTimeout)
+                if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
+                    # A server that keeps timing out is hung or overloaded: waiting out every retry
+                    # of max_retries held one call for many minutes.
+                    self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                    raise InfrastructureError(
+                        f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
+                    ) from exc
+                if not policy.should_retry(attempt):
+                    self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                    raise InfrastructureError(
+                        f"{role}: gave up after {attempt - 1} retries: {exc}", role=role, model=model_name
+                    ) from exc
+                self.ledger.record_retry(role, model_name)
+                await self._sleep(policy.delay(attempt, exc.retry_after))
+                continue
+            except LMError as exc:
+                limiter.release(tokens_reserved=tokens, tokens_used=None)
+                exc.role, exc.model = exc.role or role, exc.model or model_name
+                self.ledger.record_failure(role, model_name, exc.category)
+                raise
+            except BaseException:  # cancelled: the slot is free again
+                limiter.release(tokens_reserved=tokens, tokens_used=None)
+                raise
+            limiter.release(tokens_reserved=tokens, tokens_used=completion.prompt_tokens + completion.completion_tokens,
+                            rate=completion.rate)
+            self.ledger.record_call(
+                role, model_name, completion.prompt_tokens, completion.completion_tokens,
+                time.monotonic() - started, truncated=completion.truncated,
+                reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
+            )
+            return completion
 
     async def __aenter__(self) -> LM:
         return self

@@ -42,7 +42,10 @@ class ModelSpec(BaseModel):
         None, description="openai: send temperature; None: not to o-series/gpt-5, nor after a server refuses it")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
         None, description="openai: reasoning_effort for reasoning models")
-    max_concurrency: int = Field(8, ge=1, le=1024)
+    max_concurrency: int = Field(8, ge=1, le=1024, description="most requests in flight; lowered on 429s")
+    requests_per_minute: float | None = Field(None, gt=0, description="the provider's request rate limit")
+    tokens_per_minute: float | None = Field(
+        None, gt=0, description="the provider's token rate limit (prompt + max_tokens counted up front)")
     timeout_s: float | None = Field(
         None, gt=0, description="openai: total seconds per request; default sized to max_tokens (lm/timeouts.py)")
     connect_timeout_s: float = Field(10.0, gt=0, description="openai: seconds to open a connection")

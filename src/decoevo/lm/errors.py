@@ -47,11 +47,15 @@ class EmptyReplyError(ParseError):
 
 
 class RetryableError(InfrastructureError):
-    """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds."""
+    """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds;
+    `throttled` marks a rate limit (429), `rate` the reply's rate-limit headers (a RateInfo)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, throttled: bool = False,
+                 rate: object | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.throttled = throttled
+        self.rate = rate
 
 
 class ConfigError(ValueError):

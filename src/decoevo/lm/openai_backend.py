@@ -15,7 +15,7 @@ import json
 import os
 import urllib.parse
 import urllib.request
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
@@ -34,6 +34,7 @@ from .endpoint import (
     without_length_bounds,
 )
 from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
+from .ratelimit import RateInfo
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
@@ -84,6 +85,16 @@ def error_message(body: bytes) -> str:
             if isinstance(value, str) and value:
                 return value[:300]
     return json.dumps(data)[:300]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP answer, as far as this backend reads it."""
+
+    status: int
+    body: bytes
+    retry_after: float | None
+    rate: RateInfo | None
 
 
 class OpenAIBackend:
@@ -173,9 +184,10 @@ class OpenAIBackend:
         # there would cost every later call its schema); the lower forms after one.
         server_errors = 0
         for _ in range(8):  # bounded: each pass changes the profile, and there are few changes to make
-            status, raw, retry_after = await self._post(request, profile)
+            reply = await self._post(request, profile)
+            status, raw = reply.status, reply.body
             if 200 <= status < 300:
-                completion = self._decoded(raw, request)
+                completion = replace(self._decoded(raw, request), rate=reply.rate)
                 if profile != self.profile:
                     self._learn(profile)
                 return completion
@@ -192,7 +204,7 @@ class OpenAIBackend:
                 if rung + 1 < len(STRUCTURED_LADDER):
                     profile, server_errors = replace(profile, structured=STRUCTURED_LADDER[rung + 1]), 0
                     continue
-            raise self._status_error(status, raw, retry_after, negotiated=negotiating)
+            raise self._status_error(reply, negotiated=negotiating)
         raise InfrastructureError(f"{self._where} kept refusing the request after every change decoevo can make: "
                                   f"{error_message(raw)}")
 
@@ -200,7 +212,7 @@ class OpenAIBackend:
         self.profile = profile
         self._memory.remember(self.identity, profile)
 
-    async def _post(self, request: BackendRequest, profile: EndpointProfile) -> tuple[int, bytes, float | None]:
+    async def _post(self, request: BackendRequest, profile: EndpointProfile) -> Reply:
         where = self._where
         limits = request_timeouts(self.spec, request.params.max_tokens)
         timeout = aiohttp.ClientTimeout(total=limits.total_s, sock_connect=limits.connect_s,
@@ -208,8 +220,9 @@ class OpenAIBackend:
         try:
             async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
                                          allow_redirects=False, timeout=timeout) as response:
-                status, raw = response.status, await response.read()
-                return status, raw, parse_retry_after(response.headers.get("Retry-After"))
+                raw = await response.read()
+                return Reply(response.status, raw, parse_retry_after(response.headers.get("Retry-After")),
+                             RateInfo.from_headers(response.headers))
         except TimeoutError as exc:  # aiohttp's timeouts subclass it; the class says which limit fired
             which = ("connect" if isinstance(exc, aiohttp.ConnectionTimeoutError)
                      else "first_byte" if isinstance(exc, aiohttp.SocketTimeoutError) else "total")
@@ -226,14 +239,19 @@ class OpenAIBackend:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
             raise RetryableError(f"malformed response body from {self._where}: {exc!r}") from exc
 
-    def _status_error(self, status: int, body: bytes, retry_after: float | None, *,
-                      negotiated: bool = False) -> InfrastructureError:
-        where, message = self._where, error_message(body)
+    def _status_error(self, reply: Reply, *, negotiated: bool = False) -> InfrastructureError:
+        status, retry_after, where, message = reply.status, reply.retry_after, self._where, error_message(reply.body)
         tried = f" (after trying structured output as {', '.join(STRUCTURED_LADDER)})" if negotiated else ""
+        if status == 429 and ("quota" in message.lower() or "billing" in message.lower()):
+            # OpenAI's insufficient_quota: no wait makes it pass, so it is not retried.
+            return InfrastructureError(f"HTTP 429 from {where}: {message}. The account's quota or credit is used "
+                                       "up: check its plan and billing; retrying will not help.")
         if status == 429:
-            return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after)
+            return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after, throttled=True,
+                                  rate=reply.rate)
         if status >= 500 or status in (408, 409):
-            return RetryableError(f"server error {status} from {where}: {message}{tried}", retry_after=retry_after)
+            return RetryableError(f"server error {status} from {where}: {message}{tried}", retry_after=retry_after,
+                                  rate=reply.rate)
         hint = hint_for_status(status, message, self.spec, where)
         return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 

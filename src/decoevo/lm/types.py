@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .ratelimit import RateInfo
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -53,6 +55,7 @@ class Completion:
     refusal: str | None = None
     reasoning_chars: int = 0  # characters of reasoning the reply carried (stripped from `text`)
     reasoning_tokens: int = 0  # of completion_tokens, those the server reports as reasoning
+    rate: RateInfo | None = field(default=None, compare=False)  # the reply's rate-limit headers; not cached
 
     @property
     def truncated(self) -> bool:
