@@ -21,6 +21,7 @@ from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
 from .errors import (
+    ConfigError,
     FailureCategory,
     InfrastructureError,
     LMError,
@@ -30,6 +31,7 @@ from .errors import (
     RetryableError,
 )
 from .ledger import UsageLedger
+from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
@@ -57,19 +59,40 @@ class BudgetExceeded(Exception):
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """Paid calls admitted but not yet answered, and what they are expected to add: without them,
+    up to max_concurrency - 1 calls could pass a budget check that the first answer then exhausts."""
+
+    calls: int = 0
+    tokens: float = 0.0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class Budget:
     max_calls: int | None = None
     max_tokens: int | None = None
+    max_cost: float | None = None  # USD, effective (paid + inherited), for priced models
 
-    def check(self, ledger: UsageLedger) -> None:
-        if self.max_calls is None and self.max_tokens is None:
+    def check(self, ledger: UsageLedger, in_flight: InFlight | None = None) -> None:
+        """Raise BudgetExceeded if one more paid call, on top of those in flight, would exceed a limit."""
+        if self.max_calls is None and self.max_tokens is None and self.max_cost is None:
             return  # no limit: skip summing the ledger before every paid call
+        pending = in_flight or InFlight()
         # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
         total = ledger.total()
-        if self.max_calls is not None and total.effective_calls >= self.max_calls:
-            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used")
-        if self.max_tokens is not None and total.effective_tokens >= self.max_tokens:
-            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used")
+        calls = total.effective_calls + pending.calls
+        if self.max_calls is not None and calls >= self.max_calls:
+            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used"
+                                 + (f", {pending.calls} in flight" if pending.calls else ""))
+        tokens = total.effective_tokens + pending.tokens
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used"
+                                 + (f", about {pending.tokens:.0f} in flight" if pending.calls else ""))
+        cost = total.effective_cost_usd + pending.cost_usd
+        if self.max_cost is not None and cost >= self.max_cost:
+            raise BudgetExceeded(f"cost budget reached: ${total.effective_cost_usd:.4f} of ${self.max_cost:.4f} used"
+                                 + (f", about ${pending.cost_usd:.4f} in flight" if pending.calls else ""))
 
 
 def repair_params(params: GenParams, repair: int) -> GenParams:
@@ -116,6 +139,15 @@ class LM:
         self.on_call = on_call
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         self._endpoints: EndpointMemory | None = None
+        self._prices: dict[str, Price | None] = {}
+        self._paying = 0  # paid calls admitted by the budget and not finished
+        if self.budget.max_cost is not None:
+            unpriced = [name for name in self.config.models if self.price(name) is None]
+            if unpriced:
+                raise ConfigError(
+                    f"a cost budget needs a price for every model; {', '.join(unpriced)} has none: set "
+                    "input_price_per_mtok and output_price_per_mtok (USD per 1M tokens), or install "
+                    "decoevo[litellm] for LiteLLM's prices of known models")
         # Request keys this run has obtained (paid, or inherited once); restored on resume.
         self.own_keys: set[str] = set()
 
@@ -271,10 +303,12 @@ class LM:
     def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None, *,
                     truncated: bool = False) -> None:
         inherited = None
+        cost = None
         if hit is not None and key not in self.own_keys:
             inherited = hit.prompt_tokens + hit.completion_tokens
+            cost = self._cost(model_name, hit)
             self.own_keys.add(key)
-        self.ledger.record_hit(role, model_name, inherited)
+        self.ledger.record_hit(role, model_name, inherited, cost)
         if self.on_call is not None:
             cut = truncated or (hit is not None and hit.truncated)
             self.on_call(CallRecord(role, model_name, key, True, 0, 0, cut))
@@ -286,54 +320,82 @@ class LM:
         limiter = self._limiter(model_name, backend)
         tokens = estimate_tokens(sum(len(m.content) for m in request.messages), request.params.max_tokens)
         attempt = timeouts = 0
-        while True:
-            admitted_at = await limiter.acquire(tokens)
-            if attempt == 0:
+        reserved = False
+        try:
+            while True:
+                admitted_at = await limiter.acquire(tokens)
+                if not reserved:
+                    try:  # before paying, counting the calls already paying; cache hits are never refused
+                        self.budget.check(self.ledger, self._in_flight())
+                    except BudgetExceeded:
+                        limiter.release(tokens_reserved=tokens, tokens_used=0)
+                        raise
+                    self._paying += 1  # no await since the check: no other call passes it meanwhile
+                    reserved = True
+                started = time.monotonic()
                 try:
-                    self.budget.check(self.ledger)  # before paying; cache hits above are never refused
-                except BudgetExceeded:
-                    limiter.release(tokens_reserved=tokens, tokens_used=0)
+                    completion = await backend.complete(request)
+                except RetryableError as exc:
+                    limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
+                                    retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
+                                    admitted_at=admitted_at)
+                    attempt += 1
+                    timeouts += isinstance(exc, RequestTimeout)
+                    if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
+                        # A server that keeps timing out is hung or overloaded: waiting out every retry
+                        # of max_retries held one call for many minutes.
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(
+                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
+                        ) from exc
+                    if not policy.should_retry(attempt):
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(
+                            f"{role}: gave up after {attempt - 1} retries: {exc}", role=role, model=model_name
+                        ) from exc
+                    self.ledger.record_retry(role, model_name)
+                    await self._sleep(policy.delay(attempt, exc.retry_after))
+                    continue
+                except LMError as exc:
+                    limiter.release(tokens_reserved=tokens, tokens_used=None)
+                    exc.role, exc.model = exc.role or role, exc.model or model_name
+                    self.ledger.record_failure(role, model_name, exc.category)
                     raise
-            started = time.monotonic()
-            try:
-                completion = await backend.complete(request)
-            except RetryableError as exc:
-                limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
-                                retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
-                                admitted_at=admitted_at)
-                attempt += 1
-                timeouts += isinstance(exc, RequestTimeout)
-                if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
-                    # A server that keeps timing out is hung or overloaded: waiting out every retry
-                    # of max_retries held one call for many minutes.
-                    self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
-                    raise InfrastructureError(
-                        f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
-                    ) from exc
-                if not policy.should_retry(attempt):
-                    self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
-                    raise InfrastructureError(
-                        f"{role}: gave up after {attempt - 1} retries: {exc}", role=role, model=model_name
-                    ) from exc
-                self.ledger.record_retry(role, model_name)
-                await self._sleep(policy.delay(attempt, exc.retry_after))
-                continue
-            except LMError as exc:
-                limiter.release(tokens_reserved=tokens, tokens_used=None)
-                exc.role, exc.model = exc.role or role, exc.model or model_name
-                self.ledger.record_failure(role, model_name, exc.category)
-                raise
-            except BaseException:  # cancelled: the slot is free again
-                limiter.release(tokens_reserved=tokens, tokens_used=None)
-                raise
-            limiter.release(tokens_reserved=tokens, tokens_used=completion.prompt_tokens + completion.completion_tokens,
-                            rate=completion.rate)
-            self.ledger.record_call(
-                role, model_name, completion.prompt_tokens, completion.completion_tokens,
-                time.monotonic() - started, truncated=completion.truncated,
-                reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
-            )
-            return completion
+                except BaseException:  # cancelled: the slot is free again
+                    limiter.release(tokens_reserved=tokens, tokens_used=None)
+                    raise
+                used = completion.prompt_tokens + completion.completion_tokens
+                limiter.release(tokens_reserved=tokens, tokens_used=used, rate=completion.rate)
+                self.ledger.record_call(
+                    role, model_name, completion.prompt_tokens, completion.completion_tokens,
+                    time.monotonic() - started, truncated=completion.truncated,
+                    reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
+                    cost_usd=self._cost(model_name, completion),
+                )
+                return completion
+        finally:
+            if reserved:
+                self._paying -= 1
+
+    def _in_flight(self) -> InFlight:
+        """The calls paying now, each expected to cost what a call has cost on average so far."""
+        if not self._paying:
+            return InFlight()
+        total = self.ledger.total()
+        if not total.effective_calls:
+            return InFlight(self._paying)
+        share = self._paying / total.effective_calls
+        return InFlight(self._paying, total.effective_tokens * share, total.effective_cost_usd * share)
+
+    def price(self, model_name: str) -> Price | None:
+        if model_name not in self._prices:
+            spec = self.config.models.get(model_name)
+            self._prices[model_name] = price_for(spec) if spec is not None else None
+        return self._prices[model_name]
+
+    def _cost(self, model_name: str, completion: Completion) -> float | None:
+        price = self.price(model_name)
+        return price.cost(completion.prompt_tokens, completion.completion_tokens) if price is not None else None
 
     async def __aenter__(self) -> LM:
         return self

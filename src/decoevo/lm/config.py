@@ -46,6 +46,8 @@ class ModelSpec(BaseModel):
     requests_per_minute: float | None = Field(None, gt=0, description="the provider's request rate limit")
     tokens_per_minute: float | None = Field(
         None, gt=0, description="the provider's token rate limit (prompt + max_tokens counted up front)")
+    input_price_per_mtok: float | None = Field(None, ge=0, description="USD per 1M prompt tokens")
+    output_price_per_mtok: float | None = Field(None, ge=0, description="USD per 1M completion tokens")
     timeout_s: float | None = Field(
         None, gt=0, description="openai: total seconds per request; default sized to max_tokens (lm/timeouts.py)")
     connect_timeout_s: float = Field(10.0, gt=0, description="openai: seconds to open a connection")
