@@ -110,6 +110,10 @@ def make_backend(spec: ModelSpec, memory: EndpointMemory | None = None) -> Backe
         from .local import LocalBackend
 
         return LocalBackend(spec)
+    if spec.backend == "litellm":
+        from .litellm_backend import LiteLLMBackend
+
+        return LiteLLMBackend(spec)
     from .openai_backend import OpenAIBackend
 
     return OpenAIBackend(spec, memory)

