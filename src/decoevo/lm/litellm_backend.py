@@ -129,6 +129,9 @@ class LiteLLMBackend:
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
         retry_after = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
+        if (status == 429 or "RateLimit" in name) and "quota" in message.lower():
+            return InfrastructureError(f"HTTP 429 from {where}: {message}. The account's quota or credit is used "
+                                       "up: check its plan and billing; retrying will not help.")
         if status == 429 or "RateLimit" in name:
             return RetryableError(f"rate limited (429) by {where}: {message}", retry_after=retry_after,
                                   throttled=True)
