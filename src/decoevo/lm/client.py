@@ -74,9 +74,13 @@ class Budget:
     max_tokens: int | None = None
     max_cost: float | None = None  # USD, effective (paid + inherited), for priced models
 
+    @property
+    def limited(self) -> bool:
+        return self.max_calls is not None or self.max_tokens is not None or self.max_cost is not None
+
     def check(self, ledger: UsageLedger, in_flight: InFlight | None = None) -> None:
         """Raise BudgetExceeded if one more paid call, on top of those in flight, would exceed a limit."""
-        if self.max_calls is None and self.max_tokens is None and self.max_cost is None:
+        if not self.limited:
             return  # no limit: skip summing the ledger before every paid call
         pending = in_flight or InFlight()
         # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
@@ -330,7 +334,8 @@ class LM:
                 admitted_at = await limiter.acquire(tokens)
                 if not reserved:
                     try:  # before paying, counting the calls already paying; cache hits are never refused
-                        self.budget.check(self.ledger, self._in_flight())
+                        if self.budget.limited:
+                            self.budget.check(self.ledger, self._in_flight())
                     except BudgetExceeded:
                         limiter.release(tokens_reserved=tokens, tokens_used=0)
                         raise

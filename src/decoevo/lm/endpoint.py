@@ -176,3 +176,17 @@ def without_length_bounds(schema: Any) -> Any:
     if isinstance(schema, list):
         return [without_length_bounds(v) for v in schema]
     return schema
+
+
+_SERVER_SCHEMAS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
+def server_schema(schema: dict[str, Any]) -> Any:
+    """`without_length_bounds(schema)`, built once per schema object: role schemas are shared, read-only
+    objects (`structured.schema_for`), so the id is stable; the entry keeps the object alive to keep it so."""
+    found = _SERVER_SCHEMAS.get(id(schema))
+    if found is None or found[0] is not schema:
+        if len(_SERVER_SCHEMAS) > 1024:
+            _SERVER_SCHEMAS.clear()
+        found = _SERVER_SCHEMAS[id(schema)] = (schema, without_length_bounds(schema))
+    return found[1]

@@ -30,15 +30,15 @@ from .endpoint import (
     hint_for_status,
     rejected_structured,
     schema_instruction,
+    server_schema,
     with_instruction,
-    without_length_bounds,
 )
 from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
 from .ratelimit import RateInfo
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
-from .timeouts import request_timeouts
+from .timeouts import Timeouts, request_timeouts
 from .types import BackendRequest, Completion
 
 TIMEOUT_FIX = {
@@ -119,6 +119,7 @@ class OpenAIBackend:
         self._memory = memory or EndpointMemory(None)
         self.profile = EndpointProfile.initial(spec, self._memory.get(self.identity))
         self._negotiation: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._timeout_cache: dict[int, tuple[Timeouts, aiohttp.ClientTimeout]] = {}
 
     def _http(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -134,7 +135,7 @@ class OpenAIBackend:
     def _body(self, request: BackendRequest, profile: EndpointProfile) -> bytes:
         messages = list(request.messages)
         mode = profile.structured or STRUCTURED_LADDER[0]
-        schema = without_length_bounds(request.json_schema) if request.json_schema is not None else None
+        schema = server_schema(request.json_schema) if request.json_schema is not None else None
         if schema is not None and mode == "none":  # no response_format: the schema goes in the prompt
             messages = with_instruction(messages, schema_instruction(schema))
         body: dict[str, Any] = {"model": self.spec.model, "messages": [m.as_dict() for m in messages]}
@@ -187,7 +188,9 @@ class OpenAIBackend:
             reply = await self._post(request, profile)
             status, raw = reply.status, reply.body
             if 200 <= status < 300:
-                completion = replace(self._decoded(raw, request), rate=reply.rate)
+                completion = self._decoded(raw, request)
+                if reply.rate is not None:
+                    completion = replace(completion, rate=reply.rate)
                 if profile != self.profile:
                     self._learn(profile)
                 return completion
@@ -214,9 +217,7 @@ class OpenAIBackend:
 
     async def _post(self, request: BackendRequest, profile: EndpointProfile) -> Reply:
         where = self._where
-        limits = request_timeouts(self.spec, request.params.max_tokens)
-        timeout = aiohttp.ClientTimeout(total=limits.total_s, sock_connect=limits.connect_s,
-                                        sock_read=limits.first_byte_s)
+        limits, timeout = self._timeouts(request.params.max_tokens)
         try:
             async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
                                          allow_redirects=False, timeout=timeout) as response:
@@ -232,6 +233,14 @@ class OpenAIBackend:
             raise RetryableError(f"cannot connect to {where}: {exc}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
             raise RetryableError(f"connection to {where} failed: {exc!r}") from exc
+
+    def _timeouts(self, max_tokens: int) -> tuple[Timeouts, aiohttp.ClientTimeout]:
+        found = self._timeout_cache.get(max_tokens)
+        if found is None:  # a run uses a handful of max_tokens values: build each pair once
+            limits = request_timeouts(self.spec, max_tokens)
+            found = self._timeout_cache[max_tokens] = (limits, aiohttp.ClientTimeout(
+                total=limits.total_s, sock_connect=limits.connect_s, sock_read=limits.first_byte_s))
+        return found
 
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
@@ -268,7 +277,9 @@ class OpenAIBackend:
         completion = completion_from_message(message, usage, choice.get("finish_reason") or "stop",
                                              max_tokens)
         if self._redactor.secrets:  # a server that echoes the key must not get it cached
-            completion = replace(completion, text=self._redactor.secret_values(completion.text))
+            masked = self._redactor.secret_values(completion.text)
+            if masked is not completion.text:
+                completion = replace(completion, text=masked)
         return completion
 
     async def aclose(self) -> None:

@@ -55,11 +55,11 @@ class RateInfo:
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str]) -> RateInfo | None:
-        info = cls(_int(headers.get("x-ratelimit-remaining-requests")),
-                   _int(headers.get("x-ratelimit-remaining-tokens")),
-                   parse_duration(headers.get("x-ratelimit-reset-requests")),
+        requests, tokens = headers.get("x-ratelimit-remaining-requests"), headers.get("x-ratelimit-remaining-tokens")
+        if requests is None and tokens is None:
+            return None  # most local servers send none: the common case costs two lookups
+        return cls(_int(requests), _int(tokens), parse_duration(headers.get("x-ratelimit-reset-requests")),
                    parse_duration(headers.get("x-ratelimit-reset-tokens")))
-        return info if info != cls() else None
 
 
 class TokenBucket:
@@ -108,6 +108,7 @@ class AdaptiveLimiter:
         self._tokens = TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
         self._last_cut = -math.inf
         self._admitted_at = 0.0
+        self._woken = 0  # waiters given a slot that have not yet taken it
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -116,10 +117,11 @@ class AdaptiveLimiter:
 
     def _delay(self, tokens: int) -> float | None:
         """None: admitted (and charged). Otherwise seconds to wait, or inf to wait for a free slot."""
-        self._admitted_at = self._clock()
-        if self.in_flight >= self.concurrency:
+        # Slots promised to woken waiters that have not run yet are taken: a newcomer must not steal them.
+        if self.in_flight + self._woken >= self.concurrency:
             return math.inf
-        wait = self.paused_until - self._clock()
+        self._admitted_at = now = self._clock()
+        wait = self.paused_until - now
         if self._requests is not None:
             wait = max(wait, self._requests.wait_s(1))
         if self._tokens is not None:
@@ -142,11 +144,13 @@ class AdaptiveLimiter:
                 try:
                     await waiter
                 except asyncio.CancelledError:
-                    if waiter in self._waiters:
+                    if waiter.done() and not waiter.cancelled():  # woken for a slot it will not use
+                        self._woken -= 1
+                        self._wake()
+                    elif waiter in self._waiters:
                         self._waiters.remove(waiter)
-                    elif waiter.done() and not waiter.cancelled():
-                        self._wake()  # it was woken for a slot it will not use: pass it on
                     raise
+                self._woken -= 1
             else:
                 await asyncio.sleep(delay)
         return self._admitted_at
@@ -179,11 +183,12 @@ class AdaptiveLimiter:
         return admitted_at > self._last_cut
 
     def _wake(self) -> None:
-        free = self.concurrency - self.in_flight
+        free = self.concurrency - self.in_flight - self._woken
         while free > 0 and self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
+                self._woken += 1
                 free -= 1
 
 

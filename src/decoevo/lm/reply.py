@@ -27,6 +27,8 @@ _OPEN = re.compile(r"^\s*<(think|thinking|reasoning)>", re.IGNORECASE)
 def split_reasoning(content: str) -> tuple[str, str]:
     """(answer, reasoning) of a reply's content. An opened block that never closes (the token limit hit
     mid-thought) is all reasoning."""
+    if "</" not in content and "<" not in content[:64]:
+        return content, ""  # the common case: no tag at all
     opened = _OPEN.match(content)
     tag = opened.group(1).lower() if opened else "think"
     close = re.search(rf"</{tag}>", content, re.IGNORECASE)
