@@ -121,3 +121,28 @@ async def test_a_reply_cut_by_max_tokens_is_flagged_in_the_result_the_record_and
     assert replayed.cached and replayed.truncated  # the cache keeps finish_reason
     assert [(r.cached, r.truncated) for r in records] == [(False, True), (True, True)]
     assert lm.ledger.rows[("solve", "default")].truncated == 1  # paid replies only
+
+
+def test_the_embedded_backend_applies_the_same_rules(tmp_path):
+    """The local backend builds its Completion with the same function: no content is an EmptyReplyError,
+    reasoning is stripped (a GGUF reasoning model writes <think> blocks too)."""
+    from decoevo.lm import GenParams, ModelSpec
+    from decoevo.lm.local import LocalBackend
+    from decoevo.lm.types import BackendRequest
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    replies = iter([{"content": None}, {"content": "<think>hmm</think>Paris."}])
+
+    class FakeLlama:
+        def create_chat_completion(self, **kwargs):
+            return {"choices": [{"message": next(replies), "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 8}}
+
+    backend = LocalBackend(ModelSpec(gguf_path=str(gguf)))
+    backend._llama = FakeLlama()
+    request = BackendRequest("default", (Message("user", "q"),), GenParams(max_tokens=8))
+    with pytest.raises(EmptyReplyError, match="raise max_tokens"):
+        backend._run(request)
+    done = backend._run(request)
+    assert done.text == "Paris." and done.truncated and done.reasoning_chars == 3
