@@ -108,3 +108,17 @@ def test_budget_config_takes_a_cost():
     assert BudgetConfig(max_cost=2.5).max_cost == 2.5
     with pytest.raises(ValueError):
         BudgetConfig(max_cost=0)
+
+
+def test_an_unpriced_model_shows_no_cost_rather_than_zero():
+    from decoevo.lm.ledger import dollars
+
+    ledger = UsageLedger()
+    ledger.record_call("solve", "m", 10, 5, 0.1, cost_usd=None)
+    ledger.record_hit("solve", "m", 15, None)
+    total = ledger.total()
+    assert total.unpriced_calls == 2 and total.effective_cost_usd == 0.0
+    assert dollars(total.cost_usd, total.unpriced_calls) == "-"
+    ledger.record_call("judge", "p", 10, 5, 0.1, cost_usd=0.5)
+    total = ledger.total()
+    assert dollars(total.cost_usd, total.unpriced_calls) == ">=$0.5000"

@@ -27,7 +27,7 @@ class UsageRow:
     reasoning_chars: int = 0  # reasoning text stripped from paid replies before any role saw them
     cost_usd: float = 0.0  # what the paid calls cost (priced models only)
     inherited_cost_usd: float = 0.0  # what the inherited answers cost whoever paid them
-    unpriced_calls: int = 0  # paid calls to a model with no price: the cost is a lower bound
+    unpriced_calls: int = 0  # paid or inherited calls to a model with no price: the cost is a lower bound
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
 
     @property
@@ -101,7 +101,10 @@ class UsageLedger:
         if inherited_tokens is not None:
             r.inherited_calls += 1
             r.inherited_tokens += inherited_tokens
-            r.inherited_cost_usd += inherited_cost_usd or 0.0
+            if inherited_cost_usd is None:
+                r.unpriced_calls += 1
+            else:
+                r.inherited_cost_usd += inherited_cost_usd
 
     def record_retry(self, role: str, model: str) -> None:
         self.row(role, model).retries += 1
