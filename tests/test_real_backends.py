@@ -66,3 +66,21 @@ async def test_llama_cpp_server_through_the_openai_backend(tmp_path):
         row = lm.ledger.rows[("probe", "default")]
         assert row.calls >= 1 and row.prompt_tokens > 0
         await lm.aclose()
+
+
+def test_doctor_against_llama_cpp_server_negotiates_structured_output(tmp_path):
+    """`decoevo doctor --base-url … --model …` on llama-cpp-python's server used to end in "server error
+    500" (it fails on json_schema); now it negotiates json_object and keeps the choice next to the cache."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "requests.sqlite"), "COLUMNS": "200"}
+    with llama_cpp_server() as base_url:
+        run = subprocess.run([sys.executable, "-m", "decoevo", "doctor", "--base-url", base_url, "--model", "smollm2",
+                              "--max-tokens", "64"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "structured output: json_object (negotiated" in run.stdout and "Paris" in run.stdout
+    learned = json.loads((tmp_path / "endpoints.json").read_text())
+    assert [v["structured"] for v in learned.values()] == ["json_object"]
