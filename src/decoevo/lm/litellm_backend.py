@@ -24,8 +24,10 @@ from .types import BackendRequest, Completion
 
 
 def load_litellm() -> Any:
-    # LiteLLM fetches its cost map from the internet on import unless told to use the copy it ships.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # LiteLLM fetches catalogs (its cost map, Anthropic's beta headers) from the internet unless told to use
+    # the copies it ships; decoevo talks to the configured provider only. Set these to "false" to allow it.
+    for name in ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "LITELLM_OFFLINE_MODE"):
+        os.environ.setdefault(name, "True")
     try:
         import litellm
     except ImportError as exc:
