@@ -205,3 +205,15 @@ def test_doctor_negotiates_with_a_server_that_rejects_json_schema_and_shows_the_
     assert "structured output: none (set in the config)" in forced.stdout
     assert server.requests[-1].get("response_format") is None
     assert bad.returncode == 2 and "structured_output" in bad.stderr and "Traceback" not in bad.stderr
+
+
+async def test_a_5xx_message_that_echoes_the_key_is_masked(cache, openai_lm, monkeypatch):
+    key = "sk-planted-5xx-0123456789abcdef"
+    monkeypatch.setenv("DECOEVO_PLANTED", key)
+    server = FakeOpenAI(lambda body, n: Reply(status=500, error_message=f"upstream said Bearer {key} failed"))
+    with serve_app(server.app()) as url:
+        lm = openai_lm(url, cache, max_retries=0, api_key_env="DECOEVO_PLANTED")
+        with pytest.raises(InfrastructureError) as info:
+            await lm.complete([Message("user", "q")], role="judge", schema=Answer)
+    text = f"{info.value} {info.value!r} {info.value.__cause__!r}"
+    assert "upstream said" in text and key not in text
