@@ -40,11 +40,11 @@ from typing import Any
 
 from _common import RESULTS, machine
 
+from decoevo.benchmarks import load_healthbench
 from decoevo.domain import Skill
 from decoevo.lm import LM, LMConfig, ModelSpec, RequestCache
 from decoevo.reliability.injection import FAMILIES, Family, Role, Subject, cases, healthbench_references, payload
 from decoevo.reliability.injection_eval import Outcome, Settings, markdown_table, run_cases, solver_subjects, summarise
-from decoevo.tasks.loaders import load_healthbench
 from decoevo.tasks.specs import INITIAL_SOLVER_SKILL
 
 SHARED_HEALTHBENCH = Path("/work/shared/data/healthbench/healthbench_eval_500.jsonl")

@@ -29,7 +29,9 @@ def toy_config(method: str, budget_match: str | None = None, **hyper: Any) -> An
 def toy_engine(tmp_path: Path, method: str, backend: ScriptedBackend | None = None, run_name: str | None = None,
                cache: RequestCache | None = None, **hyper: Any) -> tuple[Engine, ScriptedBackend]:
     backend = backend or toy_world_backend()
-    lm = LM(LMConfig(), backends={"default": backend}, cache=cache or RequestCache(tmp_path / "cache.sqlite"))
+    # `cache or ...` would replace an empty cache (RequestCache has __len__): compare with None
+    cache = cache if cache is not None else RequestCache(tmp_path / "cache.sqlite")
+    lm = LM(LMConfig(), backends={"default": backend}, cache=cache)
     questions = [Question(**q.model_dump()) for q in toy_questions()]
     engine = Engine(toy_config(method, **hyper), tmp_path / (run_name or method), lm=lm, questions=questions)
     return engine, backend

@@ -63,7 +63,7 @@ def make_sweep(root: Path, methods: tuple[str, ...] = METHODS, seeds: tuple[int,
     status: dict[str, Any] = {}
     # The run directory fsyncs every log line (durability under kill, tested elsewhere); here that is
     # nine tenths of the time and buys nothing, so the fixture skips it.
-    with mock.patch("decoevo.store.run_dir.os.fsync"):
+    with mock.patch("decoevo.rundir.files.os.fsync"):
         for bench in benchmarks:
             for method in methods:
                 for seed in seeds:

@@ -120,9 +120,10 @@ DATA_CASES = [
     ("scholarqa-negative-weight", "scholarqa_cs", "sq.json", scholar(-2),
      ["{p}", "other_properties[0].weight", "positive number"]),
     ("scholarqa-not-a-list", "scholarqa_cs", "sq.json", '{"case_id": "c1"}', ["{p}", "JSON list"]),
-    ("llmeval-empty-answer", "llmeval_med", "med.json",
-     json.dumps({"知识": [{"problem": "头痛怎么办", "sanswer": " "}]}, ensure_ascii=False),
-     ["{p}", '$["知识"][0].sanswer', "non-empty string"]),
+    # A blank or NaN sanswer is published data (loaded as "no reference"); a list is not.
+    ("llmeval-answer-a-list", "llmeval_med", "med.json",
+     json.dumps({"知识": [{"problem": "头痛怎么办", "sanswer": ["休息"]}]}, ensure_ascii=False),
+     ["{p}", '$["知识"][0].sanswer', "text, a number"]),
     ("llmeval-round-zero", "llmeval_med", "med.json",
      json.dumps({"k": [{"problem": "p", "sanswer": "a", "round": 0}]}), ["{p}", '$["k"][0].round', "positive"]),
     ("eqbench-no-seed-slot", "eqbench_cw", "eq", {

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from decoevo.lm.errors import ConfigError
-from decoevo.tasks import benchmarks
-from decoevo.tasks.benchmarks import (
+from decoevo.benchmarks import (
     BENCHMARKS,
-    default_path,
     load_benchmark,
     load_eqbench_cw,
     load_llmeval_med,
@@ -22,6 +19,7 @@ from decoevo.tasks.benchmarks import (
     load_writingbench,
     parse_checklist,
 )
+from decoevo.lm.errors import ConfigError
 from decoevo.tasks.errors import DatasetError
 
 from .conftest import SHARED_DATA
@@ -74,7 +72,7 @@ def test_llmeval_med_real_file_parses_checklists():
 
 def test_eqbench_real_folder_first_and_all_modifiers():
     folder = shared("eqbench_cw_v3_sample")
-    first = load_eqbench_cw(folder)
+    first = load_eqbench_cw(folder, "first")
     assert [q.id for q in first] == ["1-m0", "2-m0", "3-m0", "4-m0"]
     items = first[0].gold.items
     assert len(items) == 22 and sum(i.extra["negative"] for i in items) == 9
@@ -83,30 +81,12 @@ def test_eqbench_real_folder_first_and_all_modifiers():
     assert len(every) > len(first) and [q.id for q in every] == [q.id for q in load_eqbench_cw(folder, "all")]
 
 
-def test_registry_and_default_paths():
+def test_registry_names_every_benchmark_once():
     assert set(BENCHMARKS) == {"healthbench", "writingbench", "scholarqa_cs", "researchqa", "llmeval_med",
                                "eqbench_cw", "jsonl"}
-    path = default_path("healthbench")
-    if path is None:
-        pytest.skip("shared data not present")
-    assert path.is_file() and len(load_benchmark("healthbench")) == 500
-    with pytest.raises(KeyError):
-        default_path("nope")
-
-
-def test_default_path_is_none_without_shared_data(monkeypatch):
-    monkeypatch.setattr(benchmarks, "shared_data_dir", lambda: None)
-    assert all(default_path(name) is None for name in BENCHMARKS)
-    with pytest.raises(ConfigError):
-        load_benchmark("writingbench")
-
-
-def test_default_path_honours_env(monkeypatch, tmp_path):
-    (tmp_path / "writingbench").mkdir()
-    (tmp_path / "writingbench" / "benchmark_all.jsonl").write_text("", encoding="utf-8")
-    monkeypatch.setenv("DECOEVO_SHARED_DATA", str(tmp_path))
-    assert default_path("writingbench") == tmp_path / "writingbench" / "benchmark_all.jsonl"
-    assert default_path("researchqa") is None
+    assert len(load_benchmark("healthbench", shared("healthbench/healthbench_eval_500.jsonl"))) == 500
+    assert all(b.source is not None for name, b in BENCHMARKS.items() if name != "jsonl")
+    assert len({b.scheme for b in BENCHMARKS.values()}) == len(BENCHMARKS)
 
 
 # ---- ResearchQA from a local file ---------------------------------------------------------------------
@@ -254,7 +234,7 @@ MED = {"category1": "医疗知识", "category2": "x", "scene": "s", "round": 1, 
 
 @pytest.mark.parametrize("bad,field,fragment", [
     ({**MED, "problem": ""}, '$["医疗知识"][1].problem', "non-empty"),
-    ({k: v for k, v in MED.items() if k != "sanswer"}, '$["医疗知识"][1].sanswer', "missing"),
+    ({**MED, "sanswer": ["a"]}, '$["医疗知识"][1].sanswer', "text"),
     ({**MED, "checklist": ["a"]}, '$["医疗知识"][1].checklist', "text"),
     ({**MED, "checklist": "核心需求：\n"}, '$["医疗知识"][1].checklist', "no requirement"),
     ({**MED, "round": 0}, '$["医疗知识"][1].round', "positive integer"),

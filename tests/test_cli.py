@@ -62,7 +62,9 @@ def test_unreachable_server_is_a_clear_error(tmp_path):
 def test_export_prints_the_final_solver_skill(tmp_path):
     run = tmp_path / "r"
     (run).mkdir()
-    (run / "checkpoint.json").write_text(json.dumps({"state": {"solver": {"text": "Be precise."}}}))
+    (run / "checkpoint.json").write_text(json.dumps({"state": {"solver": {"kind": "solver", "version": 2,
+                                                                         "text": "Be precise."}},
+                                                     "ledger": {}, "events_offset": 0}))
     code, output = invoke("export", str(run))
     assert code == 0 and output.strip() == "Be precise."
     code, _ = invoke("export", str(run), "-o", str(tmp_path / "skill.md"))

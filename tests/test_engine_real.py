@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from decoevo.benchmarks import load_healthbench
 from decoevo.engine.config import config_from_dict
 from decoevo.engine.run import Engine
 from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.presets import PRESETS, bundled_healthbench
-from decoevo.tasks.loaders import load_healthbench
 
 from .real_model import requires_model
 

@@ -8,6 +8,7 @@ import pytest
 
 from decoevo.engine import outer as outer_module
 from decoevo.methods import METHODS
+from decoevo.rundir import RunReader
 
 from .engine_helpers import toy_engine
 
@@ -125,18 +126,18 @@ async def test_interrupted_run_resumes_to_the_same_skills_without_repaying(tmp_p
     cache = RequestCache(tmp_path / "shared.sqlite")
     first, first_backend = toy_engine(tmp_path, "decoevo", run_name="killed", cache=cache, steps=3)
 
-    def crash(kind, data, state):
-        if kind == "outer_round" and data["round"] == 1:
+    def crash(event, state):
+        if event.event == "outer_round" and event.round == 1:
             raise KeyboardInterrupt  # dies in the middle of step 1, after its outer round
     first.observer = crash
     with pytest.raises(KeyboardInterrupt):
         await first.run_async()
-    paid_before = {c["key"] for c in first.run.read_jsonl("calls.jsonl") if not c["cached"]}
+    paid_before = {c["key"] for c in RunReader(first.run.path).jsonl("calls.jsonl") if not c["cached"]}
 
     second, second_backend = toy_engine(tmp_path, "decoevo", run_name="killed", cache=cache, steps=3)
     resumed = await second.run_async(resume=True)
     assert resumed.state.solver == ref.state.solver and resumed.state.generator == ref.state.generator
-    calls = second.run.read_jsonl("calls.jsonl")
+    calls = RunReader(second.run.path).jsonl("calls.jsonl")
     paid_keys = [c["key"] for c in calls if not c["cached"]]
     assert len(paid_keys) == len(set(paid_keys)), "a paid request was repeated"
     from decoevo.lm.cache import request_key
@@ -144,7 +145,7 @@ async def test_interrupted_run_resumes_to_the_same_skills_without_repaying(tmp_p
     repaid = paid_before & {request_key(second_backend.identity, r) for r in second_backend.calls}
     assert not repaid, "the resumed run paid again for requests the killed run had already paid for"
     assert len(first_backend.calls) + len(second_backend.calls) == len(set(paid_keys))
-    events = [e["event"] for e in second.run.events()]
+    events = [e["event"] for e in RunReader(second.run.path).jsonl("events.jsonl")]
     assert events.count("inner_step") == 3 and "resume" in events
 
 
@@ -163,7 +164,7 @@ async def test_an_unusable_judge_output_voids_the_step_and_is_logged(tmp_path):
     engine, _ = toy_engine(tmp_path, "skillopt", backend=ScriptedBackend(script))
     result = await engine.run_async()
     assert result.state.solver.version == 0 and result.state.failed_steps == 2
-    failed = [e for e in engine.run.events() if e["event"] == "inner_step_failed"]
+    failed = [e for e in RunReader(engine.run.path).jsonl("events.jsonl") if e["event"] == "inner_step_failed"]
     assert len(failed) == 2 and failed[0]["category"] == "parse" and failed[0]["role"] == "judge"
     assert result.ledger.total().failures["parse"] >= 2
 
@@ -175,8 +176,8 @@ async def test_per_criterion_judge_mode_gives_the_same_scores(tmp_path):
     assert a.state.solver == b.state.solver
     titles = [(c.json_schema or {}).get("title") for c in per_backend.calls]
     assert "CriterionVerdict" in titles and not any(str(t).startswith("JointVerdicts") for t in titles)
-    steps_a = [e for e in joint.run.events() if e["event"] == "inner_step"]
-    steps_b = [e for e in per.run.events() if e["event"] == "inner_step"]
+    steps_a = [e for e in RunReader(joint.run.path).jsonl("events.jsonl") if e["event"] == "inner_step"]
+    steps_b = [e for e in RunReader(per.run.path).jsonl("events.jsonl") if e["event"] == "inner_step"]
     assert [e["J_candidate"] for e in steps_a] == [e["J_candidate"] for e in steps_b]
 
 
@@ -194,7 +195,7 @@ async def test_exhausted_retries_stop_the_run_with_a_record(tmp_path):
     engine, _ = toy_engine(tmp_path, "skillopt", backend=ScriptedBackend(script))
     with pytest.raises(InfrastructureError):
         await engine.run_async()
-    stop = [e for e in engine.run.events() if e["event"] == "stopped"]
+    stop = [e for e in RunReader(engine.run.path).jsonl("events.jsonl") if e["event"] == "stopped"]
     assert stop and stop[0]["category"] == "infrastructure" and stop[0]["at_step"] == 0
     ledger = json.loads((engine.run.path / "ledger.json").read_text())
     assert ledger["total"]["failures"]["infrastructure"] == 1

@@ -12,7 +12,7 @@ from decoevo.cli import app
 from decoevo.domain import Skill
 from decoevo.evaluation import Checkpoint, overlap, parse_skill_markdown, timeline
 from decoevo.evaluation.alignment import macro
-from decoevo.store.run_dir import skill_markdown
+from decoevo.rundir import make_event, skill_markdown
 from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_reply, toy_run_args, toy_server, write_toy_questions
@@ -35,15 +35,15 @@ def test_skill_files_read_back_exactly() -> None:
 
 
 def test_timeline_replays_versions_per_step() -> None:
-    events = [
-        {"event": "start"},
-        {"event": "inner_step", "step": 0, "solver_version": 1},
-        {"event": "outer_round", "generator_version": 1},
-        {"event": "inner_step", "step": 1, "solver_version": 1},
-        {"event": "inner_step_failed", "step": 2},
-        {"event": "inner_step", "step": 3, "solver_version": 2},
-        {"event": "outer_round", "generator_version": 1},
-    ]
+    events = [make_event(kind, **data) for kind, data in [
+        ("start", {"method": "decoevo", "seed": 0}),
+        ("inner_step", {"step": 0, "solver_version": 1, "accepted": True}),
+        ("outer_round", {"round": 0, "generator_version": 1}),
+        ("inner_step", {"step": 1, "solver_version": 1, "accepted": False}),
+        ("inner_step_failed", {"step": 2, "category": "parse"}),
+        ("inner_step", {"step": 3, "solver_version": 2, "accepted": True}),
+        ("outer_round", {"round": 1, "generator_version": 1}),
+    ]]
     assert timeline(events) == [Checkpoint(0, 0, 0), Checkpoint(1, 1, 1), Checkpoint(2, 1, 1), Checkpoint(4, 2, 1)]
 
 
@@ -140,8 +140,9 @@ def test_an_unparseable_grade_is_ungraded_not_zero(toy_env: Path) -> None:
     with serve_app(toy_server().app()) as url, serve_app(FakeOpenAI(_broken_grader).app()) as broken:
         run = _train(url, toy_env, "skillopt")
         result = runner.invoke(app, ["eval", str(run), "--grader-base-url", f"{broken}/v1", "--grader-model", "b"])
-        assert result.exit_code == 0, result.output
-    record = json.loads((run / "eval" / "test.json").read_text())
+        assert result.exit_code == 1 and "nothing could be graded" in " ".join(result.output.split()), result.output
+    assert not (run / "eval" / "test.json").exists()  # never a score of nothing; the attempt is kept apart
+    record = json.loads((run / "eval" / "failed" / "test.json").read_text())
     assert record["score"] is None and record["n_graded"] == 0 and record["n_ungraded"] == 2
     items = record["items"][0]["grade"]["items"]
     assert items and all(i["value"] is None and i["error"] == "parse" for i in items)

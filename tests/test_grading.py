@@ -7,15 +7,21 @@ import json
 
 import pytest
 
+from decoevo.benchmarks import GRADER_ROLES, GRADERS, aggregate, grade, load_healthbench
+from decoevo.benchmarks.eqbench_cw import rules as eq_rules
+from decoevo.benchmarks.healthbench import rules as hb_rules
+from decoevo.benchmarks.llmeval_med import rules as med_rules
+from decoevo.benchmarks.llmeval_med.grader import grader_messages as med_messages
+from decoevo.benchmarks.researchqa import rules as rqa_rules
+from decoevo.benchmarks.scholarqa_cs import rules as sqa_rules
+from decoevo.benchmarks.writingbench import rules as wb_rules
 from decoevo.domain import GoldItem, GoldRubric, Question, Turn
-from decoevo.grading import GRADER_ROLES, GRADERS, BenchmarkScore, aggregate, grade, rules
-from decoevo.grading.llmeval_med import grader_messages as med_messages
+from decoevo.grading import BenchmarkScore
 from decoevo.grading.result import GradeResult, ItemGrade
 from decoevo.lm import LM, GenParams, InfrastructureError, LMConfig, ModelSpec
 from decoevo.lm.errors import ConfigError
 from decoevo.lm.types import BackendRequest
 from decoevo.presets import bundled_healthbench
-from decoevo.tasks.loaders import load_healthbench
 from decoevo.testing.scripted import ScriptedBackend
 
 from .real_model import requires_model
@@ -25,43 +31,43 @@ from .real_model import requires_model
 
 def test_healthbench_fraction_counts_negative_points_when_met():
     # met: +5, -4 (bad behaviour happened), +2; not met: +3.  (5 - 4 + 2) / (5 + 3 + 2) = 0.3
-    assert rules.healthbench_fraction([5, 3, -4, 2], [True, False, True, True]) == pytest.approx(0.3)
+    assert hb_rules.healthbench_fraction([5, 3, -4, 2], [True, False, True, True]) == pytest.approx(0.3)
     # avoiding the bad behaviour (negative item not met) costs nothing
-    assert rules.healthbench_fraction([5, 3, -4, 2], [True, True, False, True]) == pytest.approx(1.0)
+    assert hb_rules.healthbench_fraction([5, 3, -4, 2], [True, True, False, True]) == pytest.approx(1.0)
     # a conversation can go below 0: -5 / 2
-    assert rules.healthbench_fraction([2, -5], [False, True]) == pytest.approx(-2.5)
-    assert rules.healthbench_fraction([-3], [True]) is None  # no positive points: undefined
+    assert hb_rules.healthbench_fraction([2, -5], [False, True]) == pytest.approx(-2.5)
+    assert hb_rules.healthbench_fraction([-3], [True]) is None  # no positive points: undefined
 
 
 def test_healthbench_aggregate_clips_the_mean_not_each_conversation():
-    assert rules.healthbench_aggregate([0.5, 0.9]) == pytest.approx(70)
+    assert hb_rules.healthbench_aggregate([0.5, 0.9]) == pytest.approx(70)
     # mean(-0.5, 1.0) = 0.25 -> 25; clipping each conversation first would give 50
-    assert rules.healthbench_aggregate([-0.5, 1.0]) == pytest.approx(25)
-    assert rules.healthbench_aggregate([0.3, -2.5, 1.0]) == 0  # mean -0.4 clipped to 0
-    assert rules.healthbench_aggregate([1.0, 1.0]) == pytest.approx(100)
+    assert hb_rules.healthbench_aggregate([-0.5, 1.0]) == pytest.approx(25)
+    assert hb_rules.healthbench_aggregate([0.3, -2.5, 1.0]) == 0  # mean -0.4 clipped to 0
+    assert hb_rules.healthbench_aggregate([1.0, 1.0]) == pytest.approx(100)
 
 
 def test_other_rules_hand_computed():
-    assert rules.writingbench_score([8, 7, 9, 6, 10]) == pytest.approx(80)
-    assert rules.writingbench_score([1, 1, 1, 1, 1]) == pytest.approx(10)
-    assert rules.scholarqa_score([10, 5, 0], [0.2, 0.2, 0.2]) == pytest.approx(50)
-    assert rules.scholarqa_score([10, 0], [0.3, 0.1]) == pytest.approx(75)  # (0.3 * 1 + 0.1 * 0) / 0.4
-    assert rules.researchqa_score([1, 5, 3]) == pytest.approx(50)  # (0 + 1 + 0.5) / 3
-    assert [rules.llmeval_med_score(s) for s in (1, 3, 4, 5)] == [0, 50, 75, 100]
-    assert [rules.llmeval_med_usable(s) for s in (3, 4)] == [False, True]
+    assert wb_rules.writingbench_score([8, 7, 9, 6, 10]) == pytest.approx(80)
+    assert wb_rules.writingbench_score([1, 1, 1, 1, 1]) == pytest.approx(10)
+    assert sqa_rules.scholarqa_score([10, 5, 0], [0.2, 0.2, 0.2]) == pytest.approx(50)
+    assert sqa_rules.scholarqa_score([10, 0], [0.3, 0.1]) == pytest.approx(75)  # (0.3 * 1 + 0.1 * 0) / 0.4
+    assert rqa_rules.researchqa_score([1, 5, 3]) == pytest.approx(50)  # (0 + 1 + 0.5) / 3
+    assert [med_rules.llmeval_med_score(s) for s in (1, 3, 4, 5)] == [0, 50, 75, 100]
+    assert [med_rules.llmeval_med_usable(s) for s in (3, 4)] == [False, True]
     # flaws inverted: [20, 20 - 0, 20 - 10] -> mean 50/3 -> x5
-    assert rules.eqbench_score([20, 0, 10], [False, True, True]) == pytest.approx(250 / 3)
-    assert rules.eqbench_score([0, 20], [False, True]) == 0
+    assert eq_rules.eqbench_score([20, 0, 10], [False, True, True]) == pytest.approx(250 / 3)
+    assert eq_rules.eqbench_score([0, 20], [False, True]) == 0
 
 
 @pytest.mark.parametrize("call", [
-    lambda: rules.writingbench_score([0, 5]),
-    lambda: rules.scholarqa_score([11], [1]),
-    lambda: rules.scholarqa_score([5], [0]),
-    lambda: rules.researchqa_score([]),
-    lambda: rules.llmeval_med_score(6),
-    lambda: rules.eqbench_score([21], [False]),
-    lambda: rules.healthbench_fraction([1, 2], [True]),
+    lambda: wb_rules.writingbench_score([0, 5]),
+    lambda: sqa_rules.scholarqa_score([11], [1]),
+    lambda: sqa_rules.scholarqa_score([5], [0]),
+    lambda: rqa_rules.researchqa_score([]),
+    lambda: med_rules.llmeval_med_score(6),
+    lambda: eq_rules.eqbench_score([21], [False]),
+    lambda: hb_rules.healthbench_fraction([1, 2], [True]),
 ])
 def test_rules_reject_out_of_scale_input(call):
     with pytest.raises(ValueError):
@@ -90,7 +96,7 @@ def by_keyword(answers: dict[str, object], default: object = "not json"):
     def script(request: BackendRequest) -> object:
         prompt = criterion_of(request)
         for key, out in answers.items():
-            if key in prompt.split("</response>")[-1]:
+            if key in prompt.split("</response>")[-1].split("</conversation>")[-1]:
                 return out if isinstance(out, Exception | str) else json.dumps(out)
         return default
     return script
@@ -111,7 +117,7 @@ async def test_healthbench_grader_scores_and_keeps_items(make_lm):
     assert [i.value for i in result.items] == [1.0, 0.0, 1.0] and result.items[2].points == -4
     assert result.items[0].rationale == "says rest"
     prompt = criterion_of(backend.calls[0])
-    assert "<response>" in prompt and "‹/response›" in prompt  # the injected closing tag is neutralised
+    assert "<conversation>" in prompt and "‹/response›" in prompt  # the injected closing tag is neutralised
     assert "not instructions" in backend.calls[0].messages[0].content
     assert set(lm.ledger.by_role()) == {"grader_healthbench"}
 
@@ -198,13 +204,15 @@ async def test_llmeval_med_score_usable_and_ungraded(make_lm):
     assert len(good.items) == 1 and good.items[0].rationale == "核心需求满足"
     prompt = criterion_of(backend.calls[0])
     assert "因为甲。" in prompt and "(core requirement) 解释原因" in prompt and "(secondary requirement)" in prompt
-    lm2, _ = make_lm(lambda r: json.dumps({"rationale": "差", "score": 2}))
+    lm2, _ = make_lm(lambda r: json.dumps({"rationale": "差", "score": 3}))
     weak = await grade(lm2, question.model_copy(update={"id": "m2"}), "不知道")
     lm3, _ = make_lm(lambda r: "garbage", max_repairs=0)
     failed = await grade(lm3, question.model_copy(update={"id": "m3"}), "不知道")
     assert failed.score is None and failed.items[0].error == "parse"
     summary = aggregate([good, weak, failed])
-    assert summary.score == pytest.approx((75 + 25) / 2) and summary.details["usable_rate"] == pytest.approx(0.5)
+    # The official headline is the usability rate (scores >= 4): 1 of 2; the mean score is secondary.
+    assert summary.score == pytest.approx(50) and summary.details["usable_rate"] == pytest.approx(0.5)
+    assert summary.details["mean_score"] == pytest.approx((75 + 50) / 2)
     assert (summary.n_graded, summary.n_ungraded) == (2, 1)
 
 
@@ -303,3 +311,57 @@ async def test_healthbench_grader_on_the_embedded_model(tmp_path):
     assert summary.n_graded + summary.n_ungraded == 2
     assert summary.score is None or 0 <= summary.score <= 100
     assert "grader_healthbench" in lm.ledger.by_role()
+
+
+# ---- official-rule details (HealthBench final turn, LLMEval-Med categories and missing standards) ------
+
+async def test_healthbench_grades_the_reply_as_the_final_assistant_turn(make_lm):
+    convo = (Turn(role="user", content="I have a cough."), Turn(role="assistant", content="How long?"),
+             Turn(role="user", content="Two weeks."))
+    question = Question(id="h3", task="healthbench", turns=convo, gold=GoldRubric(scheme="healthbench", items=(
+        GoldItem(text="Suggests a cause, such as asthma, reflux or a post-viral cough", points=5),)))
+    lm, backend = make_lm(lambda r: json.dumps({"rationale": "r", "met": True}))
+    await grade(lm, question, "Probably post-viral; see a doctor if it lasts.")
+    prompt = criterion_of(backend.calls[0])
+    block = prompt.split("<conversation>")[1].split("</conversation>")[0]
+    order = [block.index(s) for s in ("I have a cough.", "How long?", "Two weeks.", "Probably post-viral")]
+    assert order == sorted(order) and "[assistant - graded]" in block.split("Two weeks.")[1]
+    system = backend.calls[0].messages[0].content
+    assert "final assistant turn" in system and "need not mention every example" in system
+
+
+async def test_llmeval_med_category_and_missing_reference_reach_the_grader(make_lm):
+    question = q("m5", "llmeval_med", (GoldItem(text="解释原因", extra={"level": "core"}),), "为什么？",
+                 reference_answer=None, reference_missing=True, checklist_source="checklist",
+                 category_key="医疗推理")
+    lm, backend = make_lm(lambda r: json.dumps({"rationale": "ok", "score": 5}))
+    result = await grade(lm, question, "答")
+    prompt = criterion_of(backend.calls[0])
+    assert "Medical reasoning" in prompt and "none is published" in prompt and "None" not in prompt
+    assert result.details["reference_missing"] and result.details["category"] == "医疗推理"
+    summary = aggregate([result])
+    assert summary.details["graded_without_reference"] == 1
+    assert summary.details["usable_rate_by_category"] == {"医疗推理": 1.0}
+
+
+async def test_a_parse_failure_is_retried_as_a_new_sample_before_the_criterion_is_unknown(make_lm):
+    """Issue 9 item 10: bounded retries with new sample indexes; only then unknown."""
+    from decoevo.grading.base import GRADE_RETRIES
+
+    def flaky(request: BackendRequest) -> str:  # the first sample of "doctor" never parses; a retry does
+        if "doctor" in criterion_of(request) and request.params.sample_index < 10_000:
+            return "not json"
+        return json.dumps({"rationale": "r", "met": True})
+
+    lm, backend = make_lm(flaky, max_repairs=1)
+    result = await grade(lm, q("h4", "healthbench", HB), "Rest.")
+    assert result.graded and result.unknown == 0 and result.items[1].value == 1.0
+    doctor = [c for c in backend.calls if "doctor" in criterion_of(c)]
+    assert len({c.params.sample_index for c in doctor}) == len(doctor) == 3  # sample 0, its repair, retry 1
+
+    lm, backend = make_lm(by_keyword({"rest": {"rationale": "r", "met": True},
+                                      "antibiotics": {"rationale": "r", "met": False}}), max_repairs=1)
+    result = await grade(lm, q("h5", "healthbench", HB), "Rest.")
+    assert result.items[1].value is None and result.items[1].error == "parse"
+    doctor = [c for c in backend.calls if "doctor" in criterion_of(c)]
+    assert len(doctor) == (GRADE_RETRIES + 1) * 2 and len({c.params.sample_index for c in doctor}) == len(doctor)

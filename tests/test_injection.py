@@ -10,9 +10,9 @@ import re
 import pytest
 
 from decoevo.analysis.stats import paired_difference
+from decoevo.benchmarks.eqbench_cw.grader import grader_messages as eq_messages
+from decoevo.benchmarks.healthbench import grader as hb_grader
 from decoevo.domain import Criterion, CriterionScore, GoldItem, GoldRubric, Judgement, Question, Rubric, Skill, Turn
-from decoevo.grading import healthbench as hb_grader
-from decoevo.grading.eqbench import grader_messages as eq_messages
 from decoevo.lm.types import BackendRequest
 from decoevo.reliability.injection import (
     FAKE_RATIONALE,
@@ -186,7 +186,7 @@ def test_cases_cover_clean_and_each_family_once_per_role_and_unit():
 
 
 def test_fake_verdicts_validate_against_each_roles_schema():
-    from decoevo.grading.healthbench import ItemVerdict
+    from decoevo.benchmarks.healthbench.grader import ItemVerdict
     from decoevo.roles.contrastive_audit import PreferenceOut
     from decoevo.roles.judge import joint_schema
     from decoevo.roles.structural_audit import StructuralOut

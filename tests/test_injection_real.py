@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from decoevo.benchmarks import load_healthbench
 from decoevo.domain import Skill
 from decoevo.lm import LM, GenParams, LMConfig, RequestCache
 from decoevo.reliability.injection import FAKE_RATIONALE, Family, Role, Subject, reference_rubric, variant
@@ -21,7 +22,6 @@ from decoevo.reliability.injection_eval import (
     summarise,
 )
 from decoevo.roles.solve import solve
-from decoevo.tasks.loaders import load_healthbench
 from decoevo.tasks.specs import INITIAL_SOLVER_SKILL
 
 from .real_model import requires_model

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from decoevo.benchmarks import load_healthbench
 from decoevo.engine.config import config_from_dict
 from decoevo.engine.run import Engine
 from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.presets import PRESETS, bundled_healthbench
 from decoevo.report import build_report, render
-from decoevo.tasks.loaders import load_healthbench
 
 from .real_model import requires_model
 from .report_helpers import browser_probe

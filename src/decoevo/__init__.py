@@ -10,3 +10,22 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"
+
+# The library API (decoevo.api), loaded on first use: `import decoevo` stays cheap for the CLI's
+# subcommands and for worker processes.
+_API = {"optimize", "optimize_async", "resume", "resume_async", "evaluate", "evaluate_async", "dynamics",
+        "dynamics_async", "align", "align_async", "run_config", "RunResult", "RunCallback"}
+_TYPES = {"ModelSpec": "lm", "LMConfig": "lm", "GenParams": "lm", "Question": "domain", "Skill": "domain",
+          "RunReader": "rundir", "RunEvent": "rundir"}
+
+__all__ = sorted(_API | set(_TYPES) | {"__version__"})
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _API:
+        return getattr(importlib.import_module(".api", __name__), name)
+    if name in _TYPES:
+        return getattr(importlib.import_module(f".{_TYPES[name]}", __name__), name)
+    raise AttributeError(f"module 'decoevo' has no attribute {name!r}")

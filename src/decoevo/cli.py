@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .data_cli import choose_data as _choose_data
+from .data_cli import data_app
+from .errors import ConfigError, UserError
 from .lm import LMConfig, LMError, ModelSpec
-from .lm.errors import ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console(log_path=False)
@@ -25,7 +28,12 @@ def _root() -> None:
     """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
 
 
-def fail(message: str, code: int = 2) -> None:
+app.add_typer(data_app, name="data")
+BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public benchmark, NAME[:split] (e.g. "
+                               "healthbench:hard); see `decoevo data list`.")
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
     raise typer.Exit(code)
@@ -138,66 +146,73 @@ def _absolute_paths(config: Any) -> Any:
 
 def _seeds(seeds: str) -> list[int]:
     try:
-        return [int(s) for s in seeds.split(",") if s.strip()]
+        out = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
         fail(f"--seeds expects comma-separated integers, e.g. 0,1,2; got '{seeds}'")
-        raise
+    if not out:
+        fail("--seeds is empty; give at least one seed, e.g. --seeds 0")
+    if len(set(out)) != len(out):
+        fail(f"--seeds lists a seed twice: '{seeds}'")
+    return out
 
 
 def _execute(config: Any, run_dir: Path, resume: bool) -> None:
-    from .engine.estimate import estimate_calls
-    from .engine.run import Engine
-    from .methods import get_method
-    from .progress import RunProgress
+    from .progress import run_with_progress
 
-    engine = Engine(config, run_dir)
-    if not resume:
-        est = estimate_calls(get_method(config.method), config.hyper, config.splits)
-        console.print(f"[bold]{engine.method.name}[/] seed {config.seed} -> {run_dir}\n"
-                      f"expected model calls before caching: ~{est.expected:,} "
-                      f"(at most ~{est.upper_bound:,} if stalls trigger extra audits)")
-    with RunProgress(console, engine.total_steps(), f"{engine.method.name} s{config.seed}") as progress:
-        engine.observer = progress.on_event
-        engine.lm.on_call = _chain(engine.lm.on_call, progress.on_call)
-        result = asyncio.run(engine.run_async(resume=resume))
-    console.print(result.ledger.table(title=f"usage: {run_dir.name}"))
-    state = result.state
-    console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
-                  f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
-                  + (f"; stopped: {state.stopped}" if state.stopped else ""))
-    console.print(f"results: {run_dir}  (final skill: {run_dir / 'final_solver_skill.md'})")
-
-
-def _chain(first: Any, second: Any) -> Any:
-    def call(record: Any) -> None:
-        if first is not None:
-            first(record)
-        second(record)
-
-    return call
+    run_dir = Path(run_dir)
+    try:
+        run_with_progress(config, run_dir, resume=resume, console=console)
+    except LMError as exc:
+        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
+             f"fix the cause and continue with `decoevo resume {run_dir}`.",
+             code=1 if exc.category != "infrastructure" else 2)
+    except KeyboardInterrupt:
+        fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
 
 
 def _guard(fn: Any, *args: Any) -> None:
-    """Turn known failures into one-paragraph messages: exit 2 for input/config, 1 for model failures."""
+    """Turn known failures into one-paragraph messages: exit 2 for input, configuration or state."""
     try:
         fn(*args)
-    except ConfigError as exc:
+    except UserError as exc:
         fail(str(exc))
     except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
-             f"fix the cause and continue with `decoevo resume RUN_DIR`.", code=1 if exc.category != "infrastructure"
-             else 2)
-    except KeyboardInterrupt:
-        fail("interrupted; continue with `decoevo resume RUN_DIR` (completed steps and paid calls are kept)", 130)
+        fail(f"a model call failed ({exc.category}): {exc}", code=1 if exc.category != "infrastructure" else 2)
+
+
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
+
+
+def run_name(name: str) -> str:
+    """A run directory's name: one path component inside --runs-root, never `..`, `/` or hidden."""
+    if not _RUN_NAME.fullmatch(name) or ".." in name:
+        fail(f"--name '{name}': use letters, digits and . _ + - (one directory name inside --runs-root, "
+             "not a path)")
+    return name
+
+
+def check_new_run_dir(run_dir: Path) -> None:
+    if (run_dir / "config.yaml").exists():
+        fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
+    if run_dir.is_symlink() or (run_dir.exists() and not run_dir.is_dir()):
+        fail(f"{run_dir} exists and is not a directory; pass another --name")
+    # a pilot made for this run (`decoevo pilot RUN_DIR`) may already be there
+    leftovers = [p.name for p in run_dir.iterdir() if p.name not in (".lock", "pilot.json", "pilot")] \
+        if run_dir.is_dir() else []
+    if leftovers:
+        fail(f"{run_dir} exists and is not a run directory (it holds {', '.join(sorted(leftovers)[:3])}); "
+             "pass another --name or remove it")
 
 
 @app.command()
 def run(
     config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
     method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
-    data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file. Default: bundled sample."),
+    data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
+                             "hf://datasets/OWNER/NAME/FILE. Default: bundled sample."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med or eqbench_cw"),
+    benchmark: str = BenchmarkOption,
     task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
@@ -211,16 +226,37 @@ def run(
     max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
-    _guard(_run, config_file, method, data, fmt, task, task_spec, model, base_url, seeds, steps, preset, runs_root,
-           name, max_calls, max_tokens, no_cache, set_)
+    _guard(_run, config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps, preset,
+           runs_root, name, max_calls, max_tokens, no_cache, set_, pilot)
 
 
-def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, task: str | None,
-         task_spec: str | None, model: str | None, base_url: str | None, seeds: str, steps: int | None, preset: str,
-         runs_root: Path, name: str | None, max_calls: int | None, max_tokens: int | None, no_cache: bool,
-         sets: list[str]) -> None:
+@app.command("pilot")
+def pilot_cmd(
+    out_dir: Path = typer.Argument(..., help="Where pilot.json and the pilot's call log (pilot/) go."),
+    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
+    data: str = typer.Option(None, help="Questions, as for `decoevo run`. Default: bundled sample."),
+    fmt: str = typer.Option(None, "--format", help="The format of --data."),
+    benchmark: str = BenchmarkOption,
+    task: str = typer.Option(None, help="Task family for the structural audit spec."),
+    model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
+    base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    seeds: str = typer.Option("0", help="Comma-separated seeds; each seed's own pilot split."),
+    preset: str = typer.Option("quick", help="quick, default, or paper"),
+    set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
+) -> None:
+    """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
+    _guard(_run, config_file, None, data, fmt, benchmark, task, None, model, base_url, seeds, None, preset,
+           Path("runs"), None, None, None, False, set_, None, out_dir)
+
+
+def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
+         task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
+         steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
+         max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
+         pilot_out: Path | None = None) -> None:
     import yaml
 
     from .engine.config import config_from_dict, deep_merge
@@ -240,6 +276,8 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         if not isinstance(loaded, dict):
             fail(f"{config_file}: the top level must be a mapping")
         base, source = deep_merge(base, loaded), str(config_file)
+    if "data" not in base or data or benchmark:
+        data, fmt = _choose_data(data, fmt, benchmark)
     if "data" not in base and not data:
         base["data"] = {"path": bundled_healthbench(), "format": "healthbench"}
     if model or base_url or no_cache:
@@ -250,12 +288,33 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
-    for seed in _seeds(seeds):
-        config = _absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
+    seed_list = _seeds(seeds)
+    if name is not None:
+        run_name(name)
+        if len(seed_list) > 1:
+            fail(f"--name names one run directory, but --seeds gives {len(seed_list)} seeds; drop --name "
+                 "(each seed gets METHOD-DATA-sSEED) or run one seed at a time")
+    if runs_root.exists() and not runs_root.is_dir():
+        fail(f"--runs-root {runs_root} is a file, not a directory")
+    configs = [_absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
+               for seed in seed_list]  # every seed's configuration is valid before the first run starts
+    if pilot_out is not None:  # `decoevo pilot`: measure and choose; no run
+        from .pilot import run_pilot
+
+        for config in configs:
+            entry = run_pilot(config, pilot_out)
+            console.print(f"pilot seed {config.seed}: {entry.choice} -> {pilot_out / 'pilot.json'}")
+        return
+    if pilot is not None:  # what the user set explicitly keeps its value
+        from .pilot import with_pilot
+
+        from_file = yaml.safe_load(config_file.read_text(encoding="utf-8")) if config_file else {}
+        explicit = set(over.get("hyper", {})) | set(from_file.get("hyper", {}))
+        configs = [with_pilot(c, pilot, explicit) for c in configs]
+    for config in configs:
         stem = Path(config.data.path).stem.split(".")[0]
-        run_dir = runs_root / (name or f"{config.method}-{stem}-s{seed}")
-        if (run_dir / "config.yaml").exists():
-            fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
+        run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
+        check_new_run_dir(run_dir)
         _execute(config, run_dir, resume=False)
 
 
@@ -283,7 +342,8 @@ def sweep(
     data: str = typer.Option(None, help="One benchmark's questions (replaces the spec's benchmarks)."),
     fmt: str = typer.Option(None, "--format", help="The format of --data (see `decoevo run --help`)."),
     task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
-    benchmark: str = typer.Option(None, help="Name of the --data benchmark (default: the file's stem)."),
+    benchmark: str = typer.Option(None, help="With --data: that benchmark's name (default: the file's stem). "
+                                  "Alone: a fetched public benchmark, NAME[:split] (see `decoevo data list`)."),
     preset: str = typer.Option(None, help="quick (default), default, or paper"),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
@@ -297,11 +357,13 @@ def sweep(
     ray_address: str = typer.Option(None, help="Run cells as Ray tasks on this cluster: auto or HOST:PORT."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override a shared setting: --set hyper.epsilon=0.02"),
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K per benchmark and seed from this "
+                               "pilot.json (`decoevo pilot`)."),
 ) -> None:
     """Run a grid of methods × seeds × benchmarks (matched splits); finished cells are not rerun."""
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
-               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_)
+               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_, pilot)
     except KeyboardInterrupt:  # pragma: no cover - interactive
         fail(f"interrupted; run `decoevo sweep {sweep_dir}` again to continue (finished cells are kept)", 130)
 
@@ -310,10 +372,12 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
            fmt: str | None, task: str | None, benchmark: str | None, preset: str | None, model: str | None,
            base_url: str | None, steps: int | None, max_calls: int | None, max_tokens: int | None,
            evaluate: str | None, workers: int | None, threads: int | None, ray_address: str | None,
-           no_cache: bool, sets: list[str]) -> None:
+           no_cache: bool, sets: list[str], pilot: Path | None = None) -> None:
     from .sweep import build_spec, run_sweep
 
     over = _overrides(None, None, None, None, None, steps, max_calls, max_tokens, sets)
+    if pilot is not None:
+        over["pilot"] = str(pilot.resolve())
     if methods:
         over["methods"] = [m.strip() for m in methods.split(",") if m.strip()]
     if seeds:
@@ -325,12 +389,17 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
     if no_cache:
         over.setdefault("lm", {})["use_cache"] = False
     bench = None
+    if benchmark and not data:  # a fetched public benchmark
+        data, fmt = _choose_data(None, fmt, benchmark)
+        benchmark = benchmark.replace(":", "-")
+    elif data:
+        data, fmt = _choose_data(data, fmt, None)
     if data:
         stem = Path(data).stem.split(".")[0]
         bench = {"name": benchmark or stem, "data": str(Path(data).resolve()), "format": fmt or "jsonl",
                  **({"task": task} if task else {})}
-    elif fmt or task or benchmark:
-        fail("--format, --task and --benchmark describe --data; pass --data too")
+    elif fmt or task:
+        fail("--format and --task describe --data; pass --data too, or --benchmark NAME[:split] alone")
     models = None
     if model or base_url:
         models = {"default": model_spec_from_flags(model, base_url).model_dump(mode="json", exclude_unset=True)}
@@ -353,23 +422,35 @@ def export(
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
 ) -> None:
     """Print the final solver skill (the only artifact that ships)."""
-    import json
+    from .rundir import RunReader
 
-    text = None
-    if (run_dir / "checkpoint.json").is_file():
-        text = json.loads((run_dir / "checkpoint.json").read_text())["state"]["solver"]["text"]
-    elif (run_dir / "final_solver_skill.md").is_file():
-        text = (run_dir / "final_solver_skill.md").read_text()
-    elif (run_dir / "skills/solver/v000.md").is_file():
-        text = (run_dir / "skills/solver/v000.md").read_text().split("-->\n\n", 2)[-1]
-    if text is None:
-        fail(f"{run_dir} is not a run directory (no checkpoint or skills found)")
-        return
+    try:
+        text = RunReader(run_dir).shipped_skill_text()
+    except UserError as exc:
+        fail(str(exc))
     if output:
-        output.write_text(text.strip() + "\n", encoding="utf-8")
+        write_output(output, text.strip() + "\n")
         err_console.print(f"wrote {output}")
     else:
         sys.stdout.write(text.strip() + "\n")
+
+
+def check_output(output: Path) -> None:
+    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line."""
+    if output.is_dir():
+        fail(f"-o {output}: is a directory; name a file")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"-o {output}: cannot create its directory ({exc.strerror or exc})")
+
+
+def write_output(output: Path, text: str) -> None:
+    check_output(output)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"-o {output}: cannot write ({exc.strerror or exc})")
 
 
 # ---- evaluation ----------------------------------------------------------------------------------
@@ -391,15 +472,13 @@ def _grader_spec(model: str | None, base_url: str | None) -> ModelSpec | None:
 
 
 def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
-    """Run `job(view, progress_callback)` for every run; one failing run does not stop the others."""
+    """Run `job(run_dir, progress_callback)` for every run; one failing run does not stop the others.
+    A job returns (summary line, ok): not ok (nothing graded, or the result was not saved) fails the command."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .evaluation import RunView
-
-    failed = 0
+    failed = user_errors = 0
     for run_dir in run_dirs:
         try:
-            view = RunView(run_dir)
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=console, transient=True) as progress:
                 bar = progress.add_task(f"{title} {run_dir.name}", total=None)
@@ -407,35 +486,36 @@ def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
                 def tick(total: int | None = None, bar: Any = bar, progress: Any = progress) -> None:
                     progress.update(bar, advance=1, total=total)
 
-                summary = job(view, tick)
-            console.print(f"{run_dir}: {summary}")
-        except (ConfigError, LMError) as exc:
+                summary, ok = job(run_dir, tick)
+            if ok:
+                console.print(f"{run_dir}: {summary}")
+            else:
+                failed += 1
+                err_console.print(f"[bold red]error:[/] {run_dir}: {summary}", highlight=False)
+        except (UserError, LMError) as exc:
             failed += 1
+            user_errors += isinstance(exc, UserError)
             where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
             err_console.print(f"[bold red]error:[/] {where}{exc}", highlight=False)
     if failed:
         fail(f"{failed} of {len(run_dirs)} run(s) could not be evaluated (see above); fix them and rerun; "
-             "answers already paid for come from the cache")
+             "answers already paid for come from the cache", code=2 if user_errors else 1)
 
 
-def _in_session(view: Any, work: Any, *, grader: ModelSpec | None, matcher: ModelSpec | None = None
-                ) -> dict[str, Any]:
-    """Run `work(session)` in an evaluation session on `view`, closing its model clients afterwards."""
-    from .evaluation import EvalSession
-
-    async def go() -> dict[str, Any]:
-        session = EvalSession(view, grader=grader, matcher=matcher)
-        try:
-            result: dict[str, Any] = await work(session)
-            return result
-        finally:
-            await session.aclose()
-
-    return asyncio.run(go())
+def _saved(record: dict[str, Any], graded: int, what: str) -> tuple[str, bool]:
+    """The summary line and whether the command succeeded: something graded, and the result saved."""
+    if graded == 0:
+        return f"{what}: nothing could be graded; no result written (details in RUN/eval/failed/)", False
+    if "kept_previous" in record:
+        return f"{what}: {record['kept_previous']}", False
+    return what, True
 
 
 def _fmt(x: float | None, scale: float = 1.0) -> str:
     return "n/a" if x is None else f"{x * scale:.1f}"
+
+
+Force = typer.Option(False, "--force", help="Replace an earlier result even if this one graded fewer questions.")
 
 
 @app.command("eval")
@@ -444,28 +524,34 @@ def eval_(
     split: str = typer.Option("test", help="The run's split to grade on (test by default)."),
     data: str = typer.Option(None, help="Transfer: grade on every question of this benchmark file instead."),
     fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. llmeval_med, eqbench_cw)."),
+    benchmark: str = typer.Option(None, "--benchmark", help="Transfer: grade on a fetched public benchmark, "
+                                  "NAME[:split], instead of --data."),
     limit: int = typer.Option(None, help="Transfer: use only the first N questions (sorted by id)."),
     skill_version: int = typer.Option(None, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    force: bool = Force,
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
-    from .engine.config import DataConfig
-    from .evaluation import EvalTarget, evaluate
+    from .api import evaluate_async
 
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")
-    try:
-        target = EvalTarget(split=split, data=DataConfig(path=data, format=fmt, limit=limit) if data else None)
-    except ValueError as exc:
-        fail(f"--format: {exc}")
+    path: str | None = data
+    path_fmt: str | None = fmt
+    if data or benchmark:
+        try:
+            path, path_fmt = _choose_data(data, fmt, benchmark)
+        except ConfigError as exc:
+            fail(str(exc))
+    target = {"path": path, "format": path_fmt or "jsonl", "limit": limit} if path else None
 
-    def job(view: Any, tick: Any) -> str:
-        r = _in_session(view, lambda s: evaluate(s, target, skill_version=skill_version, on_item=lambda _: tick()),
-                        grader=grader)
-        return (f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} graded, "
-                f"{r['n_ungraded']} ungraded; grader {r['grader_model']})")
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+        r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
+                                       force=force, on_item=lambda _: tick()))
+        return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
+                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']})")
 
     _each_run(run_dirs, "grading", job)
 
@@ -476,16 +562,18 @@ def dynamics(
     split: str = typer.Option("diagnostic", help="The held-out split to track (diagnostic by default)."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    force: bool = Force,
 ) -> None:
     """Score every checkpoint on the diagnostic split: generated-rubric proxy and gold grade (Figure 3)."""
-    from .evaluation.dynamics import dynamics as run_dynamics
+    from .api import dynamics_async
 
     grader = _grader_spec(grader_model, grader_base_url)
 
-    def job(view: Any, tick: Any) -> str:
-        r = _in_session(view, lambda s: run_dynamics(s, split=split, on_point=lambda _: tick(len(view.timeline()))),
-                        grader=grader)
-        return "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}" for p in r["points"])
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+        r = asyncio.run(dynamics_async(run_dir, split=split, grader=grader, force=force, on_point=lambda _: tick()))
+        graded = sum(1 for p in r["points"] if p.get("gold") is not None or p.get("proxy") is not None)
+        return _saved(r, graded, "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}"
+                                           for p in r["points"]))
 
     _each_run(run_dirs, "checkpoints", job)
 
@@ -499,17 +587,19 @@ def align(
     matcher_base_url: str = typer.Option(None, "--matcher-base-url", help="OpenAI-compatible server for the matcher."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    force: bool = Force,
 ) -> None:
     """Criterion-level P/R/F1 of the final generated rubrics against the gold rubrics (Table 5)."""
-    from .evaluation.alignment import alignment
+    from .api import align_async
 
     grader = _grader_spec(grader_model, grader_base_url)
     matcher = _grader_spec(matcher_model, matcher_base_url)
 
-    def job(view: Any, tick: Any) -> str:
-        r = _in_session(view, lambda s: alignment(s, split=split), grader=grader, matcher=matcher)
-        return (f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} F1 {_fmt(r['f1'], 100)} over "
-                f"{r['n_questions']} question(s) ({r['n_failed']} failed; matcher {r['matcher_model']})")
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+        r = asyncio.run(align_async(run_dir, split=split, grader=grader, matcher=matcher, force=force))
+        return _saved(r, r["n_questions"], f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} "
+                                           f"F1 {_fmt(r['f1'], 100)} over {r['n_questions']} question(s) "
+                                           f"({r['n_failed']} failed; matcher {r['matcher_model']})")
 
     _each_run(run_dirs, "matching", job)
 
@@ -530,7 +620,11 @@ def report(
         return
     for problem in built.problems:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False)
-    written = write(built, output)
+    check_output(output)
+    try:
+        written = write(built, output)
+    except OSError as exc:
+        fail(f"-o {output}: cannot write ({exc.strerror or exc})")
     console.print(f"wrote {written} ({len(built.runs)} runs, {written.stat().st_size / 1024:,.0f} KiB)")
 
 

@@ -12,12 +12,27 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 TurnRole = Literal["system", "user", "assistant"]
 
+# How an open assistant turn reads in a transcript shown to a judge or a rubric generator.
+OPEN_TURN_TEXT = "(the assistant's own earlier answer in this conversation)"
+
 
 class Turn(BaseModel):
+    """One turn. An assistant turn with empty content is *open*: an earlier answer of a multi-turn
+    conversation that the solver writes itself when it answers (its own earlier answer, never a
+    reference answer, which is gold)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     role: TurnRole
     content: str
+
+    @classmethod
+    def open_assistant(cls) -> Turn:
+        return cls(role="assistant", content="")
+
+    @property
+    def is_open(self) -> bool:
+        return self.role == "assistant" and not self.content
 
 
 class QuestionView(BaseModel):
@@ -44,7 +59,7 @@ class QuestionView(BaseModel):
         """The question as one block of text: the prompt itself, or a transcript for conversations."""
         if len(self.turns) == 1:
             return self.turns[0].content
-        return "\n\n".join(f"[{t.role}]\n{t.content}" for t in self.turns)
+        return "\n\n".join(f"[{t.role}]\n{OPEN_TURN_TEXT if t.is_open else t.content}" for t in self.turns)
 
 
 class GoldItem(BaseModel):

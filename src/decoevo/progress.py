@@ -1,7 +1,10 @@
-"""Rich progress for long runs: step bar with acceptances, calls, tokens and cache hits."""
+"""Rich progress for long runs (a callback of the library API): step bar with acceptances, calls,
+tokens and cache hits; and `run_with_progress`, what `decoevo run`/`resume` and sweep cells show."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -9,6 +12,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .engine.state import LoopState
 from .lm.client import CallRecord
+from .rundir import (
+    BudgetStopEvent,
+    InnerStepEvent,
+    InnerStepFailedEvent,
+    InvalidCandidateEvent,
+    OuterRoundEvent,
+    OuterRoundFailedEvent,
+    ResumeEvent,
+    RunEvent,
+    StartEvent,
+)
 
 
 class RunProgress:
@@ -42,23 +56,69 @@ class RunProgress:
             self.tokens += record.prompt_tokens + record.completion_tokens
         self._refresh()
 
-    def on_event(self, kind: str, data: dict[str, Any], state: LoopState) -> None:
+    def on_event(self, event: RunEvent, state: LoopState) -> None:
         self.solver_accepts, self.generator_accepts = state.solver_accepts, state.generator_accepts
         self.outer_rounds = state.outer_rounds
-        if kind in ("start", "resume"):
+        if isinstance(event, StartEvent | ResumeEvent):
             self.progress.update(self.task, completed=state.next_step)
-        elif kind == "inner_step":
-            self.progress.update(self.task, completed=data["step"] + 1)
-            mark = "[green]accepted[/]" if data.get("accepted") else "[yellow]kept[/]"
-            j = f" J {data['J_incumbent']:.3f} → {data['J_candidate']:.3f}" if "J_candidate" in data else ""
-            self.console.log(f"step {data['step']}: solver candidate {mark}{j}")
-        elif kind == "outer_round":
-            mark = "[green]accepted[/]" if data.get("accepted") else "[yellow]kept[/]"
-            self.console.log(f"outer round {data['round']}: generator candidate {mark} "
-                             f"({data.get('reason', 'no candidate')})")
-        elif kind.endswith("_failed"):
-            self.console.log(f"[red]{kind.replace('_', ' ')}[/] ({data['category']}, {data['role']}): "
+        elif isinstance(event, InnerStepEvent):
+            self.progress.update(self.task, completed=event.step + 1)
+            mark = "[green]accepted[/]" if event.accepted else "[yellow]kept[/]"
+            j = (f" J {event.J_incumbent:.3f} → {event.J_candidate:.3f}"
+                 if event.J_incumbent is not None and event.J_candidate is not None else "")
+            self.console.log(f"step {event.step}: solver candidate {mark}{j}")
+        elif isinstance(event, OuterRoundEvent):
+            mark = "[green]accepted[/]" if event.accepted else "[yellow]kept[/]"
+            self.console.log(f"outer round {event.round}: generator candidate {mark} "
+                             f"({event.reason or 'no candidate'})")
+        elif isinstance(event, InnerStepFailedEvent | OuterRoundFailedEvent):
+            self.console.log(f"[red]{event.event.replace('_', ' ')}[/] ({event.category}, {event.role}): "
                              "nothing accepted from it")
-        elif kind == "budget_stop":
-            self.console.log(f"[red]budget reached[/]: {data['reason']}")
+        elif isinstance(event, InvalidCandidateEvent):
+            self.console.log(f"[yellow]invalid {event.kind} candidate[/]: {event.reason}")
+        elif isinstance(event, BudgetStopEvent):
+            self.console.log(f"[red]budget reached[/]: {event.reason}")
         self._refresh()
+
+
+def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console) -> Any:
+    """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
+    closing usage table on `console`. Returns the api's RunResult."""
+    from .api import run_config_async
+    from .engine.estimate import estimate_calls
+    from .methods import get_method
+
+    method = get_method(config.method)
+    if not resume:
+        est = estimate_calls(method, config.hyper, config.splits)
+        console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n"
+                      f"expected model calls before caching: ~{est.expected:,} "
+                      f"(at most ~{est.upper_bound:,} if stalls trigger extra audits)")
+    holder: dict[str, RunProgress] = {}
+
+    def attach(engine: Any) -> None:
+        holder["bar"] = RunProgress(console, engine.total_steps(), f"{method.name} s{config.seed}")
+        holder["bar"].__enter__()
+
+    class Relay:  # the bar exists only once the engine knows its step count
+        def on_event(self, event: RunEvent, state: LoopState) -> None:
+            if "bar" in holder:
+                holder["bar"].on_event(event, state)
+
+        def on_call(self, record: CallRecord) -> None:
+            if "bar" in holder:
+                holder["bar"].on_call(record)
+
+    try:
+        result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay()],
+                                              engine_hook=attach))
+    finally:
+        if "bar" in holder:
+            holder["bar"].__exit__(None, None, None)
+    console.print(result.ledger.table(title=f"usage: {run_dir.name}"))
+    state = result.state
+    console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
+                  f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
+                  + (f"; stopped: {state.stopped}" if state.stopped else ""))
+    console.print(f"results: {run_dir}  (final skill: {run_dir / 'final_solver_skill.md'})")
+    return result

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..lm import LMConfig
 from ..lm.errors import ConfigError
+from ..tasks.load import DataConfig
 from ..tasks.splits import SplitSizes
 
 
@@ -49,17 +50,6 @@ class BudgetConfig(BaseModel):
     max_cost: float | None = Field(None, gt=0, description="USD, paid + inherited; every model needs a price")
     match_run: str | None = Field(None, description="a run directory whose paid calls and tokens become the "
                                   "budget (the Budget-Matched control against a paired DecoEvo run)")
-
-
-class DataConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    format: Literal["jsonl", "healthbench", "writingbench", "scholarqa_cs", "researchqa", "llmeval_med",
-                    "eqbench_cw"] = "jsonl"
-    task: str | None = Field(None, description="task family for the structural spec; default from the data")
-    task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
-    limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")
 
 
 class RunConfig(BaseModel):

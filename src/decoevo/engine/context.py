@@ -15,7 +15,7 @@ from ..methods import MethodSpec
 from ..roles.generate_rubric import generate_rubric
 from ..roles.judge import judge
 from ..roles.solve import solve
-from ..store import RunDir
+from ..rundir import RunWriter
 from .config import Hyper
 from .scoring import rubric_score
 
@@ -39,7 +39,7 @@ class EngineContext:
     lm: LM
     hyper: Hyper
     method: MethodSpec
-    run: RunDir
+    run: RunWriter  # evaluation sessions pass one rooted at RUN/eval: the training record is never written
     seed: int
     spec_for: Callable[[str], str]
     # keyed by the skill's text, not its version: a rejected candidate and the next one share a number

@@ -9,24 +9,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
+from ..errors import DatasetError
 from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
-from ..store import RunDir
-from ..tasks.errors import DatasetError
+from ..rundir import (
+    FORMAT_VERSION,
+    CallLine,
+    RunEvent,
+    RunLock,
+    RunReader,
+    RunWriter,
+    Summary,
+    TranscriptEntry,
+    prepare_resume,
+)
 from ..tasks.load import load_questions
-from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL, structural_spec
+from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
 from .config import RunConfig
 from .context import EngineContext
+from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .outer import OuterOutcome, outer_step
 from .policies import should_audit
 from .state import LoopState
 
-Observer = Callable[[str, dict[str, Any], LoopState], None]
+Observer = Callable[[RunEvent, LoopState], None]
 
 
 @dataclass(frozen=True)
@@ -40,23 +52,37 @@ class RunResult:
         return self.state.solver
 
 
-def _both(first: Callable[[CallRecord], None], second: Callable[[CallRecord], None]) -> Callable[[CallRecord], None]:
-    def call(record: CallRecord) -> None:
-        first(record)
-        second(record)
+def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
+    return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
+                    prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
+                    truncated=bool(getattr(record, "truncated", False)), phase=phase)
 
-    return call
+
+def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
+    request = record.request
+    if request is None or record.reply is None:
+        return None
+    p = request.params
+    return TranscriptEntry(key=record.key, role=record.role, model=record.model, phase=phase,
+                           messages=[m.as_dict() for m in request.messages],
+                           params={"temperature": p.temperature, "max_tokens": p.max_tokens,
+                                   "sample_index": p.sample_index},
+                           structured=request.json_schema is not None, reply=record.reply)
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
-    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control)."""
+    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control).
+
+    The cap is the paired run's *effective* usage (paid + inherited from a shared cache), the same quantity
+    `Budget.check` stops on: capping on paid usage alone would leave the control short by whatever the paired
+    run inherited (in a sweep, DecoEvo's first steps replay SkillOpt's answers)."""
     calls, tokens = config.budget.max_calls, config.budget.max_tokens
     if config.budget.match_run:
         ledger_path = Path(config.budget.match_run) / "ledger.json"
         if not ledger_path.is_file():
             raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
-        calls, tokens = calls or total.calls, tokens or total.tokens
+        calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
     if method.budget_matched and calls is None and tokens is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens")
@@ -95,16 +121,19 @@ def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question
 
 
 class Engine:
-    def __init__(self, config: RunConfig, run_dir: RunDir | Path | str, *, lm: LM | None = None,
+    def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
                  on_call: Callable[[CallRecord], None] | None = None) -> None:
         self.config = config
         self.method = get_method(config.method)
-        self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
+        self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
         self.lm = lm or LM(config.lm)
         self.lm.budget = resolve_budget(config, self.method)
-        self.lm.on_call = self.run.record_call if on_call is None else _both(self.run.record_call, on_call)
+        self.on_call = on_call
+        self.lm.on_call = self._record_call
+        self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
+        self._transcribed: set[str] = set()
         self.observer = observer
         self.questions = questions if questions is not None else load_questions(config.data)
         self.splits = build_splits(config, self.method, self.questions)
@@ -116,17 +145,34 @@ class Engine:
     def views(self, name: str) -> list[QuestionView]:
         return [q.view() for q in getattr(self.splits, name)]
 
+    def _record_call(self, record: CallRecord) -> None:
+        self.run.record_call(call_line(record, self.phase))
+        if record.key not in self._transcribed:
+            entry = transcript_entry(record, self.phase)
+            if entry is not None:
+                self.run.record_transcript(entry)
+                self._transcribed.add(record.key)
+        if self.on_call is not None:
+            self.on_call(record)
+
     def _emit(self, kind: str, state: LoopState, **data: Any) -> None:
-        self.run.event(kind, **data)
+        event = self.run.event(kind, **data)
         if self.observer is not None:
-            self.observer(kind, data, state)
+            self.observer(event, state)
 
     def _start(self, resume: bool) -> LoopState:
-        checkpoint = self.run.load_checkpoint() if resume else None
-        if checkpoint is not None:
-            self.lm.ledger = UsageLedger.from_dict(checkpoint["ledger"])
-            self.lm.own_keys |= {c["key"] for c in self.run.read_jsonl("calls.jsonl")}
-            state = LoopState.model_validate(checkpoint["state"])
+        point = prepare_resume(self.run.path) if resume else None
+        if point is not None:
+            # Calls paid after the last checkpoint (before a kill or an error stop) are not in its ledger:
+            # add them back, so spend and budgets count every paid call exactly once across resumes.
+            ledger = UsageLedger.from_dict(point.checkpoint.ledger) if point.checkpoint else UsageLedger()
+            for call in point.paid_after:
+                ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0)
+            self.lm.ledger = ledger
+            self.lm.own_keys |= point.own_keys
+            self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}
+        if point is not None and point.checkpoint is not None:
+            state = LoopState.model_validate(point.checkpoint.state)
             self._emit("resume", state, next_step=state.next_step)
             return state
         state = initial_state(self.config, self.method, self.main_spec)
@@ -134,18 +180,19 @@ class Engine:
         self.run.write_json("splits.json", self.splits.ids())
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
-        self._emit("start", state, method=self.method.name, seed=self.config.seed)
+        self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)
         return state
 
     def total_steps(self) -> int:
-        if not self.method.optimize_solver:
-            return 0
-        h = self.config.hyper
-        return h.steps * (h.budget_step_cap if self.method.budget_matched else 1)
+        return planned_steps(self.method, self.config.hyper)
 
     async def run_async(self, resume: bool = False) -> RunResult:
         try:
-            return await self._run_steps(resume)
+            with RunLock(self.run.path):  # one writer per run directory, released even on a kill
+                if not resume and (self.run.path / "config.yaml").exists():  # another process got here first
+                    raise ConfigError(f"{self.run.path} already holds a run; continue it with "
+                                      f"`decoevo resume {self.run.path}`")
+                return await self._run_steps(resume)
         finally:
             if self._owns_lm:
                 await self.lm.aclose()
@@ -159,6 +206,7 @@ class Engine:
             while state.next_step < self.total_steps():
                 step = state.next_step
                 notes = state.audit_notes if self.method.audit_to_solver else None
+                self.phase = f"step {step}"
                 try:
                     inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
                     self._after_inner(state, inner)
@@ -167,6 +215,7 @@ class Engine:
                     state.consecutive_rejections += 1
                 if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
                                                             h.max_stalls):
+                    self.phase = f"outer {state.outer_rounds}"
                     try:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
                                                  probe, gate_g)
@@ -234,12 +283,13 @@ class Engine:
     def _finish(self, state: LoopState) -> None:
         self.run.write_text("final_solver_skill.md", state.solver.text.strip() + "\n")
         self.run.write_json("ledger.json", self.lm.ledger.to_dict())
-        summary = {
-            "method": self.method.name, "seed": self.config.seed, "steps_done": state.next_step,
-            "solver_version": state.solver.version, "generator_version": state.generator.version,
-            "solver_accepts": state.solver_accepts, "generator_accepts": state.generator_accepts,
-            "outer_rounds": state.outer_rounds, "failed_steps": state.failed_steps, "stopped": state.stopped,
-            "usage": self.lm.ledger.to_dict()["total"],
-        }
-        self.run.write_json("summary.json", summary)
-        self._emit("finish", state, **{k: v for k, v in summary.items() if k != "usage"})
+        summary = Summary(
+            method=self.method.name, seed=self.config.seed, steps_done=state.next_step,
+            solver_version=state.solver.version, generator_version=state.generator.version,
+            solver_accepts=state.solver_accepts, generator_accepts=state.generator_accepts,
+            outer_rounds=state.outer_rounds, failed_steps=state.failed_steps, stopped=state.stopped,
+            usage=dict(self.lm.ledger.to_dict()["total"]),  # type: ignore[call-overload]
+            status="budget_stop" if state.stopped else "finished", format_version=FORMAT_VERSION,
+        )
+        self.run.summary(summary)
+        self._emit("finish", state, **summary.model_dump(mode="json", exclude={"usage", "format_version"}))

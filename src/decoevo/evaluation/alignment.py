@@ -13,9 +13,10 @@ from typing import Any
 
 from ..domain import Question
 from ..lm import LMError
+from ..rundir.records import AlignmentFile
 from .matcher import match_criterion
 from .models import MATCHER_ROLE, model_label
-from .session import EVAL_DIR, EvalSession
+from .session import EvalSession
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,5 @@ async def alignment(session: EvalSession, *, split: str = "test",
         "f1": avg.f1 if avg else None,
         "n_questions": len(ok), "n_failed": len(per_question) - len(ok), "per_question": per_question,
     }
-    view.dir.write_json(f"{EVAL_DIR}/alignment.json", record)
-    session.save_ledger("alignment")
+    session.save("alignment", record, AlignmentFile)
     return record

@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..benchmarks import aggregate
 from ..domain import Question
-from ..grading import aggregate
 from ..lm import LMError
+from ..rundir.records import DynamicsFile
 from .run_view import Checkpoint
-from .session import EVAL_DIR, EvalSession, GradedResponse
+from .session import EvalSession, GradedResponse
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,5 @@ async def dynamics(session: EvalSession, *, split: str = "diagnostic",
             on_point(summary)
     record = {"method": view.method, "seed": view.seed, "split": split, "n_questions": len(questions),
               "finished": view.finished, "points": points}
-    view.dir.write_json(f"{EVAL_DIR}/dynamics.json", record)
-    session.save_ledger("dynamics")
+    session.save("dynamics", record, DynamicsFile)
     return record

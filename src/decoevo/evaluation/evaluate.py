@@ -8,13 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..benchmarks import GRADER_ROLES, aggregate, find
 from ..domain import Question
 from ..engine.config import DataConfig
-from ..grading import GRADER_ROLES, aggregate
 from ..lm.errors import ConfigError
+from ..rundir.records import EvalFile
 from ..tasks.load import load_questions
 from .models import model_label
-from .session import EVAL_DIR, EvalSession, GradedResponse
+from .session import EvalSession, GradedResponse
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,11 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "solver_model": model_label(session.lm_config, ["solve"]),
         "grader_model": model_label(session.lm_config, GRADER_ROLES),
         "score": score.score,
+        "headline": bench.headline if (bench := find(score.scheme)) is not None else "score",
         "n_graded": score.n_graded,
         "n_ungraded": score.n_ungraded,
         "details": score.details,
         "items": [g.to_dict() for g in graded],
     }
-    view.dir.write_json(f"{EVAL_DIR}/{target.name}.json", record)
-    session.save_ledger(target.name)
+    session.save(target.name, record, EvalFile)
     return record

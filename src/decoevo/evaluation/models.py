@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..grading import GRADER_ROLES
+from ..benchmarks import GRADER_ROLES
 from ..lm import LMConfig, ModelSpec
 
 GRADER_MODEL = "grader"

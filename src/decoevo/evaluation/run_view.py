@@ -1,35 +1,22 @@
-"""A finished (or stopped) run directory read back for evaluation: its configuration, splits, skill
-lineage and the timeline of which skill versions were in force after each step.
+"""A finished (or stopped, or live) run directory read back for evaluation: its configuration, splits,
+skill lineage and the timeline of which skill versions were in force after each step.
 
 Only post-hoc analyses use this: it loads questions with their gold rubrics, which no optimization
-role may see.
+role may see. It reads through `rundir.RunReader` and never writes to the run.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..domain import Question, Skill
-from ..engine.config import RunConfig, load_config
+from ..engine.config import RunConfig, config_from_dict
 from ..lm.errors import ConfigError
-from ..store import RunDir
+from ..rundir import InnerStepEvent, OuterRoundEvent, RunEvent, RunReader, StartEvent, parse_skill_markdown
 from ..tasks.load import load_questions
 
-_HEADER = re.compile(r"<!-- kind: (\w+); version: v(\d+); parent: (none|v\d+) -->\n<!-- reason: (.*?) -->\n\n",
-                     re.DOTALL)
-
-
-def parse_skill_markdown(text: str) -> Skill:
-    """The inverse of `store.run_dir.skill_markdown`."""
-    m = _HEADER.match(text)
-    if m is None:
-        raise ValueError("not a decoevo skill file (the two header comments are missing)")
-    kind, version, parent, reason = m.groups()
-    return Skill(kind=kind, version=int(version), text=text[m.end():].rstrip("\n"),
-                 parent=None if parent == "none" else int(parent[1:]), reason=reason)
+__all__ = ["Checkpoint", "RunView", "parse_skill_markdown", "timeline"]
 
 
 @dataclass(frozen=True)
@@ -41,7 +28,7 @@ class Checkpoint:
     generator_version: int
 
 
-def timeline(events: list[dict[str, Any]]) -> list[Checkpoint]:
+def timeline(events: list[RunEvent]) -> list[Checkpoint]:
     """Replay the event log: one checkpoint per completed inner step, plus the start.
 
     An outer round changes the generator between steps, so a step's checkpoint carries the generator
@@ -49,16 +36,15 @@ def timeline(events: list[dict[str, Any]]) -> list[Checkpoint]:
     solver = generator = 0
     points = [Checkpoint(0, 0, 0)]
     for e in events:
-        kind = e.get("event")
-        if kind == "start":
+        if isinstance(e, StartEvent):
             solver = generator = 0
             points = [Checkpoint(0, 0, 0)]
-        elif kind == "outer_round":
-            generator = int(e.get("generator_version", generator))
+        elif isinstance(e, OuterRoundEvent):
+            generator = e.generator_version
             points[-1] = Checkpoint(points[-1].step, solver, generator)
-        elif kind == "inner_step":
-            solver = int(e.get("solver_version", solver))
-            points.append(Checkpoint(int(e["step"]) + 1, solver, generator))
+        elif isinstance(e, InnerStepEvent):
+            solver = e.solver_version
+            points.append(Checkpoint(e.step + 1, solver, generator))
     return points
 
 
@@ -66,16 +52,15 @@ class RunView:
     """Read-only access to what a run left on disk."""
 
     def __init__(self, path: Path | str) -> None:
-        self.dir = RunDir(path)
-        if not self.dir.exists():
-            raise ConfigError(f"{self.dir.path}: not a decoevo run directory (no config.yaml); "
+        self.reader = RunReader(path)
+        self.path = self.reader.path
+        if not self.reader.exists():
+            raise ConfigError(f"{self.path}: not a decoevo run directory (no config.yaml); "
                               "pass a directory made by `decoevo run`")
-        self.path = self.dir.path
-        self.config: RunConfig = load_config(self.path / "config.yaml")
-        splits = self.path / "splits.json"
-        if not splits.is_file():
-            raise ConfigError(f"{splits}: missing; the run never started its first step")
-        self.split_ids: dict[str, list[str]] = self.dir.read_json("splits.json")
+        self.config: RunConfig = config_from_dict(self.reader.config_dict(), source=str(self.path / "config.yaml"))
+        if not self.reader.has("splits.json"):
+            raise ConfigError(f"{self.path / 'splits.json'}: missing; the run never started its first step")
+        self.split_ids: dict[str, list[str]] = self.reader.split_ids()
         self._questions: dict[str, Question] | None = None
 
     # ---- identity --------------------------------------------------------------------------------
@@ -89,33 +74,21 @@ class RunView:
 
     @property
     def finished(self) -> bool:
-        return (self.path / "summary.json").is_file()
+        return self.reader.has("summary.json")
 
     # ---- skills --------------------------------------------------------------------------------
     def skill(self, kind: str, version: int) -> Skill:
-        path = self.path / "skills" / kind / f"v{version:03d}.md"
-        if not path.is_file():
-            raise ConfigError(f"{path}: no such skill version in this run")
-        try:
-            return parse_skill_markdown(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
+        return self.reader.skill(kind, version)
 
     def versions(self, kind: str) -> list[int]:
-        return sorted(int(p.stem[1:]) for p in (self.path / "skills" / kind).glob("v*.md"))
+        return self.reader.versions(kind)
 
     def final(self, kind: str) -> Skill:
         """The last accepted version; the checkpoint's exact text when there is one (no whitespace drift)."""
-        checkpoint = self.dir.load_checkpoint() if (self.path / "checkpoint.json").is_file() else None
-        if checkpoint is not None:
-            return Skill.model_validate(checkpoint["state"][kind])
-        versions = self.versions(kind)
-        if not versions:
-            raise ConfigError(f"{self.path}: no {kind} skill saved")
-        return self.skill(kind, versions[-1])
+        return self.reader.final_skill(kind)
 
     def timeline(self) -> list[Checkpoint]:
-        return timeline(self.dir.events())
+        return timeline(self.reader.events(problems=[]))
 
     # ---- questions -----------------------------------------------------------------------------
     def questions(self) -> dict[str, Question]:

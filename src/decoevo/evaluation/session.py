@@ -4,18 +4,24 @@ run's cached answers are reused) plus the gold grader, with its own call log and
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
+from ..benchmarks import find, grade
+from ..benchmarks.record import Sampling
 from ..domain import Question, Response, Skill
 from ..engine.context import EngineContext
-from ..engine.run import spec_lookup
-from ..grading import GradeResult, grade
+from ..engine.run import call_line, spec_lookup
+from ..grading import GradeResult
 from ..lm import LM, LMError, ModelSpec
 from ..lm.client import CallRecord
 from ..methods import get_method
-from ..store import RunDir
+from ..roles.solve import solve
+from ..rundir import RunWriter
 from .models import evaluation_lm_config
+from .results import SaveDecision, save_result
 from .run_view import RunView
 
 T = TypeVar("T")
@@ -39,24 +45,31 @@ def ungraded(question: Question, reason: str) -> GradeResult:
     return GradeResult(question_id=question.id, scheme=scheme, score=None, items=(), ungraded_reason=reason)
 
 
+def benchmark_sampling(question: Question) -> Sampling | None:
+    bench = find(question.gold.scheme) if question.gold is not None else None
+    return bench.sampling if bench is not None else None
+
+
 class EvalSession:
     def __init__(self, view: RunView, *, grader: ModelSpec | None = None, matcher: ModelSpec | None = None,
                  use_cache: bool | None = None, lm: LM | None = None,
-                 on_call: Callable[[CallRecord], None] | None = None) -> None:
+                 on_call: Callable[[CallRecord], None] | None = None, force: bool = False) -> None:
         self.view = view
+        self.force = force  # replace an earlier result even when this one graded fewer questions
+        self.saved: SaveDecision | None = None
         self.lm_config = evaluation_lm_config(view.config.lm, grader=grader, matcher=matcher, use_cache=use_cache)
         self.lm = lm or LM(self.lm_config)
         # Evaluation calls go to RUN/eval/calls.jsonl: RUN/calls.jsonl stays the training spend.
-        eval_dir = RunDir(view.path / EVAL_DIR)
-        eval_dir.path.mkdir(parents=True, exist_ok=True)
+        # Everything an evaluation writes goes under RUN/eval/; the training record is only read.
+        self.writer = RunWriter(view.path / EVAL_DIR)
 
         def record(rec: CallRecord) -> None:
-            eval_dir.record_call(rec)
+            self.writer.record_call(call_line(rec))
             if on_call is not None:
                 on_call(rec)
 
         self.lm.on_call = record
-        self.ctx = EngineContext(self.lm, view.config.hyper, get_method(view.method), view.dir, view.seed,
+        self.ctx = EngineContext(self.lm, view.config.hyper, get_method(view.method), self.writer, view.seed,
                                  spec_lookup(view.config))
 
     async def gather(self, fn: Callable[[T], Awaitable[U]], items: Iterable[T]) -> list[U]:
@@ -64,6 +77,12 @@ class EvalSession:
 
     async def respond(self, question: Question, solver: Skill) -> Response | LMError:
         try:
+            sampling = benchmark_sampling(question)
+            if sampling is not None:  # the benchmark samples the graded answer its own way
+                hyper = self.view.config.hyper
+                params = replace(self.ctx.params(sampling.max_tokens or hyper.max_tokens_solve, sampling.temperature),
+                                 min_p=sampling.min_p)
+                return await solve(self.lm, question.view(), solver, params=params)
             return await self.ctx.respond(question.view(), solver)
         except LMError as exc:
             return exc
@@ -81,5 +100,11 @@ class EvalSession:
     async def aclose(self) -> None:
         await self.lm.aclose()
 
+    def save(self, name: str, record: dict[str, Any], model: type[BaseModel]) -> None:
+        """Write RUN/eval/<name>.json and its ledger, unless an earlier result graded more."""
+        self.saved = save_result(self.writer, f"{name}.json", record, model, force=self.force)
+        if self.saved.write:
+            self.save_ledger(name)
+
     def save_ledger(self, name: str) -> None:
-        self.view.dir.write_json(f"{EVAL_DIR}/ledger-{name}.json", self.lm.ledger.to_dict())
+        self.writer.write_json(f"ledger-{name}.json", self.lm.ledger.to_dict())

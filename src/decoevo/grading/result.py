@@ -14,7 +14,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..lm.errors import FailureCategory, LMError
-from . import rules
 
 
 class ItemGrade(BaseModel):
@@ -106,8 +105,10 @@ class BenchmarkScore(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-def aggregate(results: Sequence[GradeResult]) -> BenchmarkScore:
-    """The benchmark score over graded questions; ungraded ones are counted, never scored 0."""
+def aggregate(results: Sequence[GradeResult],
+              summarise: Callable[[Sequence[GradeResult]], tuple[float, dict[str, Any]]]) -> BenchmarkScore:
+    """The benchmark score over graded questions by the benchmark's own `summarise`; ungraded questions
+    are counted, never scored 0."""
     schemes = {r.scheme for r in results}
     if len(schemes) != 1:
         raise ValueError(f"aggregate one scheme at a time, got {sorted(schemes) or 'none'}")
@@ -116,12 +117,5 @@ def aggregate(results: Sequence[GradeResult]) -> BenchmarkScore:
     n_ungraded = len(results) - len(graded)
     if not graded:
         return BenchmarkScore(scheme=scheme, score=None, n_graded=0, n_ungraded=n_ungraded)
-    details: dict[str, Any] = {}
-    if scheme == "healthbench":
-        score = rules.healthbench_aggregate([r.details["fraction"] for r in graded])
-        details["unclipped_mean"] = rules.mean([r.details["fraction"] for r in graded]) * 100
-    else:
-        score = rules.mean([r.score for r in graded if r.score is not None])
-    if scheme == "llmeval_med":
-        details["usable_rate"] = rules.mean([1.0 if r.details["usable"] else 0.0 for r in graded])
+    score, details = summarise(graded)
     return BenchmarkScore(scheme=scheme, score=score, n_graded=len(graded), n_ungraded=n_ungraded, details=details)

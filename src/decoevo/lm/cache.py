@@ -49,6 +49,8 @@ def request_key(model_identity: str, request: BackendRequest) -> str:
         "sample_index": request.params.sample_index,
         "schema": request.json_schema,
     }
+    if request.params.min_p is not None:  # only when set, so keys made before the field existed still hit
+        payload["min_p"] = request.params.min_p
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ..errors import ConfigError
+
+__all__ = ["ConfigError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError", "ParseError",
+           "RefusalError", "RequestTimeout", "RetryableError"]
+
 
 class FailureCategory(StrEnum):
     INFRASTRUCTURE = "infrastructure"  # transport, server, timeout, rate limit after retries
@@ -56,10 +61,6 @@ class RetryableError(InfrastructureError):
         self.retry_after = retry_after
         self.throttled = throttled
         self.rate = rate
-
-
-class ConfigError(ValueError):
-    """Bad user configuration; the CLI prints it as a one-paragraph message and exits 2."""
 
 
 class RequestTimeout(RetryableError):

@@ -96,6 +96,8 @@ class LocalBackend:
             "max_tokens": request.params.max_tokens,
             "seed": request.params.effective_seed(),
         }
+        if request.params.min_p is not None:
+            kwargs["min_p"] = request.params.min_p
         if request.json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_object",

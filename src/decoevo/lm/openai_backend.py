@@ -87,6 +87,12 @@ def error_message(body: bytes) -> str:
     return json.dumps(data)[:300]
 
 
+def accepts_min_p(base_url: str | None) -> bool:
+    """vLLM, SGLang and llama.cpp servers take `min_p`; OpenAI's own API refuses unknown sampling
+    parameters, so it is left out there (the request then samples without it)."""
+    return "api.openai.com" not in (base_url or "")
+
+
 @dataclass(frozen=True)
 class Reply:
     """One HTTP answer, as far as this backend reads it."""
@@ -143,6 +149,8 @@ class OpenAIBackend:
             body["temperature"] = request.params.temperature
         body[profile.token_param] = request.params.max_tokens
         body["seed"] = request.params.effective_seed()
+        if request.params.min_p is not None and accepts_min_p(self.spec.base_url):
+            body["min_p"] = request.params.min_p
         if self.spec.reasoning_effort is not None:
             body["reasoning_effort"] = self.spec.reasoning_effort
         if schema is not None and mode == "json_object":

@@ -28,6 +28,8 @@ class GenParams:
     max_tokens: int = 512
     seed: int = 0
     sample_index: int = 0
+    # Nucleus-style floor some benchmarks sample with (EQ-Bench CW: 0.1); None = the backend's default.
+    min_p: float | None = None
 
     def effective_seed(self) -> int:
         # Knuth's multiplicative constant spreads consecutive indices; stays within 31 bits.

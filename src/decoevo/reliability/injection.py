@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from ..benchmarks import load_healthbench
+from ..benchmarks.healthbench.grader import ItemVerdict
 from ..domain import Criterion, Question, Rubric
-from ..grading.healthbench import ItemVerdict
+from ..errors import DatasetError
 from ..roles.contrastive_audit import PreferenceOut
 from ..roles.judge import joint_schema
 from ..roles.structural_audit import StructuralOut
-from ..tasks.errors import DatasetError
-from ..tasks.loaders import load_healthbench
 
 
 class Role(StrEnum):

@@ -25,17 +25,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..analysis.stats import PairedCI, paired_difference
+from ..benchmarks import grade, structural_spec
 from ..domain import GoldRubric, Question, Skill
 from ..engine.config import Hyper
 from ..engine.scoring import rubric_score
-from ..grading import grade
 from ..lm import LM, GenParams, LMError
 from ..roles.common import ECHO_MESSAGE, EchoedVerdictError
 from ..roles.contrastive_audit import blind_preference
 from ..roles.judge import judge
 from ..roles.solve import solve
 from ..roles.structural_audit import structural_audit
-from ..tasks.specs import structural_spec
 from .injection import Case, Role, Subject, reference_rubric
 
 _DEFAULTS = Hyper()

@@ -9,71 +9,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
+
+from ..rundir.records import AlignmentFile, DynamicsFile, DynamicsPoint, EvalFile
+
+__all__ = ["AlignmentFile", "DynamicsFile", "DynamicsPoint", "EvalFile", "ReportInputError", "load_alignment",
+           "load_dynamics", "load_eval", "read_json", "read_jsonl", "read_yaml"]
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class ReportInputError(ValueError):
     """A file under a run or sweep directory that cannot be read; the message names it."""
-
-
-class _File(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class EvalFile(_File):
-    """`RUN/eval/<name>.json`: the final solver skill graded on a test split by the gold grader."""
-
-    name: str
-    kind: Literal["test", "transfer"]
-    benchmark: str
-    method: str
-    seed: int
-    skill_version: int | None = None
-    grader_model: str | None = None
-    score: float | None = Field(ge=0, le=100)  # None when nothing could be graded
-    n_graded: int = Field(ge=0)
-    n_ungraded: int = Field(ge=0)
-    details: dict[str, Any] = Field(default_factory=dict)
-    items: list[dict[str, Any]] = Field(default_factory=list)
-
-
-class DynamicsPoint(_File):
-    step: int = Field(ge=0)
-    skill_version: int = Field(ge=0)
-    generator_version: int | None = Field(None, ge=0)
-    proxy: float | None = Field(ge=0, le=100)  # J x 100 under the generated rubric
-    gold: float | None = Field(ge=0, le=100)
-    n_gold_graded: int | None = Field(None, ge=0)
-
-
-class DynamicsFile(_File):
-    """`RUN/eval/dynamics.json` (paper Figure 3): accepted solver checkpoints on the diagnostic split."""
-
-    method: str
-    seed: int
-    split: str = "diagnostic"
-    n_questions: int | None = Field(None, ge=0)
-    points: list[DynamicsPoint]
-
-
-class AlignmentFile(_File):
-    """`RUN/eval/alignment.json` (paper Table 5): generated vs gold criteria, macro-averaged."""
-
-    method: str
-    seed: int
-    split: str = "test"
-    generator_version: int | None = None
-    matcher_model: str | None = None
-    precision: float | None = Field(ge=0, le=1)
-    recall: float | None = Field(ge=0, le=1)
-    f1: float | None = Field(ge=0, le=1)
-    n_questions: int = Field(ge=0)
-    n_failed: int = Field(0, ge=0)
 
 
 def read_json(path: Path) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..benchmarks import BENCHMARKS, find
 from ..methods import METHODS
 
 BASELINE = "skillopt"
@@ -20,13 +21,8 @@ _METHOD_LABELS = {
     "task_prior": "Task-Prior", "budget_matched": "Budget-Matched", "direct_audit": "Direct Audit",
 }
 
-# The graders' order (decoevo.grading.GRADERS), which is the paper's column order.
-BENCHMARK_ORDER = ("healthbench", "writingbench", "scholarqa_cs", "researchqa", "llmeval_med", "eqbench_cw")
-_BENCHMARK_LABELS = {
-    "healthbench": "HealthBench", "writingbench": "WritingBench", "scholarqa_cs": "ScholarQA-CS",
-    "researchqa": "ResearchQA", "llmeval_med": "LLMEval-Med", "eqbench_cw": "EQ-Bench CW",
-    "weighted": "Custom (weighted gold)",  # a user's own JSONL with weighted gold criteria
-}
+# The registry's order, which is the paper's column order (users' own data has no column of its own).
+BENCHMARK_ORDER = tuple(b.name for b in BENCHMARKS.values() if b.source is not None)
 
 # One colour per method in every figure, so a reader can follow a method from plot to plot.
 _COLORS = {
@@ -62,7 +58,9 @@ def method_color(name: str) -> str:
 
 
 def benchmark_label(name: str) -> str:
-    return _BENCHMARK_LABELS.get(name, name)
+    """A benchmark's display name, by format name or gold scheme; a sweep's own benchmark names as given."""
+    bench = find(name)
+    return bench.label if bench is not None else name
 
 
 def benchmark_order(name: str) -> tuple[int, str]:

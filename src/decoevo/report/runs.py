@@ -8,13 +8,27 @@ by `discover`.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..analysis.costs import RunUsage, RunUsageError, load_run_usage
-from ..evaluation.run_view import parse_skill_markdown
+from ..rundir import (
+    BudgetStopEvent,
+    InnerStepEvent,
+    InnerStepFailedEvent,
+    InvalidCandidateEvent,
+    OuterRoundEvent,
+    OuterRoundFailedEvent,
+    ResumeEvent,
+    RunEvent,
+    RunReader,
+    RunReadError,
+    StoppedEvent,
+    TranscriptEntry,
+    parse_skill_markdown,
+)
 from .files import (
     AlignmentFile,
     DynamicsFile,
@@ -25,10 +39,10 @@ from .files import (
     load_eval,
     read_json,
     read_jsonl,
-    read_yaml,
 )
 from .labels import is_tiny_embedded
 
+T = TypeVar("T")
 EMBEDDED_DEFAULT = "smollm2-135m-instruct-q4_1"  # ModelSpec's default label
 
 
@@ -145,6 +159,8 @@ class RunRecord:
     evals: Mapping[str, EvalFile]
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
+    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw
+    transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
 
     @property
@@ -233,28 +249,27 @@ def _int(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _gates(events: list[dict[str, Any]]) -> tuple[tuple[InnerGate, ...], tuple[OuterGate, ...], tuple[Incident, ...]]:
+def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGate, ...], tuple[Incident, ...]]:
     inner, outer, incidents = [], [], []
     for e in events:
-        kind = e.get("event")
-        if kind == "inner_step":
-            inner.append(InnerGate(step=_int(e.get("step")) or 0, accepted=bool(e.get("accepted")),
-                                   j_incumbent=_num(e.get("J_incumbent")), j_candidate=_num(e.get("J_candidate")),
-                                   n=_int(e.get("n")), solver_version=_int(e.get("solver_version")),
-                                   note=e.get("note") if isinstance(e.get("note"), str) else None))
-        elif kind == "outer_round":
-            deltas = _map(e.get("deltas"))
-            outer.append(OuterGate(round=_int(e.get("round")) or 0,
-                                   structural_records=_int(e.get("structural_records")) or 0,
-                                   contrastive_records=_int(e.get("contrastive_records")) or 0,
-                                   accepted=e["accepted"] if isinstance(e.get("accepted"), bool) else None,
-                                   policy=e.get("policy"), reason=e.get("reason"),
-                                   deltas={k: float(v) for k, v in deltas.items() if _num(v) is not None},
-                                   generator_version=_int(e.get("generator_version"))))
-        elif kind in ("inner_step_failed", "outer_round_failed", "budget_stop", "stopped", "resume"):
-            where = next((f"{k} {e[k]}" for k in ("step", "round", "at_step", "next_step") if k in e), "")
-            message = str(e.get("error") or e.get("reason") or "")
-            incidents.append(Incident(kind, where, e.get("category"), e.get("role"), message))
+        if isinstance(e, InnerStepEvent):
+            inner.append(InnerGate(step=e.step, accepted=e.accepted, j_incumbent=e.J_incumbent,
+                                   j_candidate=e.J_candidate, n=e.n, solver_version=e.solver_version, note=e.note))
+        elif isinstance(e, OuterRoundEvent):
+            outer.append(OuterGate(round=e.round, structural_records=e.structural_records,
+                                   contrastive_records=e.contrastive_records, accepted=e.accepted,
+                                   policy=e.policy, reason=e.reason, deltas=dict(e.deltas),
+                                   generator_version=e.generator_version))
+        elif isinstance(e, InnerStepFailedEvent | OuterRoundFailedEvent | StoppedEvent):
+            where = (f"step {e.step}" if isinstance(e, InnerStepFailedEvent) else
+                     f"round {e.round}" if isinstance(e, OuterRoundFailedEvent) else f"at_step {e.at_step}")
+            incidents.append(Incident(e.event, where, e.category, e.role, e.error))
+        elif isinstance(e, BudgetStopEvent):
+            incidents.append(Incident(e.event, f"at_step {e.at_step}", None, None, e.reason))
+        elif isinstance(e, ResumeEvent):
+            incidents.append(Incident(e.event, f"next_step {e.next_step}", None, None, ""))
+        elif isinstance(e, InvalidCandidateEvent):
+            incidents.append(Incident(e.event, e.kind, None, None, e.reason))
     return tuple(inner), tuple(outer), tuple(incidents)
 
 
@@ -310,10 +325,11 @@ def _benchmark(config: Mapping[str, Any], hint: str | None, test: EvalFile | Non
 
 
 def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...]) -> tuple[str, str | None]:
-    crash = next((i for i in reversed(incidents) if i.event == "stopped"), None)
     if summary is not None:
         stopped = summary.get("stopped")
-        return ("budget stop", str(stopped)) if stopped else ("finished", None)
+        budget = summary.get("status") == "budget_stop" or (summary.get("status") is None and stopped)
+        return ("budget stop", str(stopped)) if budget else ("finished", None)
+    crash = next((i for i in reversed(incidents) if i.event == "stopped"), None)
     if crash is not None:
         return "stopped (error)", f"{crash.category or 'error'} in {crash.role or 'a role'} at {crash.where}: " \
                                   f"{crash.message}"
@@ -375,36 +391,35 @@ def _optional(loader: Any, path: Path, method: str, seed: int | None, problems: 
     return data
 
 
+def _attempt(read: Callable[[], T], problems: list[str], default: T) -> T:
+    """`read()`, or `default` with the reader's message (which names the file) added to the problems."""
+    try:
+        return read()
+    except RunReadError as e:
+        problems.append(str(e))
+        return default
+
+
 def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
              benchmark_hint: str | None = None) -> RunRecord:
     problems: list[str] = []
-    try:
-        raw = read_yaml(path / "config.yaml")
-    except ReportInputError as e:
-        problems.append(str(e))
-        raw = {}
-    config: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    summary = None
-    if (path / "summary.json").is_file():
-        try:
-            s = read_json(path / "summary.json")
-            summary = s if isinstance(s, dict) else None
-        except ReportInputError as e:
-            problems.append(str(e))
+    reader = RunReader(path)
+    config: dict[str, Any] = _attempt(reader.config_dict, problems, {})
+    summary_model = _attempt(reader.summary, problems, None)
+    summary: dict[str, Any] | None = summary_model.model_dump(mode="json") if summary_model is not None else None
+    if summary is None and reader.has("summary.json"):  # hand-edited or damaged: shown as it is
+        raw_summary = _attempt(lambda: reader.json("summary.json"), [], None)
+        summary = raw_summary if isinstance(raw_summary, dict) else None
     method, seed = _identity(config, summary, path, problems)
-    try:
-        events = read_jsonl(path / "events.jsonl", problems)
-    except ReportInputError as e:
-        problems.append(str(e))
-        events = []
+    events = _attempt(lambda: reader.events(problems), problems, [])
     inner, outer, incidents = _gates(events)
     usage = None
     ledger_total = None
     try:
         usage = load_run_usage(path)
-        total = read_json(path / "ledger.json").get("total")
+        total = (reader.ledger() or {}).get("total")
         ledger_total = total if isinstance(total, dict) else None
-    except (RunUsageError, ReportInputError) as e:
+    except (RunUsageError, RunReadError) as e:
         problems.append(str(e))
     lineages = {kind: _lineage(path, kind, problems) for kind in ("solver", "generator")}
     evals = _eval_files(path, method, seed, problems)
@@ -428,5 +443,13 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(path, problems), evals=evals,
         dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
         alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
         problems=tuple(problems),
     )
+
+
+def _by_phase(entries: list[TranscriptEntry]) -> dict[str, tuple[TranscriptEntry, ...]]:
+    out: dict[str, list[TranscriptEntry]] = {}
+    for e in entries:
+        out.setdefault(e.phase or "unknown", []).append(e)
+    return {k: tuple(v) for k, v in out.items()}

@@ -31,7 +31,7 @@ T = TypeVar("T", bound=BaseModel)
 # Every tag a role uses to delimit data. Text naming any of them is neutralised in every block, so a
 # response cannot close or open a rubric block either.
 DATA_TAGS: tuple[str, ...] = ("question", "response", "response_a", "response_b", "rubric", "skill",
-                              "reason", "findings")
+                              "reason", "findings", "conversation")
 MARGIN = "> "
 
 UNTRUSTED_NOTE = (

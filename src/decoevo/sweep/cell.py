@@ -4,7 +4,7 @@
 `python -m decoevo.sweep.worker` (the request on stdin) with the thread settings in its environment, appends the child's
 output to RUN/sweep.log, and returns the child's outcome. A child process per cell keeps one cell's
 OpenMP threads, memory and crashes away from the sweep and from the other cells; and the child does
-what `decoevo run` / `decoevo resume` do, through the same function (`cli._execute`).
+what `decoevo run` / `decoevo resume` do, through the same function (`progress.run_with_progress`).
 
 What the cell still needs is read from its run directory in the child, so a cell killed at any point
 is continued by running it again: no config.yaml → a new run; no summary.json → resume; then each
@@ -128,8 +128,8 @@ def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[byte
 def run_cell(request: CellRequest) -> CellOutcome:
     """Train the cell's run if it is not finished, then run its missing post-run steps. Failures become
     an outcome with a one-paragraph error; the traceback of an unexpected one goes to the log."""
+    from ..errors import UserError
     from ..lm import LMError
-    from ..lm.errors import ConfigError
     from .steps import StepFailed
 
     started = time.monotonic()
@@ -139,7 +139,7 @@ def run_cell(request: CellRequest) -> CellOutcome:
         trained = _train(request, run_dir)
         steps_run = _post_steps(request, run_dir)
         error = None
-    except ConfigError as exc:
+    except UserError as exc:
         error = str(exc)
     except LMError as exc:
         error = f"a model call failed ({exc.category}): {exc}; the run resumes from its last step next time"
@@ -155,8 +155,10 @@ def run_cell(request: CellRequest) -> CellOutcome:
 
 
 def _train(request: CellRequest, run_dir: Path) -> str:
-    from ..cli import _execute
+    from rich.console import Console
+
     from ..engine.config import RunConfig, load_config
+    from ..progress import run_with_progress
     from .plan import with_threads
 
     if (run_dir / "summary.json").is_file():
@@ -168,7 +170,7 @@ def _train(request: CellRequest, run_dir: Path) -> str:
         config = RunConfig.model_validate(with_threads(stored, request.threads))
     else:
         config = RunConfig.model_validate(with_threads(request.config, request.threads))
-    _execute(config, run_dir, resume=resume)
+    run_with_progress(config, run_dir, resume=resume, console=Console())
     return "resume" if resume else "new"
 
 

@@ -1,26 +1,26 @@
-"""Post-run steps: what a cell does after training, each an ordinary `decoevo` command on the run directory.
+"""Post-run steps: what a cell does after training, each a library call on the run directory
+(`decoevo.api`: evaluate, dynamics, align), the same functions `decoevo eval/dynamics/align` use.
 
 A step is done when its output file exists, so a sweep that is run again does only the steps still
-missing. The commands themselves (`decoevo eval`, `decoevo dynamics`, `decoevo align`) live elsewhere;
-a step whose command this install lacks is refused when the sweep is planned, before any training.
+missing. A step that graded nothing fails the cell (and writes no file), so the next sweep retries it.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..lm.errors import ConfigError
+from ..errors import ConfigError
 
 
 @dataclass(frozen=True)
 class PostStep:
     name: str
-    command: str  # the decoevo subcommand, called as `decoevo COMMAND RUN_DIR`
+    command: str  # the equivalent `decoevo COMMAND RUN_DIR`, for messages
     output: str  # the file it writes, relative to the run directory (docs/evaluation-files.md)
-
-    def argv(self, run_dir: Path) -> list[str]:
-        return [self.command, str(run_dir)]
 
     def done(self, run_dir: Path) -> bool:
         return (run_dir / self.output).is_file()
@@ -34,45 +34,38 @@ STEPS: dict[str, PostStep] = {s.name: s for s in [
 
 
 class StepFailed(Exception):
-    """A post-run step exited non-zero or did not write its output."""
-
-
-def cli_commands() -> set[str]:
-    import typer.main
-
-    from ..cli import app
-
-    group = typer.main.get_command(app)
-    return set(getattr(group, "commands", {}))
+    """A post-run step graded nothing or did not write its output."""
 
 
 def check_available(names: list[str]) -> None:
-    """Refuse steps whose command is missing, naming the fix, so no cell trains and then fails."""
-    have = cli_commands()
-    missing = [n for n in names if STEPS[n].command not in have]
-    if missing:
-        commands = ", ".join(f"`decoevo {STEPS[n].command}`" for n in missing)
-        raise ConfigError(f"evaluate lists {', '.join(missing)}, which needs {commands}; this install does not "
-                          f"have it. Remove it from evaluate (e.g. --evaluate none) to train without it.")
+    """Refuse unknown steps when the sweep is planned, so no cell trains and then fails."""
+    unknown = [n for n in names if n not in STEPS]
+    if unknown:
+        raise ConfigError(f"evaluate lists {', '.join(unknown)}; the post-run steps are {', '.join(STEPS)} "
+                          "(or none)")
 
 
 def pending_steps(run_dir: Path, names: list[str]) -> list[str]:
     return [n for n in names if not STEPS[n].done(run_dir)]
 
 
+def _call(name: str, run_dir: Path) -> Awaitable[dict[str, Any]]:
+    from .. import api
+
+    calls: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
+        "test": lambda: api.evaluate_async(run_dir),
+        "dynamics": lambda: api.dynamics_async(run_dir),
+        "alignment": lambda: api.align_async(run_dir),
+    }
+    return calls[name]()
+
+
 def run_step(name: str, run_dir: Path) -> None:
-    """Run `decoevo COMMAND RUN_DIR` in this process (its output goes to this process's log)."""
-    import typer.main
-
-    from ..cli import app
-
+    """Run one post-run step in this process (its output goes to this process's log)."""
     step = STEPS[name]
-    group = typer.main.get_command(app)
-    try:
-        code = group.main(args=step.argv(run_dir), prog_name="decoevo", standalone_mode=False)
-    except Exception as exc:  # a usage error of the step's command, raised instead of printed
-        raise StepFailed(f"`decoevo {step.command}` failed: {exc}") from exc
-    if code:
-        raise StepFailed(f"`decoevo {step.command} {run_dir}` exited with code {code}")
+    record = asyncio.run(_call(name, run_dir))
+    print(f"{step.name}: " + ", ".join(f"{k} {record[k]}" for k in ("score", "n_graded", "n_ungraded", "f1",
+                                                                      "n_questions") if k in record), flush=True)
     if not step.done(run_dir):
-        raise StepFailed(f"`decoevo {step.command}` finished but wrote no {step.output}")
+        raise StepFailed(f"`decoevo {step.command} {run_dir}` wrote no {step.output} (nothing could be graded, "
+                         "or an earlier result was kept); see the cell's log")

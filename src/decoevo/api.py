@@ -1,0 +1,291 @@
+"""The library API: what a notebook or a script calls; the command line is a thin layer over it.
+
+    import decoevo
+    result = decoevo.optimize(questions, method="decoevo", lm=decoevo.ModelSpec(...), task_spec="...")
+    print(result.solver.text)                 # the skill that ships
+    decoevo.evaluate(result.run_dir)          # the final skill graded on the run's test split
+
+Every function is synchronous (it runs its own event loop, or a worker thread when called from inside
+one, as in Jupyter) and has an `_async` twin. Callbacks are objects with `on_event(event, state)` and/or
+`on_call(record)`: they see the typed events the run directory records, and every answered model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from .domain import Question
+from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
+from .engine.run import Engine, RunResult
+from .engine.state import LoopState
+from .errors import ConfigError
+from .lm import LMConfig, ModelSpec, UsageLedger
+from .lm.client import CallRecord
+from .rundir import RunEvent, RunReader
+from .rundir.records import CONFIG, QUESTIONS
+
+T = TypeVar("T")
+
+__all__ = ["RunCallback", "RunResult", "align", "align_async", "dynamics", "dynamics_async", "evaluate",
+           "evaluate_async", "optimize", "optimize_async", "resume",
+           "resume_async", "run_config", "run_config_async"]
+
+
+@runtime_checkable
+class RunCallback(Protocol):
+    """Either method may be left out. Both run on the event loop: keep them quick."""
+
+    def on_event(self, event: RunEvent, state: LoopState) -> None: ...
+
+    def on_call(self, record: CallRecord) -> None: ...
+
+
+def _run_sync(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from synchronous code, also when an event loop is already
+    running in this thread (Jupyter): then on a worker thread with its own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = asyncio.run(make())  # type: ignore[arg-type]
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="decoevo-api")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def _observer(callbacks: Iterable[object]) -> tuple[Callable[[RunEvent, LoopState], None] | None,
+                                                    Callable[[CallRecord], None] | None]:
+    on_event = [cb.on_event for cb in callbacks if callable(getattr(cb, "on_event", None))]  # type: ignore[attr-defined]
+    on_call = [cb.on_call for cb in callbacks if callable(getattr(cb, "on_call", None))]  # type: ignore[attr-defined]
+
+    def events(event: RunEvent, state: LoopState) -> None:
+        for fn in on_event:
+            fn(event, state)
+
+    def calls(record: CallRecord) -> None:
+        for fn in on_call:
+            fn(record)
+
+    return (events if on_event else None), (calls if on_call else None)
+
+
+# ---- running a configuration -------------------------------------------------------------------------
+async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
+                           callbacks: Sequence[object] = (), questions: list[Question] | None = None,
+                           engine_hook: Callable[[Engine], None] | None = None) -> RunResult:
+    """Run (or resume) `config` in `run_dir`. A run that fails before its first event leaves no
+    directory behind (it would block the next attempt); one that got further is kept for `resume`."""
+    run_dir = Path(run_dir)
+    created = not run_dir.exists()
+    try:
+        on_event, on_call = _observer(callbacks)
+        engine = Engine(config, run_dir, observer=on_event, on_call=on_call, questions=questions)
+        if engine_hook is not None:
+            engine_hook(engine)
+        return await engine.run_async(resume=resume)
+    except BaseException:
+        if created and run_dir.is_dir() and not (run_dir / CONFIG).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def run_config(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
+               callbacks: Sequence[object] = ()) -> RunResult:
+    return _run_sync(lambda: run_config_async(config, run_dir, resume=resume, callbacks=callbacks))
+
+
+# ---- optimize ---------------------------------------------------------------------------------------
+def _question_record(q: Question | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(q, Mapping):
+        return dict(q)
+    record: dict[str, Any] = {"id": q.id, "task": q.task,
+                              "prompt": [{"role": t.role, "content": t.content} for t in q.turns]}
+    if q.gold is not None:
+        record["gold"] = q.gold.model_dump(mode="json")
+    if q.meta:
+        record["meta"] = q.meta
+    return record
+
+
+def _lm_config(lm: LMConfig | ModelSpec | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if lm is None:
+        return None
+    if isinstance(lm, ModelSpec):
+        return LMConfig(models={"default": lm}).model_dump(mode="json")
+    if isinstance(lm, LMConfig):
+        return lm.model_dump(mode="json")
+    return dict(lm)
+
+
+def build_config(questions_path: Path, *, method: str, seed: int, lm: Any, task: str | None,
+                 task_spec_path: Path | None, hyper: Mapping[str, Any] | None, splits: Mapping[str, Any] | None,
+                 budget: Mapping[str, Any] | None, preset: str | None, base: Mapping[str, Any] | None) -> RunConfig:
+    from .presets import PRESETS
+
+    if preset is not None and preset not in PRESETS:
+        raise ConfigError(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
+    raw: dict[str, Any] = deep_merge(dict(PRESETS[preset]) if preset else {}, dict(base or {}))
+    data = {"path": str(questions_path), "format": "jsonl"}
+    if task:
+        data["task"] = task
+    if task_spec_path is not None:
+        data["task_spec"] = str(task_spec_path)
+    over: dict[str, Any] = {"method": method, "seed": seed, "data": data}
+    for key, value in (("hyper", hyper), ("splits", splits), ("budget", budget), ("lm", _lm_config(lm))):
+        if value is not None:
+            over[key] = dict(value)
+    return config_from_dict(deep_merge(raw, over), source="decoevo.optimize arguments")
+
+
+async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, method: str = "decoevo",
+                         lm: LMConfig | ModelSpec | Mapping[str, Any] | None = None, task_spec: str | None = None,
+                         task: str | None = None, hyper: Mapping[str, Any] | None = None,
+                         splits: Mapping[str, Any] | None = None, budget: Mapping[str, Any] | None = None,
+                         seed: int = 0, preset: str | None = "default", config: Mapping[str, Any] | None = None,
+                         run_dir: Path | str | None = None, callbacks: Sequence[object] = ()) -> RunResult:
+    """Optimize a solver skill on in-memory questions (dicts in the JSONL question format, or `Question`s).
+
+    The questions (and `task_spec`, your structural-audit specification as text) are written into the run
+    directory, so the run can be resumed, evaluated and reported later like any other. Without `run_dir`
+    the run goes to a new temporary directory (its path is `result.run_dir`)."""
+    if not questions:
+        raise ConfigError("optimize: no questions given")
+    path = Path(run_dir).resolve() if run_dir is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-"))
+    if RunReader(path).exists():
+        raise ConfigError(f"{path} already holds a run; continue it with decoevo.resume({str(path)!r})")
+    path.mkdir(parents=True, exist_ok=True)
+    lines = "".join(json.dumps(_question_record(q), ensure_ascii=False) + "\n" for q in questions)
+    (path / QUESTIONS).write_text(lines, encoding="utf-8")
+    spec_path = None
+    if task_spec is not None:
+        spec_path = path / "task_spec.txt"
+        spec_path.write_text(task_spec, encoding="utf-8")
+    try:
+        cfg = build_config((path / QUESTIONS).resolve(), method=method, seed=seed, lm=lm, task=task,
+                           task_spec_path=spec_path.resolve() if spec_path else None, hyper=hyper, splits=splits,
+                           budget=budget, preset=preset, base=config)
+    except BaseException:
+        if not (path / CONFIG).exists():
+            (path / QUESTIONS).unlink(missing_ok=True)
+            if spec_path is not None:
+                spec_path.unlink(missing_ok=True)
+        raise
+    return await run_config_async(cfg, path, callbacks=callbacks)
+
+
+def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -> RunResult:
+    """Synchronous `optimize_async` (see there for the arguments)."""
+    return _run_sync(lambda: optimize_async(questions, **kwargs))
+
+
+# ---- resume -----------------------------------------------------------------------------------------
+async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = ()) -> RunResult:
+    """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
+    path = Path(run_dir)
+    reader = RunReader(path)
+    if not reader.exists():
+        raise ConfigError(f"{path} is not a run directory (no config.yaml)")
+    finished = finished_result(reader)
+    if finished is not None:
+        return finished
+    return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks)
+
+
+def finished_result(reader: RunReader) -> RunResult | None:
+    """The result of a run that finished all its steps, read from disk (resuming it does nothing)."""
+    summary, checkpoint = reader.summary(), reader.checkpoint()
+    if summary is None or summary.run_status != "finished" or checkpoint is None:
+        return None
+    return RunResult(reader.path, LoopState.model_validate(checkpoint.state),
+                     UsageLedger.from_dict(reader.ledger() or checkpoint.ledger))
+
+
+def resume(run_dir: Path | str, *, callbacks: Sequence[object] = ()) -> RunResult:
+    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks))
+
+
+# ---- evaluate ---------------------------------------------------------------------------------------
+async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", data: Mapping[str, Any] | None = None,
+                         grader: ModelSpec | None = None, skill_version: int | None = None, force: bool = False,
+                         on_item: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Grade a run's final (or a given) solver skill with the benchmark's official rule, on the run's
+    `split` or, for transfer, on `data` (a DataConfig mapping: path, format, limit). Writes and returns
+    RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`."""
+    from .engine.config import DataConfig
+    from .evaluation import EvalSession, EvalTarget, RunView
+    from .evaluation import evaluate as grade_run
+
+    path = run.run_dir if isinstance(run, RunResult) else Path(run)
+    view = RunView(path)
+    try:
+        target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None)
+    except ValueError as exc:
+        raise ConfigError(f"evaluate: data: {exc}") from None
+    session = EvalSession(view, grader=grader, force=force)
+    try:
+        record = await grade_run(session, target, skill_version=skill_version, on_item=on_item)
+    finally:
+        await session.aclose()
+    if session.saved is not None and not session.saved.write:
+        record = {**record, "kept_previous": session.saved.reason}
+    return record
+
+
+def evaluate(run: RunResult | Path | str, **kwargs: Any) -> dict[str, Any]:
+    """Synchronous `evaluate_async` (see there for the arguments)."""
+    return _run_sync(lambda: evaluate_async(run, **kwargs))
+
+
+async def dynamics_async(run: RunResult | Path | str, *, split: str = "diagnostic", grader: ModelSpec | None = None,
+                         force: bool = False, on_point: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Score every checkpoint on the held-out `split`: generated-rubric proxy and gold grade; writes
+    RUN/eval/dynamics.json."""
+    from .evaluation import EvalSession, RunView
+    from .evaluation.dynamics import dynamics
+
+    session = EvalSession(RunView(run.run_dir if isinstance(run, RunResult) else Path(run)), grader=grader,
+                          force=force)
+    try:
+        return await dynamics(session, split=split, on_point=on_point)
+    finally:
+        await session.aclose()
+
+
+async def align_async(run: RunResult | Path | str, *, split: str = "test", grader: ModelSpec | None = None,
+                      matcher: ModelSpec | None = None, force: bool = False) -> dict[str, Any]:
+    """Criterion-level P/R/F1 of the final generated rubrics against the gold rubrics; writes
+    RUN/eval/alignment.json."""
+    from .evaluation import EvalSession, RunView
+    from .evaluation.alignment import alignment
+
+    session = EvalSession(RunView(run.run_dir if isinstance(run, RunResult) else Path(run)), grader=grader,
+                          matcher=matcher, force=force)
+    try:
+        return await alignment(session, split=split)
+    finally:
+        await session.aclose()
+
+
+def dynamics(run: RunResult | Path | str, **kwargs: Any) -> dict[str, Any]:
+    return _run_sync(lambda: dynamics_async(run, **kwargs))
+
+
+def align(run: RunResult | Path | str, **kwargs: Any) -> dict[str, Any]:
+    return _run_sync(lambda: align_async(run, **kwargs))

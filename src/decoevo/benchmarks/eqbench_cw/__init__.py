@@ -1,0 +1,31 @@
+"""EQ-Bench Creative Writing v3 (Paech, 2025): 32 writing prompts, each written 3 times with a different
+seed modifier, judged on 22 criteria scored 0-20."""
+
+from __future__ import annotations
+
+from ..record import Benchmark, DataFile, DataSource, Sampling, Split
+from ..writingbench import TASK_SPEC
+from .grader import grade_eqbench_cw
+from .loader import load_eqbench_cw
+
+_RAW = "https://raw.githubusercontent.com/EQ-bench/creative-writing-bench/e7ab009/data"
+
+# No checksums were available offline (only a 4-prompt sample was at hand): the first fetch records them.
+SOURCE = DataSource(
+    upstream="EQ-bench/creative-writing-bench@e7ab009",
+    licence="unspecified (cite Paech 2025)",
+    homepage="https://github.com/EQ-bench/creative-writing-bench",
+    splits=(Split("all", (
+        DataFile("creative_writing_prompts_v3.json", f"{_RAW}/creative_writing_prompts_v3.json", None),
+        DataFile("creative_writing_criteria.txt", f"{_RAW}/creative_writing_criteria.txt", None),
+        DataFile("negative_criteria.txt", f"{_RAW}/negative_criteria.txt", None),
+    ), "", "32 prompts x 3 seed modifiers"),),
+)
+
+BENCHMARK = Benchmark(
+    name="eqbench_cw", label="EQ-Bench CW", scheme="eqbench_cw", load=load_eqbench_cw, grade=grade_eqbench_cw,
+    task_spec=TASK_SPEC, source=SOURCE,
+    # The benchmark writes each piece at temperature 0.7 with min_p 0.1.
+    sampling=Sampling(temperature=0.7, min_p=0.1),
+    headline="mean piece score (22 criteria 0-20, flaws inverted) x5",
+)

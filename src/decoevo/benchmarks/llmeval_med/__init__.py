@@ -1,0 +1,49 @@
+"""LLMEval-Med (Fudan NLP, 2025): Chinese clinical questions in five categories, each answer scored
+1-5 against a physician's reference answer and checklist; the headline is the usability rate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...grading.result import GradeResult
+from ...grading.rules import mean
+from ..healthbench import TASK_SPEC
+from ..record import Benchmark, DataFile, DataSource, Split
+from . import rules
+from .grader import grade_llmeval_med
+from .loader import load_llmeval_med
+
+# Evaluation-only data with no checksum available offline (only a 20-record sample was at hand).
+SOURCE = DataSource(
+    upstream="llmeval/LLMEval-Med@508516f",
+    licence="evaluation only (see the repository)",
+    homepage="https://github.com/llmeval/LLMEval-Med",
+    splits=(Split("all", (DataFile(
+        "dataset.json", "https://raw.githubusercontent.com/llmeval/LLMEval-Med/508516f/dataset/dataset.json",
+        None),), "dataset.json", "667 questions in 5 categories"),),
+)
+
+
+def summarise(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
+    """Headline: the usability rate (share of answers scored 4 or more), x100, over all graded answers,
+    which is the official overall figure (each category weighted by its number of questions). The mean
+    score (1-5 mapped to 0-100) and per-category usability rates are secondary."""
+    raw = [float(r.details["raw_score"]) for r in graded]
+    by_category: dict[str, list[float]] = {}
+    for r in graded:
+        by_category.setdefault(str(r.details.get("category", "?")), []).append(float(r.details["raw_score"]))
+    return rules.llmeval_med_usability_rate(raw), {
+        "usable_rate": rules.llmeval_med_usability_rate(raw) / 100,
+        "mean_score": mean([r.score for r in graded if r.score is not None]),
+        "usable_rate_by_category": {k: rules.llmeval_med_usability_rate(v) / 100 for k, v in by_category.items()},
+        "graded_without_reference": sum(1 for r in graded if r.details.get("reference_missing")),
+        "graded_without_checklist": sum(1 for r in graded if r.details.get("checklist_missing")),
+    }
+
+
+BENCHMARK = Benchmark(
+    name="llmeval_med", label="LLMEval-Med", scheme="llmeval_med", load=load_llmeval_med,
+    grade=grade_llmeval_med, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
+    headline="usability rate: share of answers scored 4 or more (of 5), x100",
+)

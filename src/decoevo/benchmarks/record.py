@@ -1,0 +1,106 @@
+"""The `Benchmark` record: everything decoevo knows about one benchmark, in one value.
+
+Each benchmark folder (`decoevo/benchmarks/<name>/`) builds one record from its own modules (loader,
+grader, scoring rules, data source) and the registry lists the records. Nothing outside the folder
+knows a benchmark by name, so adding one is a folder plus a line in `registry.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..domain import Question
+from ..grading.result import GradeResult
+from ..grading.rules import mean
+from ..lm import LM, GenParams
+
+Loader = Callable[[Path | str], list[Question]]
+
+
+class Grader(Protocol):
+    def __call__(self, lm: LM, question: Question, response: str, *,
+                 params: GenParams | None = None) -> Awaitable[GradeResult]: ...
+
+
+# Graded results of one benchmark -> (benchmark score 0-100, details for the eval record).
+Summary = Callable[[Sequence[GradeResult]], tuple[float, dict[str, Any]]]
+
+
+def mean_score(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
+    """The default benchmark score: the mean of the graded questions' scores."""
+    return mean([r.score for r in graded if r.score is not None]), {}
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """One upstream file. `sha256=None` means we could not pin the checksum offline: the first fetch
+    records what it downloaded (trust on first use) and every later `verify` checks against that."""
+
+    name: str  # the file name in the cache folder
+    url: str  # pinned upstream URL (a commit in the path, or a dated file)
+    sha256: str | None
+    size: int | None = None  # bytes, when known
+
+
+@dataclass(frozen=True)
+class Split:
+    """A named selection of a benchmark's data: the files to fetch and the path handed to the loader
+    (a file, or the folder for a benchmark spread over several files)."""
+
+    name: str
+    files: tuple[DataFile, ...]
+    entry: str = ""  # loader path relative to the benchmark's cache folder; "" = the folder itself
+    description: str = ""
+
+    def loader_path(self, folder: Path) -> Path:
+        return folder / self.entry if self.entry else folder
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where a benchmark's public data comes from. `upstream` names the repository and revision."""
+
+    upstream: str
+    licence: str
+    splits: tuple[Split, ...]
+    homepage: str = ""
+    note: str = ""
+
+    @property
+    def default_split(self) -> Split:
+        return self.splits[0]
+
+    def split(self, name: str | None) -> Split:
+        if name is None:
+            return self.default_split
+        for s in self.splits:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The benchmark's own sampling for the answer it grades (None: the run's own settings)."""
+
+    temperature: float
+    min_p: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str  # the data format name (`--format`, `data.format`)
+    label: str  # what the report shows
+    scheme: str  # the gold scheme its loader writes and its grader reads
+    load: Loader
+    grade: Grader
+    task_spec: str  # the structural-audit specification π_str, from the public task description
+    source: DataSource | None = None  # None: no public file to fetch (users' own data)
+    summarise: Summary = mean_score
+    sampling: Sampling | None = None
+    headline: str = "score"  # what the benchmark score means, for the report and the eval record
+    tasks: tuple[str, ...] = field(default=())  # extra task names whose structural spec this is

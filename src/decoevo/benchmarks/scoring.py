@@ -1,0 +1,37 @@
+"""Grading a response under its question's official rule, and scoring a benchmark, by gold scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..domain import Question
+from ..grading.base import role_name
+from ..grading.result import BenchmarkScore, GradeResult
+from ..grading.result import aggregate as aggregate_with
+from ..lm import LM, GenParams
+from ..lm.errors import ConfigError
+from .record import Grader, mean_score
+from .registry import BY_SCHEME
+
+GRADERS: dict[str, Grader] = {scheme: b.grade for scheme, b in BY_SCHEME.items()}
+
+# One LM role per gold scheme, so `LMConfig.roles` can route a benchmark's grader to its own model.
+GRADER_ROLES: tuple[str, ...] = tuple(role_name(s) for s in GRADERS)
+
+
+async def grade(lm: LM, question: Question, response: str, *, params: GenParams | None = None) -> GradeResult:
+    """Grade `response` under the official rule named by the question's gold rubric."""
+    if question.gold is None:
+        raise ConfigError(f"question {question.id} has no gold rubric to grade against")
+    grader = GRADERS.get(question.gold.scheme)
+    if grader is None:
+        raise ConfigError(f"question {question.id}: no gold grader for scheme '{question.gold.scheme}' "
+                          f"(known: {', '.join(GRADERS)})")
+    return await grader(lm, question, response, params=params)
+
+
+def aggregate(results: Sequence[GradeResult]) -> BenchmarkScore:
+    """The benchmark score of one scheme's results, by that benchmark's own summary rule."""
+    schemes = {r.scheme for r in results}
+    bench = BY_SCHEME.get(next(iter(schemes))) if len(schemes) == 1 else None
+    return aggregate_with(results, bench.summarise if bench is not None else mean_score)

@@ -1,0 +1,122 @@
+"""`decoevo data`: list, fetch, locate and verify the public benchmark files (flags and printing only;
+the work is in `decoevo.benchmarks.datastore`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.table import Table
+
+from .benchmarks import datastore
+from .benchmarks.download import FetchError
+from .benchmarks.record import DataFile
+from .lm.errors import ConfigError
+
+data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
+console = Console(log_path=False)
+err_console = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def download_bars(out: Console) -> Iterator[Callable[[DataFile, int | None], Callable[[int, int | None], None]]]:
+    """A rich progress display; the yielded function opens one bar per file being downloaded."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  console=out, transient=False) as progress:
+
+        def on_file(f: DataFile, size: int | None) -> Callable[[int, int | None], None]:
+            bar = progress.add_task(f.name, total=size)
+
+            def tick(done: int, total: int | None) -> None:
+                progress.update(bar, completed=done, total=total)
+
+            return tick
+
+        yield on_file
+
+
+def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tuple[str | None, str | None]:
+    """`--data` / `--format` / `--benchmark` of run, eval and sweep to a local path and a format; a URL is
+    downloaded with a progress bar on stderr."""
+    with download_bars(err_console) as on_file:
+        return datastore.choose_data(data, fmt, benchmark, on_file=on_file)
+
+
+@data_app.command("list")
+def list_() -> None:
+    """Benchmarks and their splits: size, licence, source, and whether they are downloaded."""
+    table = Table(title=f"benchmark data (cache: {datastore.data_root()})")
+    table.add_column("benchmark[:split]", no_wrap=True)
+    for col in ("what", "size", "licence", "source", "sha256", "here"):
+        table.add_column(col)
+    for bench, split in datastore.all_splits():
+        assert bench.source is not None
+        spec = bench.name if split is bench.source.default_split else f"{bench.name}:{split.name}"
+        here = all(datastore.file_status(bench, f, hash_it=False).state == "ok" for f in split.files)
+        sizes = [f.size for f in split.files]
+        size = f"{sum(s for s in sizes if s) / 1e6:.1f} MB" if all(sizes) else "?"
+        pinned = "pinned" if all(f.sha256 for f in split.files) else "at first fetch"
+        table.add_row(spec, split.description, size, bench.source.licence, bench.source.upstream, pinned,
+                      "yes" if here else "no")
+    console.print(table)
+
+
+@data_app.command()
+def fetch(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT, e.g. healthbench:hard"),
+          force: bool = typer.Option(False, "--force", help="Download again even when the files are here.")) -> None:
+    """Download a benchmark's files (resumes a broken download, verifies sha256)."""
+    try:
+        with download_bars(console) as on_file:
+            path, fetched = datastore.fetch(spec, on_file=on_file, force=force)
+    except ConfigError as exc:
+        _fail(str(exc))
+    except FetchError as exc:
+        _fail(str(exc), code=1)
+    console.print(f"{'fetched ' + ', '.join(fetched) if fetched else 'already here, verified'}: {path}")
+
+
+@data_app.command()
+def path(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT")) -> None:
+    """Print the local path of a fetched benchmark (what --data would take)."""
+    try:
+        print(datastore.local_path(spec))
+    except ConfigError as exc:
+        _fail(str(exc))
+
+
+@data_app.command()
+def verify(spec: str = typer.Argument(None, help="NAME or NAME:SPLIT; default: every downloaded file")) -> None:
+    """Check the sha256 of downloaded files against the pinned (or first-fetch) checksums."""
+    try:
+        pairs = [datastore.parse_spec(spec)] if spec else datastore.all_splits()
+    except ConfigError as exc:
+        _fail(str(exc))
+    bad = checked = 0
+    seen: set[tuple[str, str]] = set()
+    for bench, split in pairs:
+        for f in split.files:
+            if (bench.name, f.name) in seen:
+                continue
+            seen.add((bench.name, f.name))
+            status = datastore.file_status(bench, f)
+            if status.state in ("missing",) and not spec:
+                continue
+            checked += 1
+            ok = status.state in ("ok", "unpinned")  # unpinned: nothing to compare with, said in the detail
+            bad += not ok
+            colour = "green" if status.state == "ok" else "yellow" if ok else "red"
+            console.print(f"[{colour}]{status.state}[/] {escape(str(status.path))} {escape(status.detail)}",
+                          highlight=False)
+    if bad:
+        _fail(f"{bad} of {checked} file(s) failed verification; fetch them again with `decoevo data fetch NAME "
+              "--force`", code=1)
+    console.print(f"{checked} file(s) verified" if checked else "nothing downloaded yet (see `decoevo data list`)")

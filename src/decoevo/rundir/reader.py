@@ -1,0 +1,217 @@
+"""Read-only access to a run directory. Nothing here writes, truncates or creates a file: evaluating,
+reporting or exporting a run (even a live one) leaves every byte of it as it was. A torn last log line
+(a write cut by a kill) is skipped here; only the resume loader (`resume.py`) repairs it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..domain import Skill
+from ..errors import UserError
+from .events import EventError, RunEvent, parse_event
+from .files import complete_lines
+from .records import (
+    CALLS,
+    CHECKPOINT,
+    CONFIG,
+    EVENTS,
+    FINAL_SKILL,
+    LEDGER,
+    SPLITS,
+    SUMMARY,
+    CallLine,
+    Checkpoint,
+    RunStatus,
+    Summary,
+)
+from .skills import parse_skill_markdown, skill_path
+from .transcripts import TRANSCRIPTS, TranscriptEntry, read_transcripts
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class RunReadError(UserError):
+    """A file of a run directory that cannot be read as what it should be; the message names it."""
+
+
+def validate_record(model: type[M], data: Any, where: Path | str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+        raise RunReadError(f"{where}: field '{field}': {first['msg']}{more}") from None
+
+
+def parse_call_lines(data: bytes, where: Path) -> list[CallLine]:
+    """The valid call records among the complete lines of `data` (a garbage line is skipped: the call
+    log is an audit trail, and one damaged line must not make a run unreadable)."""
+    out = []
+    for raw in complete_lines(data):
+        try:
+            out.append(CallLine.model_validate_json(raw))
+        except ValidationError:
+            continue
+    return out
+
+
+class RunReader:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    # ---- raw files -------------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return (self.path / CONFIG).is_file()
+
+    def has(self, rel: str) -> bool:
+        return (self.path / rel).is_file()
+
+    def text(self, rel: str) -> str:
+        path = self.path / rel
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RunReadError(f"{path}: missing") from None
+        except UnicodeDecodeError as e:
+            raise RunReadError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        except OSError as e:
+            raise RunReadError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+    def json(self, rel: str) -> Any:
+        try:
+            return json.loads(self.text(rel))
+        except json.JSONDecodeError as e:
+            raise RunReadError(f"{self.path / rel}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        except RecursionError:
+            raise RunReadError(f"{self.path / rel}: JSON nested too deeply") from None
+
+    def yaml(self, rel: str) -> Any:
+        try:
+            return yaml.safe_load(self.text(rel))
+        except yaml.YAMLError as e:
+            raise RunReadError(f"{self.path / rel}: not valid YAML ({e})") from None
+
+    def jsonl(self, rel: str, problems: list[str] | None = None) -> list[dict[str, Any]]:
+        """The complete lines of a JSONL file as objects ([] when absent). A bad line is an error naming
+        its number or, when `problems` is given, is recorded there and skipped."""
+        path = self.path / rel
+        if not path.is_file():
+            return []
+        try:
+            lines = complete_lines(path.read_bytes())
+        except OSError as e:
+            raise RunReadError(f"{path}: cannot be read ({e.strerror or e})") from None
+        out = []
+        for n, raw in enumerate(lines, 1):
+            try:
+                record = json.loads(raw)
+                message = "" if isinstance(record, dict) else f"{path}:{n}: expected a JSON object"
+            except (ValueError, RecursionError) as e:
+                message = f"{path}:{n}: not valid JSON ({str(e)[:80]})"
+            if message:
+                if problems is None:
+                    raise RunReadError(message)
+                problems.append(f"{message}; line skipped")
+                continue
+            out.append(record)
+        return out
+
+    def model(self, model: type[M], rel: str) -> M:
+        return validate_record(model, self.json(rel), self.path / rel)
+
+    # ---- typed views -----------------------------------------------------------------------------
+    def config_dict(self) -> dict[str, Any]:
+        data = self.yaml(CONFIG)
+        if not isinstance(data, dict):
+            raise RunReadError(f"{self.path / CONFIG}: the top level must be a mapping")
+        return data
+
+    def split_ids(self) -> dict[str, list[str]]:
+        data = self.json(SPLITS)
+        if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+            raise RunReadError(f"{self.path / SPLITS}: expected a mapping of split name to question ids")
+        return {str(k): [str(i) for i in v] for k, v in data.items()}
+
+    def events(self, problems: list[str] | None = None) -> list[RunEvent]:
+        out: list[RunEvent] = []
+        for n, record in enumerate(self.jsonl(EVENTS, problems), 1):
+            try:
+                out.append(parse_event(record))
+            except EventError as e:
+                if problems is None:
+                    raise RunReadError(f"{self.path / EVENTS}: event {n}: {e}") from None
+                problems.append(f"{self.path / EVENTS}: event {n}: {e}; skipped")
+        return out
+
+    def calls(self, problems: list[str] | None = None) -> list[CallLine]:
+        out = []
+        for n, record in enumerate(self.jsonl(CALLS, problems), 1):
+            try:
+                out.append(validate_record(CallLine, record, f"{self.path / CALLS}:{n}"))
+            except RunReadError as e:
+                if problems is None:
+                    raise
+                problems.append(f"{e}; skipped")
+        return out
+
+    def transcripts(self) -> list[TranscriptEntry]:
+        """Each distinct request of the run and its reply (older runs have none: [])."""
+        return read_transcripts(self.path / TRANSCRIPTS)
+
+    def checkpoint(self) -> Checkpoint | None:
+        return self.model(Checkpoint, CHECKPOINT) if self.has(CHECKPOINT) else None
+
+    def summary(self) -> Summary | None:
+        return self.model(Summary, SUMMARY) if self.has(SUMMARY) else None
+
+    def ledger(self) -> dict[str, Any] | None:
+        data = self.json(LEDGER) if self.has(LEDGER) else None
+        if data is not None and not isinstance(data, dict):
+            raise RunReadError(f"{self.path / LEDGER}: expected a JSON object")
+        return data
+
+    def status(self) -> RunStatus:
+        """finished / budget_stop (summary.json), stopped (the last event is an error stop), or incomplete
+        (killed, or still running)."""
+        summary = self.summary()
+        if summary is not None:
+            return summary.run_status
+        events = self.events(problems=[])
+        return "stopped" if events and events[-1].event == "stopped" else "incomplete"
+
+    # ---- skills ----------------------------------------------------------------------------------
+    def skill(self, kind: str, version: int) -> Skill:
+        rel = skill_path(kind, version)
+        try:
+            return parse_skill_markdown(self.text(rel))
+        except ValueError as e:
+            raise RunReadError(f"{self.path / rel}: {e}") from None
+
+    def versions(self, kind: str) -> list[int]:
+        folder = self.path / "skills" / kind
+        return sorted(int(p.stem[1:]) for p in folder.glob("v*.md") if p.stem[1:].isdigit())
+
+    def final_skill(self, kind: str) -> Skill:
+        """The skill in force at the last checkpoint (its exact text), else the last saved version."""
+        checkpoint = self.checkpoint()
+        if checkpoint is not None and isinstance(checkpoint.state.get(kind), dict):
+            return validate_record(Skill, checkpoint.state[kind], self.path / CHECKPOINT)
+        versions = self.versions(kind)
+        if not versions:
+            raise RunReadError(f"{self.path}: no {kind} skill saved")
+        return self.skill(kind, versions[-1])
+
+    def shipped_skill_text(self) -> str:
+        """What `decoevo export` prints: the final solver skill."""
+        if self.has(CHECKPOINT) or self.versions("solver"):
+            return self.final_skill("solver").text
+        if self.has(FINAL_SKILL):
+            return self.text(FINAL_SKILL)
+        raise RunReadError(f"{self.path} is not a run directory (no checkpoint or skills found)")

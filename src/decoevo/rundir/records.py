@@ -1,0 +1,144 @@
+"""The run directory's files as models, one per file, used by the writer and by every reader.
+
+`FORMAT_VERSION` is written into config-adjacent records (checkpoint, summary, the start event); a run
+without it is format 1 (before this module existed) and still reads: every field added since has a
+default.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FORMAT_VERSION = 2
+
+# File names, in one place.
+CONFIG = "config.yaml"
+SPLITS = "splits.json"
+EVENTS = "events.jsonl"
+CALLS = "calls.jsonl"
+LEDGER = "ledger.json"
+CHECKPOINT = "checkpoint.json"
+SUMMARY = "summary.json"
+FINAL_SKILL = "final_solver_skill.md"
+QUESTIONS = "questions.jsonl"  # questions given in memory to the API are kept here
+EVAL_DIR = "eval"
+LOCK = ".lock"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Checkpoint(_Record):
+    """The loop state after the last completed step, the ledger at that moment, and how far the two
+    logs had grown then (resume cuts the event log back to `events_offset`; calls after `calls_offset`
+    were paid after the checkpoint and are added back into the ledger)."""
+
+    state: dict[str, Any]
+    ledger: dict[str, Any]
+    events_offset: int = Field(ge=0)
+    calls_offset: int | None = Field(None, ge=0)  # None in format-1 runs
+    format_version: int = 1
+
+
+RunStatus = Literal["finished", "budget_stop", "stopped", "incomplete"]
+
+
+class Summary(_Record):
+    """`summary.json`, written when a run ends (finished, or stopped cleanly by its budget)."""
+
+    method: str
+    seed: int
+    steps_done: int = 0
+    solver_version: int = 0
+    generator_version: int = 0
+    solver_accepts: int = 0
+    generator_accepts: int = 0
+    outer_rounds: int = 0
+    failed_steps: int = 0
+    stopped: str | None = None
+    usage: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["finished", "budget_stop"] | None = None  # None in format-1 runs: see `run_status`
+    format_version: int = 1
+
+    @property
+    def run_status(self) -> Literal["finished", "budget_stop"]:
+        if self.status is not None:
+            return self.status
+        return "budget_stop" if self.stopped else "finished"
+
+
+class CallLine(_Record):
+    """One line of `calls.jsonl`: an answered model request, paid or from the cache."""
+
+    role: str
+    model: str
+    key: str
+    cached: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    truncated: bool = False  # the reply hit max_tokens
+    phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
+
+
+# ---- evaluation records (RUN/eval/, docs/evaluation-files.md) ---------------------------------------
+class _EvalRecord(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class EvalFile(_EvalRecord):
+    """`RUN/eval/<name>.json`: a solver skill graded on a split (test) or another benchmark (transfer)."""
+
+    name: str
+    kind: Literal["test", "transfer"]
+    benchmark: str
+    method: str
+    seed: int
+    skill_version: int | None = None
+    grader_model: str | None = None
+    score: float | None = Field(ge=0, le=100)  # None when nothing could be graded
+    n_graded: int = Field(ge=0)
+    n_ungraded: int = Field(ge=0)
+    details: dict[str, Any] = Field(default_factory=dict)
+    items: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        total = self.n_graded + self.n_ungraded
+        return self.n_graded / total if total else 0.0
+
+
+class DynamicsPoint(_EvalRecord):
+    step: int = Field(ge=0)
+    skill_version: int = Field(ge=0)
+    generator_version: int | None = Field(None, ge=0)
+    proxy: float | None = Field(ge=0, le=100)  # J x 100 under the generated rubric
+    gold: float | None = Field(ge=0, le=100)
+    n_gold_graded: int | None = Field(None, ge=0)
+
+
+class DynamicsFile(_EvalRecord):
+    """`RUN/eval/dynamics.json` (paper Figure 3): accepted solver checkpoints on the diagnostic split."""
+
+    method: str
+    seed: int
+    split: str = "diagnostic"
+    n_questions: int | None = Field(None, ge=0)
+    points: list[DynamicsPoint]
+
+
+class AlignmentFile(_EvalRecord):
+    """`RUN/eval/alignment.json` (paper Table 5): generated vs gold criteria, macro-averaged."""
+
+    method: str
+    seed: int
+    split: str = "test"
+    generator_version: int | None = None
+    matcher_model: str | None = None
+    precision: float | None = Field(ge=0, le=1)
+    recall: float | None = Field(ge=0, le=1)
+    f1: float | None = Field(ge=0, le=1)
+    n_questions: int = Field(ge=0)
+    n_failed: int = Field(0, ge=0)

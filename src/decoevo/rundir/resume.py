@@ -1,0 +1,60 @@
+"""Loading a run to continue it: the only code that changes a run directory while reading it.
+
+A kill can leave a torn last line in either log; the event log may also hold events written after the
+last checkpoint (a step that was cut short), which the resumed run writes again, so it is cut back.
+The call log is never cut: a call paid after the checkpoint was paid, and the ledger gets it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .files import UnsafeRunPath, truncate
+from .reader import RunReader, parse_call_lines
+from .records import CALLS, EVENTS, CallLine, Checkpoint
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    checkpoint: Checkpoint | None  # None: no step completed; the run starts over (its paid calls are kept)
+    own_keys: frozenset[str]  # requests this run obtained itself before the kill (replays are its own hits)
+    paid_after: tuple[CallLine, ...]  # paid after the checkpoint: missing from the checkpoint's ledger
+
+
+def _cut_torn_tail(root: Path, rel: str) -> None:
+    path = root / rel
+    if path.is_file():
+        data = path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            truncate(root, path, data.rfind(b"\n") + 1)
+
+
+def _refuse_links(root: Path) -> None:
+    """A resumed run writes to its files again: none of them may be a link to somewhere else."""
+    links = [p for p in root.rglob("*") if p.is_symlink()]
+    if links:
+        raise UnsafeRunPath(f"{links[0]}: is a symbolic link; decoevo does not write through links inside a run "
+                            f"directory ({len(links)} found); replace them with regular files to resume")
+
+
+def prepare_resume(path: Path | str) -> ResumePoint:
+    root = Path(path)
+    _refuse_links(root)
+    _cut_torn_tail(root, CALLS)
+    _cut_torn_tail(root, EVENTS)
+    reader = RunReader(root)
+    checkpoint = reader.checkpoint()
+    events = root / EVENTS
+    offset = checkpoint.events_offset if checkpoint is not None else 0
+    if events.is_file() and events.stat().st_size > offset:
+        truncate(root, events, offset)
+    calls_path = root / CALLS
+    if checkpoint is not None and checkpoint.calls_offset is None:  # format 1: every logged call is known
+        return ResumePoint(checkpoint, frozenset(c.key for c in reader.calls(problems=[])), ())
+    cut = checkpoint.calls_offset if checkpoint is not None else 0
+    data = calls_path.read_bytes() if calls_path.is_file() else b""
+    before = parse_call_lines(data[:cut], calls_path)
+    after = parse_call_lines(data[cut:], calls_path)
+    paid_after = tuple(c for c in after if not c.cached)
+    return ResumePoint(checkpoint, frozenset(c.key for c in before) | {c.key for c in paid_after}, paid_after)

@@ -1,0 +1,81 @@
+"""The one writer of a run directory (docs/architecture.md lists the files).
+
+Whole files are replaced atomically; the two logs are appended line by line and fsynced. Nothing here
+follows a symbolic link. The engine owns one `RunWriter` per run, under the run's lock.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from ..domain import Skill
+from .events import RunEvent, make_event
+from .files import append_line, atomic_write, dumps_line
+from .records import CALLS, CHECKPOINT, EVENTS, FORMAT_VERSION, LEDGER, SUMMARY, CallLine, Checkpoint, Summary
+from .skills import skill_markdown, skill_path
+from .transcripts import TranscriptEntry, append_transcript
+
+
+class RunWriter:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    # ---- whole files -----------------------------------------------------------------------------
+    def write_text(self, rel: str, text: str) -> None:
+        atomic_write(self.path, self.path / rel, text)
+
+    def write_json(self, rel: str, obj: Any) -> None:
+        text = json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+        self.write_text(rel, text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+
+    def write_jsonl(self, rel: str, records: list[dict[str, Any]]) -> None:
+        self.write_text(rel, "".join(dumps_line(r) + "\n" for r in records))
+
+    def write_model(self, rel: str, record: Any) -> None:
+        """A pydantic record (records.py) as indented JSON."""
+        self.write_json(rel, record.model_dump(mode="json"))
+
+    # ---- logs ------------------------------------------------------------------------------------
+    def emit(self, event: RunEvent) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        append_line(self.path, self.path / EVENTS, dumps_line(event.model_dump(mode="json")))
+
+    def event(self, kind: str, **data: Any) -> RunEvent:
+        """Validate `data` as the `kind` event, append it, and return the typed event."""
+        event = make_event(kind, **data)
+        self.emit(event)
+        return event
+
+    def record_call(self, line: CallLine) -> None:
+        append_line(self.path, self.path / CALLS, dumps_line(line.model_dump(mode="json")))
+
+    def record_transcript(self, entry: TranscriptEntry) -> None:
+        append_transcript(self.path, entry)
+
+    # ---- skills ----------------------------------------------------------------------------------
+    def save_skill(self, skill: Skill, parent: Skill | None) -> None:
+        base = skill_path(skill.kind, skill.version)
+        self.write_text(base, skill_markdown(skill))
+        if parent is not None:
+            diff = difflib.unified_diff(parent.text.splitlines(), skill.text.splitlines(),
+                                        f"v{parent.version:03d}", f"v{skill.version:03d}", lineterm="")
+            self.write_text(base.removesuffix(".md") + ".diff", "\n".join(diff) + "\n")
+
+    def save_candidate(self, skill: Skill, label: str) -> None:
+        self.write_text(f"candidates/{skill.kind}_{label}.md", skill_markdown(skill))
+
+    # ---- checkpoint and summary ------------------------------------------------------------------
+    def _size(self, rel: str) -> int:
+        path = self.path / rel
+        return path.stat().st_size if path.exists() else 0
+
+    def checkpoint(self, state: dict[str, Any], ledger: dict[str, Any]) -> None:
+        self.write_json(LEDGER, ledger)
+        self.write_model(CHECKPOINT, Checkpoint(state=state, ledger=ledger, events_offset=self._size(EVENTS),
+                                                calls_offset=self._size(CALLS), format_version=FORMAT_VERSION))
+
+    def summary(self, summary: Summary) -> None:
+        self.write_model(SUMMARY, summary)
