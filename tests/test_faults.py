@@ -92,7 +92,7 @@ def test_run_through_faults_matches_fault_free_run(tmp_path: Path) -> None:
     # from a real timeout of a slow machine), and each malformed output the client received one repair.
     ref_total, total = ledger_total(reference), ledger_total(faulty)
     assert ref_total["retries"] == ref_total["repairs"] == 0
-    assert total["failures"] == {"infrastructure": 0, "parse": 0, "refusal": 0}
+    assert not any(total["failures"].values()), total["failures"]
     assert total["retries"] >= sum(injected[k] for k in TRANSPORT_FAULTS)
     repair_requests = {json.dumps(b, sort_keys=True) for b in upstream.requests
                        if str(b["messages"][-1]["content"]).startswith(REPAIR_PREFIX)}

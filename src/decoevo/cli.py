@@ -33,6 +33,10 @@ BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public bench
                                "healthbench:hard); see `decoevo data list`.")
 
 
+MaxCost = typer.Option(None, "--max-cost", min=0.0, help="Stop cleanly after this many US dollars (paid + "
+                       "inherited); every model needs a price (input/output_price_per_mtok, or LiteLLM's map).")
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
@@ -60,9 +64,13 @@ def doctor(
     model: str = typer.Option(None, help="A GGUF path (local) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
+    structured_output: str = typer.Option("auto", help="auto (negotiate), json_schema, json_object or none."),
+    reasoning_effort: str = typer.Option(None, help="For reasoning models: none, minimal, low, medium, high."),
+    api_key_env: str = typer.Option(None, help="The environment variable holding the API key."),
+    max_tokens: int = typer.Option(None, min=1, help="Token limit of the probe (default 64; 1024 for a server)."),
 ) -> None:
     """Show the available backends, load the default model and make one structured call."""
-    from .doctor import backend_statuses, run_probe
+    from .doctor import backend_statuses, endpoint_lines, run_probe
 
     table = Table(title="decoevo backends")
     for col in ("backend", "available", "detail"):
@@ -71,13 +79,24 @@ def doctor(
         table.add_row(status.name, "yes" if status.available else "no", status.detail)
     console.print(table)
     config = model_config_from_flags(model, base_url, no_cache)
+    settings = {k: v for k, v in (("structured_output", structured_output), ("reasoning_effort", reasoning_effort),
+                                  ("api_key_env", api_key_env)) if v is not None}
+    try:
+        spec = ModelSpec.model_validate({**config.models["default"].model_dump(), **settings})
+    except ValueError as exc:
+        fail(f"doctor: {exc}")
+        return
+    config = config.model_copy(update={"models": {**config.models, "default": spec}})
+    probe_tokens = max_tokens or (1024 if spec.backend == "openai" else 64)
     with console.status("loading the model and making one structured call"):
         try:
-            answer, seconds, lm = run_probe(config)
+            answer, seconds, lm = run_probe(config, probe_tokens)
         except (LMError, ConfigError) as exc:
             fail(f"the probe call failed ({getattr(exc, 'category', 'config')}): {exc}")
             return
     console.print(f"structured call OK in {seconds:.1f}s -> {answer.model_dump()}")
+    for line in endpoint_lines(lm):
+        console.print(line, highlight=False)
     console.print(lm.ledger.table())
 
 
@@ -209,11 +228,13 @@ def run(
     name: str = typer.Option(None, help="Run directory name (default: METHOD-DATA-sSEED)."),
     max_calls: int = typer.Option(None, help="Stop cleanly after this many paid calls."),
     max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
+    max_cost: float = MaxCost,
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
     pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
+    set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
     _guard(_run, config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps, preset,
            runs_root, name, max_calls, max_tokens, no_cache, set_, pilot)
 
@@ -335,6 +356,7 @@ def sweep(
     steps: int = typer.Option(None, help="Inner-loop steps T."),
     max_calls: int = typer.Option(None, help="Per-run budget of paid calls."),
     max_tokens: int = typer.Option(None, help="Per-run budget of paid tokens."),
+    max_cost: float = MaxCost,
     evaluate: str = typer.Option(None, help="Post-run steps, comma-separated (test, dynamics, alignment), "
                                  "or 'none'. Default: test."),
     workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); on Ray, CPUs)."),
@@ -346,6 +368,7 @@ def sweep(
                                "pilot.json (`decoevo pilot`)."),
 ) -> None:
     """Run a grid of methods × seeds × benchmarks (matched splits); finished cells are not rerun."""
+    set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
                max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_, pilot)

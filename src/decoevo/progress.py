@@ -34,6 +34,7 @@ class RunProgress:
         )
         self.task = self.progress.add_task(label, total=max(total_steps, 1), status="starting")
         self.calls = self.hits = self.tokens = 0
+        self.cost: float | None = None  # dollars, once a priced model answers
         self.solver_accepts = self.generator_accepts = self.outer_rounds = 0
 
     def __enter__(self) -> RunProgress:
@@ -45,7 +46,8 @@ class RunProgress:
 
     def _refresh(self) -> None:
         status = (f"solver ✓{self.solver_accepts}  generator ✓{self.generator_accepts}/{self.outer_rounds}  "
-                  f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}")
+                  f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}"
+                  + (f"  ${self.cost:,.4f}" if self.cost is not None else ""))
         self.progress.update(self.task, status=status)
 
     def on_call(self, record: CallRecord) -> None:
@@ -54,6 +56,8 @@ class RunProgress:
         else:
             self.calls += 1
             self.tokens += record.prompt_tokens + record.completion_tokens
+            if record.cost_usd:
+                self.cost = (self.cost or 0.0) + record.cost_usd
         self._refresh()
 
     def on_event(self, event: RunEvent, state: LoopState) -> None:

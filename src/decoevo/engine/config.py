@@ -47,6 +47,7 @@ class BudgetConfig(BaseModel):
 
     max_calls: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, gt=0, description="USD, paid + inherited; every model needs a price")
     match_run: str | None = Field(None, description="a run directory whose paid calls and tokens become the "
                                   "budget (the Budget-Matched control against a paired DecoEvo run)")
 

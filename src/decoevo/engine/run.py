@@ -56,7 +56,7 @@ class RunResult:
 def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=bool(getattr(record, "truncated", False)), phase=phase)
+                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase)
 
 
 def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
@@ -77,17 +77,19 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
     The cap is the paired run's *effective* usage (paid + inherited from a shared cache), the same quantity
     `Budget.check` stops on: capping on paid usage alone would leave the control short by whatever the paired
     run inherited (in a sweep, DecoEvo's first steps replay SkillOpt's answers)."""
-    calls, tokens = config.budget.max_calls, config.budget.max_tokens
+    calls, tokens, cost = config.budget.max_calls, config.budget.max_tokens, config.budget.max_cost
     if config.budget.match_run:
         ledger_path = Path(config.budget.match_run) / "ledger.json"
         if not ledger_path.is_file():
             raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
         calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
-    if method.budget_matched and calls is None and tokens is None:
+        if cost is None and total.effective_cost_usd > 0 and not total.unpriced_calls:  # priced: dollars too
+            cost = total.effective_cost_usd
+    if method.budget_matched and calls is None and tokens is None and cost is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
-                          "directory, or budget.max_calls / budget.max_tokens")
-    return Budget(calls, tokens)
+                          "directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
+    return Budget(calls, tokens, cost)
 
 
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
@@ -179,7 +181,9 @@ class Engine:
             # add them back, so spend and budgets count every paid call exactly once across resumes.
             ledger = UsageLedger.from_dict(point.checkpoint.ledger) if point.checkpoint else UsageLedger()
             for call in point.paid_after:
-                ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0)
+                ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0,
+                                   truncated=call.truncated, reasoning_tokens=call.reasoning_tokens,
+                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens))
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
             self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}

@@ -12,15 +12,27 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TypeVar, overload
+from typing import TypeVar, cast, overload
 
 from pydantic import BaseModel
 
 from .backend import Backend
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
-from .errors import FailureCategory, InfrastructureError, LMError, ParseError, RefusalError, RetryableError
+from .endpoint import EndpointMemory, endpoints_path
+from .errors import (
+    ConfigError,
+    FailureCategory,
+    InfrastructureError,
+    LMError,
+    ParseError,
+    RefusalError,
+    RequestTimeout,
+    RetryableError,
+)
 from .ledger import UsageLedger
+from .pricing import Price, price_for
+from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
 from .types import BackendRequest, CallResult, Completion, GenParams, Message
@@ -41,6 +53,9 @@ class CallRecord:
     # What was asked and answered, for the run's transcript (a run is readable without the shared cache).
     request: BackendRequest | None = field(default=None, repr=False, compare=False)
     reply: str | None = field(default=None, repr=False, compare=False)
+    truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
+    reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
+    cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
 
 
 class BudgetExceeded(Exception):
@@ -48,19 +63,44 @@ class BudgetExceeded(Exception):
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """Paid calls admitted but not yet answered, and what they are expected to add: without them,
+    up to max_concurrency - 1 calls could pass a budget check that the first answer then exhausts."""
+
+    calls: int = 0
+    tokens: float = 0.0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
 class Budget:
     max_calls: int | None = None
     max_tokens: int | None = None
+    max_cost: float | None = None  # USD, effective (paid + inherited), for priced models
 
-    def check(self, ledger: UsageLedger) -> None:
-        if self.max_calls is None and self.max_tokens is None:
+    @property
+    def limited(self) -> bool:
+        return self.max_calls is not None or self.max_tokens is not None or self.max_cost is not None
+
+    def check(self, ledger: UsageLedger, in_flight: InFlight | None = None) -> None:
+        """Raise BudgetExceeded if one more paid call, on top of those in flight, would exceed a limit."""
+        if not self.limited:
             return  # no limit: skip summing the ledger before every paid call
+        pending = in_flight or InFlight()
         # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
         total = ledger.total()
-        if self.max_calls is not None and total.effective_calls >= self.max_calls:
-            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used")
-        if self.max_tokens is not None and total.effective_tokens >= self.max_tokens:
-            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used")
+        calls = total.effective_calls + pending.calls
+        if self.max_calls is not None and calls >= self.max_calls:
+            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used"
+                                 + (f", {pending.calls} in flight" if pending.calls else ""))
+        tokens = total.effective_tokens + pending.tokens
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used"
+                                 + (f", about {pending.tokens:.0f} in flight" if pending.calls else ""))
+        cost = total.effective_cost_usd + pending.cost_usd
+        if self.max_cost is not None and cost >= self.max_cost:
+            raise BudgetExceeded(f"cost budget reached: ${total.effective_cost_usd:.4f} of ${self.max_cost:.4f} used"
+                                 + (f", about ${pending.cost_usd:.4f} in flight" if pending.calls else ""))
 
 
 def repair_params(params: GenParams, repair: int) -> GenParams:
@@ -73,14 +113,18 @@ def repair_params(params: GenParams, repair: int) -> GenParams:
     )
 
 
-def make_backend(spec: ModelSpec) -> Backend:
+def make_backend(spec: ModelSpec, memory: EndpointMemory | None = None) -> Backend:
     if spec.backend == "local":
         from .local import LocalBackend
 
         return LocalBackend(spec)
+    if spec.backend == "litellm":
+        from .litellm_backend import LiteLLMBackend
+
+        return LiteLLMBackend(spec)
     from .openai_backend import OpenAIBackend
 
-    return OpenAIBackend(spec)
+    return OpenAIBackend(spec, memory)
 
 
 class LM:
@@ -97,22 +141,48 @@ class LM:
     ) -> None:
         self.config = config or LMConfig()
         self._backends: dict[str, Backend] = dict(backends or {})
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._limiters: dict[str, AdaptiveLimiter] = {}
         if cache is None and self.config.use_cache:
             cache = RequestCache(self.config.cache_path or default_cache_path())
         self.cache = cache if self.config.use_cache else None
         self.ledger = ledger or UsageLedger()
-        self.budget = budget or Budget()
         self._sleep = sleep
         self.on_call = on_call
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._endpoints: EndpointMemory | None = None
+        self._prices: dict[str, Price | None] = {}
+        self._paying = 0  # paid calls admitted by the budget and not finished
+        self.budget = budget or Budget()
         # Request keys this run has obtained (paid, or inherited once); restored on resume.
         self.own_keys: set[str] = set()
+
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    @budget.setter
+    def budget(self, budget: Budget) -> None:
+        """A cost budget is refused up front when a model has no price: its spend could not be counted."""
+        if budget.max_cost is not None:
+            unpriced = [name for name in self.config.models if self.price(name) is None]
+            if unpriced:
+                raise ConfigError(
+                    f"a cost budget needs a price for every model; {', '.join(unpriced)} has none: set "
+                    "input_price_per_mtok and output_price_per_mtok (USD per 1M tokens), or install "
+                    "decoevo[litellm] for LiteLLM's prices of known models")
+        self._budget = budget
+
+    def cost_of(self, model_name: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What a call of these sizes costs on `model_name` (None: the model has no price)."""
+        price = self.price(model_name)
+        return price.cost(prompt_tokens, completion_tokens) if price is not None else None
 
     # ---- routing -------------------------------------------------------------------------------
     def backend(self, model_name: str) -> Backend:
         if model_name not in self._backends:
-            self._backends[model_name] = make_backend(self.config.models[model_name])
+            if self._endpoints is None:  # what endpoints accept is kept next to the cache, or in memory
+                self._endpoints = EndpointMemory(endpoints_path(self.cache.path) if self.cache is not None else None)
+            self._backends[model_name] = make_backend(self.config.models[model_name], self._endpoints)
         return self._backends[model_name]
 
     def model_for(self, role: str) -> str:
@@ -124,10 +194,17 @@ class LM:
             return RetryPolicy()
         return RetryPolicy(spec.max_retries, spec.backoff_base_s, spec.backoff_cap_s)
 
-    def _semaphore(self, model_name: str, backend: Backend) -> asyncio.Semaphore:
-        if model_name not in self._semaphores:
-            self._semaphores[model_name] = asyncio.Semaphore(max(1, backend.max_concurrency))
-        return self._semaphores[model_name]
+    def _timeout_retries(self, model_name: str) -> int:
+        spec = self.config.models.get(model_name)
+        return spec.timeout_retries if spec is not None else 2
+
+    def _limiter(self, model_name: str, backend: Backend) -> AdaptiveLimiter:
+        limiter = self._limiters.get(model_name)
+        if limiter is None:
+            spec = self.config.models.get(model_name)
+            rpm, tpm = (spec.requests_per_minute, spec.tokens_per_minute) if spec is not None else (None, None)
+            limiter = self._limiters[model_name] = AdaptiveLimiter(backend.max_concurrency, rpm, tpm)
+        return limiter
 
     # ---- the interface ---------------------------------------------------------------------------
     @overload
@@ -153,7 +230,7 @@ class LM:
         backend = self.backend(model_name)
         json_schema = schema_for(schema) if schema is not None else None
         msgs, call_params = original, params
-        prompt_tokens = completion_tokens = 0
+        prompt_tokens = completion_tokens = reasoning_tokens = 0
         all_cached = True
         started = time.monotonic()
         last_text, problem = "", ""
@@ -166,6 +243,7 @@ class LM:
             if not cached:
                 prompt_tokens += completion.prompt_tokens
                 completion_tokens += completion.completion_tokens
+                reasoning_tokens += completion.reasoning_tokens
             result = CallResult(
                 text=completion.text,
                 cached=all_cached,
@@ -174,6 +252,8 @@ class LM:
                 latency_s=time.monotonic() - started,
                 attempts=attempt + 1,
                 finish_reason=completion.finish_reason,
+                truncated=completion.truncated,
+                reasoning_tokens=reasoning_tokens,
             )
             if schema is None:
                 return result
@@ -226,7 +306,7 @@ class LM:
         pending = self._inflight.get(key)
         if pending is not None:  # the same request is already being paid for: share its answer
             completion = await asyncio.shield(pending)
-            self._record_hit(role, model_name, key, None, request, completion.text)
+            self._record_hit(role, model_name, key, None, request, completion.text, truncated=completion.truncated)
             return completion, True
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -244,32 +324,60 @@ class LM:
             self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
-                                    completion.completion_tokens, request, completion.text))
+                                    completion.completion_tokens, request, completion.text,
+                                    truncated=completion.truncated, reasoning_tokens=completion.reasoning_tokens,
+                                    cost_usd=self._cost(model_name, completion)))
         return completion, False
 
     def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None,
-                    request: BackendRequest, text: str) -> None:
+                    request: BackendRequest, text: str, *, truncated: bool = False) -> None:
         inherited = None
+        cost = None
         if hit is not None and key not in self.own_keys:
             inherited = hit.prompt_tokens + hit.completion_tokens
+            cost = self._cost(model_name, hit)
             self.own_keys.add(key)
-        self.ledger.record_hit(role, model_name, inherited)
+        self.ledger.record_hit(role, model_name, inherited, cost)
         if self.on_call is not None:
-            self.on_call(CallRecord(role, model_name, key, True, 0, 0, request, text))
+            cut = truncated or (hit is not None and hit.truncated)
+            self.on_call(CallRecord(role, model_name, key, True, 0, 0, request, text, truncated=cut))
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
     ) -> Completion:
         policy = self._retry_policy(model_name)
-        async with self._semaphore(model_name, backend):
-            self.budget.check(self.ledger)  # before paying; cache hits above are never refused
-            attempt = 0
+        limiter = self._limiter(model_name, backend)
+        tokens = estimate_tokens(sum(len(m.content) for m in request.messages), request.params.max_tokens)
+        attempt = timeouts = 0
+        reserved = False
+        try:
             while True:
+                admitted_at = await limiter.acquire(tokens)
+                if not reserved:
+                    try:  # before paying, counting the calls already paying; cache hits are never refused
+                        if self.budget.limited:
+                            self.budget.check(self.ledger, self._in_flight())
+                    except BudgetExceeded:
+                        limiter.release(tokens_reserved=tokens, tokens_used=0)
+                        raise
+                    self._paying += 1  # no await since the check: no other call passes it meanwhile
+                    reserved = True
                 started = time.monotonic()
                 try:
                     completion = await backend.complete(request)
                 except RetryableError as exc:
+                    limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
+                                    retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
+                                    admitted_at=admitted_at)
                     attempt += 1
+                    timeouts += isinstance(exc, RequestTimeout)
+                    if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
+                        # A server that keeps timing out is hung or overloaded: waiting out every retry
+                        # of max_retries held one call for many minutes.
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(
+                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
+                        ) from exc
                     if not policy.should_retry(attempt):
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(
@@ -279,14 +387,45 @@ class LM:
                     await self._sleep(policy.delay(attempt, exc.retry_after))
                     continue
                 except LMError as exc:
+                    limiter.release(tokens_reserved=tokens, tokens_used=None)
                     exc.role, exc.model = exc.role or role, exc.model or model_name
                     self.ledger.record_failure(role, model_name, exc.category)
                     raise
+                except BaseException:  # cancelled: the slot is free again
+                    limiter.release(tokens_reserved=tokens, tokens_used=None)
+                    raise
+                used = completion.prompt_tokens + completion.completion_tokens
+                limiter.release(tokens_reserved=tokens, tokens_used=used, rate=completion.rate)
                 self.ledger.record_call(
                     role, model_name, completion.prompt_tokens, completion.completion_tokens,
-                    time.monotonic() - started,
+                    time.monotonic() - started, truncated=completion.truncated,
+                    reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
+                    cost_usd=self._cost(model_name, completion),
                 )
                 return completion
+        finally:
+            if reserved:
+                self._paying -= 1
+
+    def _in_flight(self) -> InFlight:
+        """The calls paying now, each expected to cost what a call has cost on average so far."""
+        if not self._paying:
+            return InFlight()
+        total = self.ledger.total()
+        if not total.effective_calls:
+            return InFlight(self._paying)
+        share = self._paying / total.effective_calls
+        return InFlight(self._paying, total.effective_tokens * share, total.effective_cost_usd * share)
+
+    def price(self, model_name: str) -> Price | None:
+        if model_name not in self._prices:
+            spec = self.config.models.get(model_name)
+            self._prices[model_name] = price_for(spec) if spec is not None else None
+        return self._prices[model_name]
+
+    def _cost(self, model_name: str, completion: Completion) -> float | None:
+        price = self.price(model_name)
+        return price.cost(completion.prompt_tokens, completion.completion_tokens) if price is not None else None
 
     async def __aenter__(self) -> LM:
         return self

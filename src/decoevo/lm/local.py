@@ -12,11 +12,13 @@ import importlib.util
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .config import ModelSpec
 from .errors import ConfigError, InfrastructureError
+from .reply import completion_from_message
 from .types import BackendRequest, Completion
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -146,17 +148,11 @@ class LocalBackend:
         except ValueError as exc:  # e.g. prompt longer than the context window
             raise InfrastructureError(f"local model rejected the request: {exc}") from exc
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        text = choice["message"].get("content") or ""
-        finish = choice.get("finish_reason") or "stop"
-        if request.json_schema is not None and cut_at_grammar_cap(text, self.spec.grammar_max_string):
-            finish = "length"
-        return Completion(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=finish,
-        )
+        completion = completion_from_message(choice["message"], out.get("usage") or {},
+                                             choice.get("finish_reason") or "stop", request.params.max_tokens)
+        if request.json_schema is not None and cut_at_grammar_cap(completion.text, self.spec.grammar_max_string):
+            completion = replace(completion, finish_reason="length")  # a string closed at the grammar's cap
+        return completion
 
     def load(self) -> None:
         """Load the weights now (otherwise the first call does)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .ratelimit import RateInfo
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -48,11 +50,19 @@ class BackendRequest:
 class Completion:
     """What a backend returns for one request."""
 
-    text: str
+    text: str  # the answer only: reasoning text is removed by the backend (lm/reply.py)
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str = "stop"
     refusal: str | None = None
+    reasoning_chars: int = 0  # characters of reasoning the reply carried (stripped from `text`)
+    reasoning_tokens: int = 0  # of completion_tokens, those the server reports as reasoning
+    rate: RateInfo | None = field(default=None, compare=False)  # the reply's rate-limit headers; not cached
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut by max_tokens: the answer may be incomplete."""
+        return self.finish_reason == "length"
 
 
 @dataclass(frozen=True)
@@ -69,3 +79,5 @@ class CallResult:
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
     finish_reason: str = "stop"  # of the answer returned: "length" means it hit max_tokens
+    truncated: bool = False  # the answer was cut by max_tokens
+    reasoning_tokens: int = 0  # paid reasoning tokens (not in `text`)

@@ -81,6 +81,7 @@ class CallLine(_Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     truncated: bool = False  # the reply hit max_tokens
+    reasoning_tokens: int = 0  # of completion_tokens, the model's reasoning (stripped from the reply)
     phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
 
 
