@@ -15,7 +15,9 @@ from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, 
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
+from ..provenance import gather_provenance
 from ..rundir import FORMAT_VERSION, CallLine, RunEvent, RunLock, RunWriter, Summary, prepare_resume
+from ..rundir.records import PROVENANCE
 from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
@@ -143,6 +145,7 @@ class Engine:
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
         self.run.write_json("splits.json", self.splits.ids())
+        self.run.write_model(PROVENANCE, gather_provenance(self.config))  # versions, checksums, model identity
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
         self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)

@@ -28,6 +28,8 @@ from ..rundir import (
     StoppedEvent,
     parse_skill_markdown,
 )
+from ..rundir.provenance import Provenance
+from ..rundir.records import PROVENANCE
 from .files import (
     AlignmentFile,
     DynamicsFile,
@@ -159,6 +161,7 @@ class RunRecord:
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
     problems: tuple[str, ...] = field(default=())
+    provenance: Provenance | None = None  # None for runs made before provenance.json existed
 
     @property
     def finished(self) -> bool:
@@ -440,5 +443,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(path, problems), evals=evals,
         dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
         alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
+        if reader.has(PROVENANCE) else None,
         problems=tuple(problems),
     )
