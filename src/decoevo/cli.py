@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import sys
 from pathlib import Path
@@ -29,6 +30,9 @@ def _root() -> None:
 
 
 app.add_typer(data_app, name="data")
+TrackOption = typer.Option(None, "--track", help="Log the run to an experiment tracker: mlflow "
+                           "(pip install 'decoevo[mlflow]').")
+TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI).")
 BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public benchmark, NAME[:split] (e.g. "
                                "healthbench:hard); see `decoevo data list`.")
 
@@ -141,18 +145,22 @@ def _seeds(seeds: str) -> list[int]:
     return out
 
 
-def _execute(config: Any, run_dir: Path, resume: bool) -> None:
+def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> None:
     from .progress import run_with_progress
 
     run_dir = Path(run_dir)
+    callbacks = [tracker(run_dir)] if tracker is not None else []
     try:
-        run_with_progress(config, run_dir, resume=resume, console=console)
+        run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks)
     except LMError as exc:
         fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
              f"fix the cause and continue with `decoevo resume {run_dir}`.",
              code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
         fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
+    finally:
+        for callback in callbacks:  # a run that ended early leaves its tracker run marked failed
+            callback.close("FAILED")
 
 
 def _guard(fn: Any, *args: Any) -> None:
@@ -209,20 +217,26 @@ def run(
     max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
-    _guard(_run, config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps, preset,
-           runs_root, name, max_calls, max_tokens, no_cache, set_)
+    _guard(functools.partial(_run, track=(track, track_uri)), config_file, method, data, fmt, benchmark, task,
+           task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens, no_cache, set_)
 
 
 def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
-         max_tokens: int | None, no_cache: bool, sets: list[str]) -> None:
+         max_tokens: int | None, no_cache: bool, sets: list[str], track: tuple[str | None, str | None] = (None, None)
+         ) -> None:
     import yaml
 
     from .engine.config import config_from_dict, deep_merge
     from .presets import PRESETS, bundled_healthbench
+    from .tracking import make_tracker
+
+    tracker = make_tracker(*track)
 
     if preset not in PRESETS:
         fail(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
@@ -264,21 +278,24 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
         check_new_run_dir(run_dir)
-        _execute(config, run_dir, resume=False)
+        _execute(config, run_dir, resume=False, tracker=tracker)
 
 
 @app.command()
-def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`.")) -> None:
+def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
+           track: str = TrackOption, track_uri: str = TrackUriOption) -> None:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
-    _guard(_resume, run_dir)
+    _guard(_resume, run_dir, track, track_uri)
 
 
-def _resume(run_dir: Path) -> None:
+def _resume(run_dir: Path, track: str | None = None, track_uri: str | None = None) -> None:
     from .engine.config import load_config
+    from .tracking import make_tracker
 
+    tracker = make_tracker(track, track_uri)
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
-    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True)
+    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, tracker=tracker)
 
 
 @app.command()
