@@ -153,9 +153,10 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> N
     try:
         run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks)
     except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
-             f"fix the cause and continue with `decoevo resume {run_dir}`.",
-             code=1 if exc.category != "infrastructure" else 2)
+        then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
+                f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
+                "Nothing was saved; fix the cause and run the same command again.")
+        fail(f"a model call failed ({exc.category}): {exc}. {then}", code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
         fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
     finally:

@@ -163,6 +163,8 @@ class Engine:
                 if not resume and (self.run.path / "config.yaml").exists():  # another process got here first
                     raise ConfigError(f"{self.run.path} already holds a run; continue it with "
                                       f"`decoevo resume {self.run.path}`")
+                for name in self.config.lm.models:  # a missing model file or key file fails before any write
+                    self.lm.backend(name)
                 return await self._run_steps(resume)
         finally:
             if self._owns_lm:
