@@ -23,6 +23,8 @@ from decoevo.rundir.provenance import Provenance
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
+from .real_model import llama_cpp_server, requires_model
+
 pytest.importorskip("uvicorn")
 runner = CliRunner()
 Scope = MutableMapping[str, Any]
@@ -151,3 +153,23 @@ def test_git_commit_only_for_a_decoevo_checkout(tmp_path: Path) -> None:
     fake.mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     assert provenance.git_info(fake) is None
+
+
+@requires_model
+@pytest.mark.real_model
+def test_real_identities_embedded_gguf_and_llama_cpp_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedded default's weights digest, and llama-cpp-python's server describing the model it serves."""
+    from decoevo.engine.config import config_from_dict
+    from decoevo.lm.local import default_gguf_path
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with llama_cpp_server() as base_url:
+        config = config_from_dict({"data": {"path": str(tmp_path / "q.jsonl")}, "lm": {
+            "models": {"default": {}, "judge": {"backend": "openai", "model": "smollm2", "base_url": base_url}},
+            "roles": {"judge": "judge"}}}, source="test")
+        prov = provenance.gather_provenance(config)
+    local, served = prov.models
+    assert local.gguf_sha256 == hashlib.sha256(default_gguf_path().read_bytes()).hexdigest()
+    assert local.gguf_path == str(default_gguf_path()) and local.error is None
+    assert served.served is not None and served.served["id"] == "smollm2" and served.error is None
+    assert prov.packages["llama-cpp-python"]
