@@ -108,3 +108,23 @@ def test_flatten_keeps_parameters_short() -> None:
     flat = flatten({"hyper": {"epsilon": 0.02, "ks": [1, 2]}, "skill": "x" * 2000, "none": None, "empty": {}})
     assert flat["hyper.epsilon"] == "0.02" and flat["hyper.ks"] == "[1, 2]" and flat["none"] == "null"
     assert len(flat["skill"]) == 500 and flat["empty"] == "{}"
+
+
+def test_sweep_track_gives_each_cell_its_mlflow_run(tmp_path: Path, store: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from decoevo.tracking import TRACK_ENV, TRACK_URI_ENV
+
+    from .sweep_helpers import served_toy, sweep, write_spec
+
+    for name in (TRACK_ENV, TRACK_URI_ENV):  # the sweep sets them for its cells; restored after the test
+        monkeypatch.setenv(name, "")
+    with served_toy() as server:
+        spec = write_spec(tmp_path / "grid.yaml", server.url, ["decoevo"], [0, 1])
+        code, output = sweep(tmp_path / "SW", "--spec", spec, "--workers", "2", "--track", "mlflow",
+                             "--track-uri", store)
+    assert code == 0, output
+    client = mlflow_tracking.MlflowClient(tracking_uri=store)
+    runs = client.search_runs([client.get_experiment_by_name("decoevo").experiment_id])
+    assert sorted(r.data.tags["decoevo.seed"] for r in runs) == ["0", "1"]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert all(client.get_metric_history(r.info.run_id, "solver_version") for r in runs)

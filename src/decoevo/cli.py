@@ -324,8 +324,13 @@ def sweep(
     ray_address: str = typer.Option(None, help="Run cells as Ray tasks on this cluster: auto or HOST:PORT."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override a shared setting: --set hyper.epsilon=0.02"),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
 ) -> None:
     """Run a grid of methods × seeds × benchmarks (matched splits); finished cells are not rerun."""
+    from .tracking import export_tracking
+
+    _guard(export_tracking, track, track_uri)  # one tracker run per cell
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
                max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_)

@@ -44,6 +44,7 @@ from .rundir import (
 from .rundir.records import FINAL_SKILL, PROVENANCE, SUMMARY
 
 TRACKERS = ("mlflow",)
+TRACK_ENV, TRACK_URI_ENV = "DECOEVO_TRACK", "DECOEVO_TRACK_URI"  # a sweep's setting, read by its cells
 RUN_DIR_TAG = "decoevo.run_dir"
 PARAM_MAX = 500  # MLflow keeps up to 6000 characters; skill texts belong in artifacts, not parameters
 _BATCH = 100  # MLflow's limit of parameters per log_batch call
@@ -225,6 +226,24 @@ def _now_ms() -> int:
     import time
 
     return int(time.time() * 1000)
+
+
+def export_tracking(kind: str | None, uri: str | None) -> None:
+    """`decoevo sweep --track`: checked here, then handed to every cell through the DECOEVO_* environment
+    the sweep forwards (also to Ray cells on other machines), where `tracker_from_env` picks it up."""
+    import os
+
+    if make_tracker(kind, uri) is not None:
+        os.environ[TRACK_ENV] = str(kind)
+        uri = uri or os.environ.get("MLFLOW_TRACKING_URI")
+        if uri:
+            os.environ[TRACK_URI_ENV] = uri
+
+
+def tracker_from_env() -> Callable[[Path], MlflowTracker] | None:
+    import os
+
+    return make_tracker(os.environ.get(TRACK_ENV) or None, os.environ.get(TRACK_URI_ENV) or None)
 
 
 def make_tracker(kind: str | None, uri: str | None) -> Callable[[Path], MlflowTracker] | None:
