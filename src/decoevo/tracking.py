@@ -17,8 +17,10 @@ tracking failure after the start is reported once on stderr and logging stops; t
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -73,8 +75,6 @@ class MlflowTracker:
             from mlflow.tracking import MlflowClient
         except ImportError:
             raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
-        import os
-
         self.run_dir = Path(run_dir).resolve()
         self.client = client or MlflowClient(tracking_uri=tracking_uri)  # None: MLFLOW_TRACKING_URI or default
         name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
@@ -185,7 +185,7 @@ class MlflowTracker:
 
         with self._lock:
             metrics = {**metrics, **{f"usage.{k}": float(v) for k, v in self.usage.items()}}
-        stamp = _now_ms()
+        stamp = int(time.time() * 1000)
         self.client.log_batch(self.run_id, metrics=[Metric(k, v, stamp, step) for k, v in metrics.items()])
 
     def _log_start(self, solver: str, generator: str, solver_v: int, generator_v: int) -> None:
@@ -222,17 +222,9 @@ class MlflowTracker:
                 self.client.log_artifact(self.run_id, str(self.run_dir / rel))
 
 
-def _now_ms() -> int:
-    import time
-
-    return int(time.time() * 1000)
-
-
 def export_tracking(kind: str | None, uri: str | None) -> None:
     """`decoevo sweep --track`: checked here, then handed to every cell through the DECOEVO_* environment
     the sweep forwards (also to Ray cells on other machines), where `tracker_from_env` picks it up."""
-    import os
-
     if make_tracker(kind, uri) is not None:
         os.environ[TRACK_ENV] = str(kind)
         uri = uri or os.environ.get("MLFLOW_TRACKING_URI")
@@ -241,8 +233,6 @@ def export_tracking(kind: str | None, uri: str | None) -> None:
 
 
 def tracker_from_env() -> Callable[[Path], MlflowTracker] | None:
-    import os
-
     return make_tracker(os.environ.get(TRACK_ENV) or None, os.environ.get(TRACK_URI_ENV) or None)
 
 
