@@ -17,7 +17,7 @@ from decoevo.tracking import MlflowTracker, flatten
 
 pytest.importorskip("uvicorn")
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
-SPLITS = {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3}
+SPLITS = {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3, "test": 0}
 HYPER = {"steps": 3, "batch_size": 2, "audit_every": 1, "rollouts": 4}
 
 
@@ -94,6 +94,20 @@ def test_cli_track_and_resume_continue_one_mlflow_run(tmp_path: Path, store: str
     assert run.info.run_id == first.info.run_id and run.info.status == "FINISHED"
     assert run.data.params["seed"] == "3" and run.data.tags["decoevo.method"] == "decoevo"
     assert [m.step for m in client.get_metric_history(run.info.run_id, "solver_version")] == [0, 1]
+
+
+def test_budget_stopped_run_still_logs_its_final_skill(tmp_path: Path, store: str) -> None:
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    with serve_app(toy_server().app()) as url:
+        args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "b", steps=3)
+        result = CliRunner().invoke(app, [*args, "--max-calls", "40", "--track", "mlflow", "--track-uri", store])
+    assert result.exit_code == 0, result.output
+    assert RunReader(tmp_path / "runs" / "b").status() == "budget_stop"
+    client, run = only_run(store)
+    assert run.info.status == "FINISHED"
+    assert {"final_solver_skill.md", "summary.json"} <= {a.path for a in client.list_artifacts(run.info.run_id)}
+    summary = RunReader(tmp_path / "runs" / "b").summary()
+    assert summary is not None and run.data.metrics["usage.calls_paid"] == summary.usage["calls"]
 
 
 def test_bad_track_options_are_one_line_errors(tmp_path: Path) -> None:

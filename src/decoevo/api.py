@@ -26,7 +26,7 @@ from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
 from .engine.run import Engine, RunResult
 from .engine.state import LoopState
 from .errors import ConfigError
-from .lm import LMConfig, ModelSpec
+from .lm import LMConfig, ModelSpec, UsageLedger
 from .lm.client import CallRecord
 from .rundir import RunEvent, RunReader
 from .rundir.records import CALLS, CHECKPOINT, CONFIG, QUESTIONS
@@ -168,7 +168,7 @@ async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, m
     the run goes to a new temporary directory (its path is `result.run_dir`)."""
     if not questions:
         raise ConfigError("optimize: no questions given")
-    path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-"))
+    path = Path(run_dir).resolve() if run_dir is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-"))
     if RunReader(path).exists():
         raise ConfigError(f"{path} already holds a run; continue it with decoevo.resume({str(path)!r})")
     path.mkdir(parents=True, exist_ok=True)
@@ -200,9 +200,22 @@ def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -
 async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = ()) -> RunResult:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
     path = Path(run_dir)
-    if not RunReader(path).exists():
+    reader = RunReader(path)
+    if not reader.exists():
         raise ConfigError(f"{path} is not a run directory (no config.yaml)")
+    finished = finished_result(reader)
+    if finished is not None:
+        return finished
     return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks)
+
+
+def finished_result(reader: RunReader) -> RunResult | None:
+    """The result of a run that finished all its steps, read from disk (resuming it does nothing)."""
+    summary, checkpoint = reader.summary(), reader.checkpoint()
+    if summary is None or summary.run_status != "finished" or checkpoint is None:
+        return None
+    return RunResult(reader.path, LoopState.model_validate(checkpoint.state),
+                     UsageLedger.from_dict(reader.ledger() or checkpoint.ledger))
 
 
 def resume(run_dir: Path | str, *, callbacks: Sequence[object] = ()) -> RunResult:

@@ -150,8 +150,10 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> N
 
     run_dir = Path(run_dir)
     callbacks = [tracker(run_dir)] if tracker is not None else []
+    ended = "FAILED"  # what a tracker that saw no finish event records
     try:
         run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks)
+        ended = "FINISHED"
     except LMError as exc:
         then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
                 f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
@@ -160,8 +162,8 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> N
     except KeyboardInterrupt:
         fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
     finally:
-        for callback in callbacks:  # a run that ended early leaves its tracker run marked failed
-            callback.close("FAILED")
+        for callback in callbacks:
+            callback.close(ended)
 
 
 def _guard(fn: Any, *args: Any) -> None:
@@ -190,7 +192,9 @@ def check_new_run_dir(run_dir: Path) -> None:
         fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
     if run_dir.is_symlink() or (run_dir.exists() and not run_dir.is_dir()):
         fail(f"{run_dir} exists and is not a directory; pass another --name")
-    leftovers = [p.name for p in run_dir.iterdir() if p.name != ".lock"] if run_dir.is_dir() else []
+    # a pilot made for this run (`decoevo pilot RUN_DIR`) may already be there
+    leftovers = [p.name for p in run_dir.iterdir() if p.name not in (".lock", "pilot.json", "pilot")] \
+        if run_dir.is_dir() else []
     if leftovers:
         fail(f"{run_dir} exists and is not a run directory (it holds {', '.join(sorted(leftovers)[:3])}); "
              "pass another --name or remove it")
@@ -218,19 +222,40 @@ def run(
     max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
     track: str = TrackOption,
     track_uri: str = TrackUriOption,
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
     _guard(functools.partial(_run, track=(track, track_uri)), config_file, method, data, fmt, benchmark, task,
-           task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens, no_cache, set_)
+           task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens, no_cache, set_,
+           pilot)
+
+
+@app.command("pilot")
+def pilot_cmd(
+    out_dir: Path = typer.Argument(..., help="Where pilot.json and the pilot's call log (pilot/) go."),
+    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
+    data: str = typer.Option(None, help="Questions, as for `decoevo run`. Default: bundled sample."),
+    fmt: str = typer.Option(None, "--format", help="The format of --data."),
+    benchmark: str = BenchmarkOption,
+    task: str = typer.Option(None, help="Task family for the structural audit spec."),
+    model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
+    base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    seeds: str = typer.Option("0", help="Comma-separated seeds; each seed's own pilot split."),
+    preset: str = typer.Option("quick", help="quick, default, or paper"),
+    set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
+) -> None:
+    """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
+    _guard(_run, config_file, None, data, fmt, benchmark, task, None, model, base_url, seeds, None, preset,
+           Path("runs"), None, None, None, False, set_, None, out_dir)
 
 
 def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
-         max_tokens: int | None, no_cache: bool, sets: list[str], track: tuple[str | None, str | None] = (None, None)
-         ) -> None:
+         max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
+         pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None)) -> None:
     import yaml
 
     from .engine.config import config_from_dict, deep_merge
@@ -275,6 +300,19 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         fail(f"--runs-root {runs_root} is a file, not a directory")
     configs = [_absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
                for seed in seed_list]  # every seed's configuration is valid before the first run starts
+    if pilot_out is not None:  # `decoevo pilot`: measure and choose; no run
+        from .pilot import run_pilot
+
+        for config in configs:
+            entry = run_pilot(config, pilot_out)
+            console.print(f"pilot seed {config.seed}: {entry.choice} -> {pilot_out / 'pilot.json'}")
+        return
+    if pilot is not None:  # what the user set explicitly keeps its value
+        from .pilot import with_pilot
+
+        from_file = yaml.safe_load(config_file.read_text(encoding="utf-8")) if config_file else {}
+        explicit = set(over.get("hyper", {})) | set(from_file.get("hyper", {}))
+        configs = [with_pilot(c, pilot, explicit) for c in configs]
     for config in configs:
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
@@ -324,6 +362,8 @@ def sweep(
     ray_address: str = typer.Option(None, help="Run cells as Ray tasks on this cluster: auto or HOST:PORT."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override a shared setting: --set hyper.epsilon=0.02"),
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K per benchmark and seed from this "
+                               "pilot.json (`decoevo pilot`)."),
     track: str = TrackOption,
     track_uri: str = TrackUriOption,
 ) -> None:
@@ -333,7 +373,7 @@ def sweep(
     _guard(export_tracking, track, track_uri)  # one tracker run per cell
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
-               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_)
+               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_, pilot)
     except KeyboardInterrupt:  # pragma: no cover - interactive
         fail(f"interrupted; run `decoevo sweep {sweep_dir}` again to continue (finished cells are kept)", 130)
 
@@ -342,10 +382,12 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
            fmt: str | None, task: str | None, benchmark: str | None, preset: str | None, model: str | None,
            base_url: str | None, steps: int | None, max_calls: int | None, max_tokens: int | None,
            evaluate: str | None, workers: int | None, threads: int | None, ray_address: str | None,
-           no_cache: bool, sets: list[str]) -> None:
+           no_cache: bool, sets: list[str], pilot: Path | None = None) -> None:
     from .sweep import build_spec, run_sweep
 
     over = _overrides(None, None, None, None, None, steps, max_calls, max_tokens, sets)
+    if pilot is not None:
+        over["pilot"] = str(pilot.resolve())
     if methods:
         over["methods"] = [m.strip() for m in methods.split(",") if m.strip()]
     if seeds:

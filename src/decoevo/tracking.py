@@ -31,7 +31,6 @@ from .engine.state import LoopState
 from .errors import UserError
 from .lm.client import CallRecord
 from .rundir import (
-    BudgetStopEvent,
     FinishEvent,
     InnerStepEvent,
     InnerStepFailedEvent,
@@ -139,7 +138,7 @@ class MlflowTracker:
                          state.generator.text)
         elif isinstance(event, InnerStepFailedEvent | OuterRoundFailedEvent):
             self._submit(self._log_metrics, {"failed_steps": float(state.failed_steps)}, state.next_step)
-        if isinstance(event, FinishEvent | BudgetStopEvent | StoppedEvent):
+        if isinstance(event, FinishEvent | StoppedEvent):  # a budget stop is followed by its finish event
             self._submit(self._log_metrics, {}, state.next_step)  # the closing usage
             if isinstance(event, FinishEvent):
                 self._submit(self._log_finish)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..domain import Question, Turn
-from ..tasks.errors import DatasetError
+from ..errors import DatasetError
 
 
 def read_text_file(path: Path) -> str:

@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..lm import LMConfig
 from ..lm.errors import ConfigError
+from ..tasks.load import DataConfig
 from ..tasks.splits import SplitSizes
 
 
@@ -48,25 +49,6 @@ class BudgetConfig(BaseModel):
     max_tokens: int | None = Field(None, ge=1)
     match_run: str | None = Field(None, description="a run directory whose paid calls and tokens become the "
                                   "budget (the Budget-Matched control against a paired DecoEvo run)")
-
-
-class DataConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    format: str = Field("jsonl", description="a benchmark's format name (`decoevo data list`) or jsonl")
-    task: str | None = Field(None, description="task family for the structural spec; default from the data")
-    task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
-    limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str) -> str:
-        from ..benchmarks import BENCHMARKS  # the registry imports the model client; keep config light
-
-        if value not in BENCHMARKS:
-            raise ValueError(f"unknown format {value!r}; expected one of: {', '.join(map(repr, BENCHMARKS))}")
-        return value
 
 
 class RunConfig(BaseModel):

@@ -26,6 +26,14 @@ class CallEstimate:
         return self.inner_per_step * self.steps + self.outer_per_round * self.max_rounds
 
 
+
+def planned_steps(method: MethodSpec, hyper: Hyper) -> int:
+    """The inner steps a run of `method` takes: T, or up to `budget_step_cap` × T for Budget-Matched
+    (which stops on its budget), or none for a method that does not optimize the solver."""
+    if not method.optimize_solver:
+        return 0
+    return hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
+
 def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes) -> CallEstimate:
     """Counts requests before caching, one call per judge request in joint mode; repairs not included."""
     if not method.optimize_solver:
@@ -49,7 +57,7 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes) -> CallE
                     outer += vg * (2 * L + 2 * pairs) + 2 * (vg + 2 * vg * pairs)
             elif method.generator_acceptance == "score_coupled":
                 outer += 2 * 3 * vg
-    steps = hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
+    steps = planned_steps(method, hyper)
     if not method.runs_audits:
         return CallEstimate(inner, 0, steps, 0, 0)
     return CallEstimate(inner, outer, steps, steps // hyper.audit_every, steps)

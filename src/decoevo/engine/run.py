@@ -11,19 +11,30 @@ from typing import Any
 
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
+from ..errors import DatasetError
 from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
 from ..provenance import gather_provenance
-from ..rundir import FORMAT_VERSION, CallLine, RunEvent, RunLock, RunWriter, Summary, prepare_resume
+from ..rundir import (
+    FORMAT_VERSION,
+    CallLine,
+    RunEvent,
+    RunLock,
+    RunReader,
+    RunWriter,
+    Summary,
+    TranscriptEntry,
+    prepare_resume,
+)
 from ..rundir.records import PROVENANCE
-from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
 from .config import RunConfig
 from .context import EngineContext
+from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .outer import OuterOutcome, outer_step
 from .policies import should_audit
@@ -43,21 +54,37 @@ class RunResult:
         return self.state.solver
 
 
-def call_line(record: CallRecord) -> CallLine:
+def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=bool(getattr(record, "truncated", False)))
+                    truncated=bool(getattr(record, "truncated", False)), phase=phase)
+
+
+def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
+    request = record.request
+    if request is None or record.reply is None:
+        return None
+    p = request.params
+    return TranscriptEntry(key=record.key, role=record.role, model=record.model, phase=phase,
+                           messages=[m.as_dict() for m in request.messages],
+                           params={"temperature": p.temperature, "max_tokens": p.max_tokens,
+                                   "sample_index": p.sample_index},
+                           structured=request.json_schema is not None, reply=record.reply)
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
-    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control)."""
+    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control).
+
+    The cap is the paired run's *effective* usage (paid + inherited from a shared cache), the same quantity
+    `Budget.check` stops on: capping on paid usage alone would leave the control short by whatever the paired
+    run inherited (in a sweep, DecoEvo's first steps replay SkillOpt's answers)."""
     calls, tokens = config.budget.max_calls, config.budget.max_tokens
     if config.budget.match_run:
         ledger_path = Path(config.budget.match_run) / "ledger.json"
         if not ledger_path.is_file():
             raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
-        calls, tokens = calls or total.calls, tokens or total.tokens
+        calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
     if method.budget_matched and calls is None and tokens is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens")
@@ -107,6 +134,8 @@ class Engine:
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
         self.lm.on_call = self._record_call
+        self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
+        self._transcribed: set[str] = set()
         self.observer = observer
         self.questions = questions if questions is not None else load_questions(config.data)
         self.splits = build_splits(config, self.method, self.questions)
@@ -119,7 +148,12 @@ class Engine:
         return [q.view() for q in getattr(self.splits, name)]
 
     def _record_call(self, record: CallRecord) -> None:
-        self.run.record_call(call_line(record))
+        self.run.record_call(call_line(record, self.phase))
+        if record.key not in self._transcribed:
+            entry = transcript_entry(record, self.phase)
+            if entry is not None:
+                self.run.record_transcript(entry)
+                self._transcribed.add(record.key)
         if self.on_call is not None:
             self.on_call(record)
 
@@ -138,6 +172,7 @@ class Engine:
                 ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0)
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
+            self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}
         if point is not None and point.checkpoint is not None:
             state = LoopState.model_validate(point.checkpoint.state)
             self._emit("resume", state, next_step=state.next_step)
@@ -152,10 +187,7 @@ class Engine:
         return state
 
     def total_steps(self) -> int:
-        if not self.method.optimize_solver:
-            return 0
-        h = self.config.hyper
-        return h.steps * (h.budget_step_cap if self.method.budget_matched else 1)
+        return planned_steps(self.method, self.config.hyper)
 
     async def run_async(self, resume: bool = False) -> RunResult:
         try:
@@ -179,6 +211,7 @@ class Engine:
             while state.next_step < self.total_steps():
                 step = state.next_step
                 notes = state.audit_notes if self.method.audit_to_solver else None
+                self.phase = f"step {step}"
                 try:
                     inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
                     self._after_inner(state, inner)
@@ -187,6 +220,7 @@ class Engine:
                     state.consecutive_rejections += 1
                 if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
                                                             h.max_stalls):
+                    self.phase = f"outer {state.outer_rounds}"
                     try:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
                                                  probe, gate_g)

@@ -1,4 +1,4 @@
-"""The paper's score functions (DESIGN.md §2), as pure functions on plain numbers."""
+"""The paper's score functions (eqs. 2-8: S, J, φ_str, φ_ctr, m_g), as pure functions on plain numbers."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TypeVar, overload
 
 from pydantic import BaseModel
@@ -38,6 +38,9 @@ class CallRecord:
     cached: bool
     prompt_tokens: int
     completion_tokens: int
+    # What was asked and answered, for the run's transcript (a run is readable without the shared cache).
+    request: BackendRequest | None = field(default=None, repr=False, compare=False)
+    reply: str | None = field(default=None, repr=False, compare=False)
 
 
 class BudgetExceeded(Exception):
@@ -217,12 +220,12 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self._record_hit(role, model_name, key, hit)
+                self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
         if pending is not None:  # the same request is already being paid for: share its answer
             completion = await asyncio.shield(pending)
-            self._record_hit(role, model_name, key, None)
+            self._record_hit(role, model_name, key, None, request, completion.text)
             return completion, True
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
@@ -240,17 +243,18 @@ class LM:
             self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
-                                    completion.completion_tokens))
+                                    completion.completion_tokens, request, completion.text))
         return completion, False
 
-    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None) -> None:
+    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None,
+                    request: BackendRequest, text: str) -> None:
         inherited = None
         if hit is not None and key not in self.own_keys:
             inherited = hit.prompt_tokens + hit.completion_tokens
             self.own_keys.add(key)
         self.ledger.record_hit(role, model_name, inherited)
         if self.on_call is not None:
-            self.on_call(CallRecord(role, model_name, key, True, 0, 0))
+            self.on_call(CallRecord(role, model_name, key, True, 0, 0, request, text))
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest

@@ -26,6 +26,7 @@ from ..rundir import (
     RunReader,
     RunReadError,
     StoppedEvent,
+    TranscriptEntry,
     parse_skill_markdown,
 )
 from ..rundir.provenance import Provenance
@@ -160,6 +161,8 @@ class RunRecord:
     evals: Mapping[str, EvalFile]
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
+    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw
+    transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
     provenance: Provenance | None = None  # None for runs made before provenance.json existed
 
@@ -443,7 +446,15 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(path, problems), evals=evals,
         dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
         alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,
         problems=tuple(problems),
     )
+
+
+def _by_phase(entries: list[TranscriptEntry]) -> dict[str, tuple[TranscriptEntry, ...]]:
+    out: dict[str, list[TranscriptEntry]] = {}
+    for e in entries:
+        out.setdefault(e.phase or "unknown", []).append(e)
+    return {k: tuple(v) for k, v in out.items()}

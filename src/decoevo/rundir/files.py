@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..fileio import atomic_write_text
 
 
 class UnsafeRunPath(UserError):
@@ -34,13 +35,7 @@ def atomic_write(root: Path, path: Path, text: str) -> None:
     """Write `text` to `path` so a reader sees the old or the new file, never a mix (temp + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _check_no_links(root, path)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)  # replaces a link itself, never its target
+    atomic_write_text(path, text)
 
 
 def append_line(root: Path, path: Path, line: str) -> int:

@@ -31,6 +31,7 @@ from .records import (
     Summary,
 )
 from .skills import parse_skill_markdown, skill_path
+from .transcripts import TRANSCRIPTS, TranscriptEntry, read_transcripts
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -159,6 +160,10 @@ class RunReader:
                     raise
                 problems.append(f"{e}; skipped")
         return out
+
+    def transcripts(self) -> list[TranscriptEntry]:
+        """Each distinct request of the run and its reply (older runs have none: [])."""
+        return read_transcripts(self.path / TRANSCRIPTS)
 
     def checkpoint(self) -> Checkpoint | None:
         return self.model(Checkpoint, CHECKPOINT) if self.has(CHECKPOINT) else None

@@ -81,6 +81,7 @@ class CallLine(_Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     truncated: bool = False  # the reply hit max_tokens
+    phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
 
 
 # ---- evaluation records (RUN/eval/, docs/evaluation-files.md) ---------------------------------------

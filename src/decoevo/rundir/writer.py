@@ -16,6 +16,7 @@ from .events import RunEvent, make_event
 from .files import append_line, atomic_write, dumps_line
 from .records import CALLS, CHECKPOINT, EVENTS, FORMAT_VERSION, LEDGER, SUMMARY, CallLine, Checkpoint, Summary
 from .skills import skill_markdown, skill_path
+from .transcripts import TranscriptEntry, append_transcript
 
 
 class RunWriter:
@@ -50,6 +51,9 @@ class RunWriter:
 
     def record_call(self, line: CallLine) -> None:
         append_line(self.path, self.path / CALLS, dumps_line(line.model_dump(mode="json")))
+
+    def record_transcript(self, entry: TranscriptEntry) -> None:
+        append_transcript(self.path, entry)
 
     # ---- skills ----------------------------------------------------------------------------------
     def save_skill(self, skill: Skill, parent: Skill | None) -> None:

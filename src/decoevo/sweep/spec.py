@@ -60,6 +60,8 @@ class SweepSpec(BaseModel):
     evaluate: list[str] = Field(
         default_factory=lambda: ["test"], description="post-run steps each cell runs after training, in order")
     workers: int | None = Field(None, ge=1, description="cells at once (default: min(cells, cores))")
+    pilot: str | None = Field(None, description="a pilot.json (`decoevo pilot`): each cell takes ε, τ_tie and K "
+                              "from its benchmark's and seed's entry, unless `hyper` sets them")
 
     @field_validator("methods")
     @classmethod
@@ -143,6 +145,8 @@ def resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
         out["benchmarks"] = [
             {**b, **{k: _resolve(b[k], base) for k in ("data", "task_spec") if isinstance(b.get(k), str)}}
             if isinstance(b, dict) else b for b in raw["benchmarks"]]
+    if isinstance(raw.get("pilot"), str):
+        out["pilot"] = _resolve(raw["pilot"], base)
     return out
 
 

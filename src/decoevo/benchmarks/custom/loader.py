@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...domain import GoldItem, GoldRubric, Question
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import build_question, iter_jsonl, turns_from, unique_by_line
 
 

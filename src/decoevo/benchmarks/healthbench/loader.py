@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...domain import GoldItem, GoldRubric, Question
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import build_question, iter_jsonl, turns_from, unique_by_line
 
 
