@@ -132,7 +132,7 @@ def test_local_model_identity_and_a_missing_gguf(tmp_path: Path, monkeypatch: py
     config = config_from_dict({"data": {"path": str(tmp_path / "gone.jsonl")}, "lm": {"models": {
         "default": {"gguf_path": str(weights)}, "judge": {"gguf_path": str(tmp_path / "none.gguf")}},
         "roles": {"judge": "judge"}}}, source="test")
-    prov = provenance.gather_provenance(config)
+    prov = provenance.gather_provenance(config.lm, config.data.path)
     by_name = {m.name: m for m in prov.models}
     assert by_name["default"].gguf_sha256 == hashlib.sha256(b"GGUF weights").hexdigest()
     assert by_name["judge"].gguf_sha256 is None and by_name["judge"].roles == ["judge"]
@@ -167,7 +167,7 @@ def test_real_identities_embedded_gguf_and_llama_cpp_server(tmp_path: Path, monk
         config = config_from_dict({"data": {"path": str(tmp_path / "q.jsonl")}, "lm": {
             "models": {"default": {}, "judge": {"backend": "openai", "model": "smollm2", "base_url": base_url}},
             "roles": {"judge": "judge"}}}, source="test")
-        prov = provenance.gather_provenance(config)
+        prov = provenance.gather_provenance(config.lm, config.data.path)
     local, served = prov.models
     assert local.gguf_sha256 == hashlib.sha256(default_gguf_path().read_bytes()).hexdigest()
     assert local.gguf_path == str(default_gguf_path()) and local.error is None

@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .engine.config import RunConfig
-from .lm.config import DEFAULT_MODEL, ModelSpec
+from .lm.config import DEFAULT_MODEL, LMConfig, ModelSpec
 from .lm.redact import Redactor
 from .rundir.provenance import FileDigest, GitInfo, ModelIdentity, Provenance
 
@@ -132,10 +131,10 @@ def _served_identity(base: dict[str, Any], spec: ModelSpec, timeout_s: float) ->
         return ModelIdentity(**base, error=Redactor.for_request({}, extra=[key]).text(message))
 
 
-def model_identities(config: RunConfig, timeout_s: float = MODELS_TIMEOUT_S) -> list[ModelIdentity]:
+def model_identities(lm: LMConfig, timeout_s: float = MODELS_TIMEOUT_S) -> list[ModelIdentity]:
     out = []
-    for name, spec in config.lm.models.items():
-        roles = sorted(role for role, model in config.lm.roles.items() if model == name)
+    for name, spec in lm.models.items():
+        roles = sorted(role for role, model in lm.roles.items() if model == name)
         base: dict[str, Any] = {"name": name, "roles": roles + (["(every other role)"] if name == DEFAULT_MODEL
                                                                 else []),
                                 "backend": spec.backend, "model": spec.model, "base_url": spec.base_url}
@@ -174,10 +173,12 @@ def git_info(package_dir: Path | None = None) -> GitInfo | None:
     return GitInfo(commit=commit, dirty=None if status is None else bool(status))
 
 
-def gather_provenance(config: RunConfig, *, timeout_s: float = MODELS_TIMEOUT_S) -> Provenance:
-    files = [file_digest("data", config.data.path)]
-    if config.data.task_spec:
-        files.append(file_digest("task_spec", config.data.task_spec))
+def gather_provenance(lm: LMConfig, data_path: str, task_spec: str | None = None, *,
+                      timeout_s: float = MODELS_TIMEOUT_S) -> Provenance:
+    """The record for a new run of `lm` on the questions in `data_path` (and its `task_spec` file)."""
+    files = [file_digest("data", data_path)]
+    if task_spec:
+        files.append(file_digest("task_spec", task_spec))
     return Provenance(decoevo=__version__, python=sys.version.split()[0],
                       platform=platform.platform(), packages=package_versions(), files=files,
-                      models=model_identities(config, timeout_s), git=git_info(), created=round(time.time(), 3))
+                      models=model_identities(lm, timeout_s), git=git_info(), created=round(time.time(), 3))

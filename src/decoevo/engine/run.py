@@ -180,7 +180,8 @@ class Engine:
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
         self.run.write_json("splits.json", self.splits.ids())
-        self.run.write_model(PROVENANCE, gather_provenance(self.config))  # versions, checksums, model identity
+        self.run.write_model(PROVENANCE, gather_provenance(self.config.lm, self.config.data.path,
+                                                           self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
         self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)
