@@ -29,7 +29,7 @@ from .errors import ConfigError
 from .lm import LMConfig, ModelSpec, UsageLedger
 from .lm.client import CallRecord
 from .rundir import RunEvent, RunReader
-from .rundir.records import CONFIG, QUESTIONS
+from .rundir.records import CALLS, CHECKPOINT, CONFIG, QUESTIONS
 
 T = TypeVar("T")
 
@@ -90,8 +90,9 @@ def _observer(callbacks: Iterable[object]) -> tuple[Callable[[RunEvent, LoopStat
 async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
                            callbacks: Sequence[object] = (), questions: list[Question] | None = None,
                            engine_hook: Callable[[Engine], None] | None = None) -> RunResult:
-    """Run (or resume) `config` in `run_dir`. A run that fails before its first event leaves no
-    directory behind (it would block the next attempt); one that got further is kept for `resume`."""
+    """Run (or resume) `config` in `run_dir`. A new run that fails before anything worth keeping (no
+    completed step, no answered model call) leaves no directory behind: it would block the next
+    attempt. One that got further is kept for `resume`."""
     run_dir = Path(run_dir)
     created = not run_dir.exists()
     try:
@@ -101,7 +102,7 @@ async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bo
             engine_hook(engine)
         return await engine.run_async(resume=resume)
     except BaseException:
-        if created and run_dir.is_dir() and not (run_dir / CONFIG).exists():
+        if created and run_dir.is_dir() and not any((run_dir / f).exists() for f in (CHECKPOINT, CALLS)):
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
 

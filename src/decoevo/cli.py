@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import sys
 from pathlib import Path
@@ -29,6 +30,9 @@ def _root() -> None:
 
 
 app.add_typer(data_app, name="data")
+TrackOption = typer.Option(None, "--track", help="Log the run to an experiment tracker: mlflow "
+                           "(pip install 'decoevo[mlflow]').")
+TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI).")
 BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public benchmark, NAME[:split] (e.g. "
                                "healthbench:hard); see `decoevo data list`.")
 
@@ -160,18 +164,25 @@ def _seeds(seeds: str) -> list[int]:
     return out
 
 
-def _execute(config: Any, run_dir: Path, resume: bool) -> None:
+def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> None:
     from .progress import run_with_progress
 
     run_dir = Path(run_dir)
+    callbacks = [tracker(run_dir)] if tracker is not None else []
+    ended = "FAILED"  # what a tracker that saw no finish event records
     try:
-        run_with_progress(config, run_dir, resume=resume, console=console)
+        run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks)
+        ended = "FINISHED"
     except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
-             f"fix the cause and continue with `decoevo resume {run_dir}`.",
-             code=1 if exc.category != "infrastructure" else 2)
+        then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
+                f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
+                "Nothing was saved; fix the cause and run the same command again.")
+        fail(f"a model call failed ({exc.category}): {exc}. {then}", code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
         fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
+    finally:
+        for callback in callbacks:
+            callback.close(ended)
 
 
 def _guard(fn: Any, *args: Any) -> None:
@@ -232,11 +243,14 @@ def run(
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
     pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
     set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
-    _guard(_run, config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps, preset,
-           runs_root, name, max_calls, max_tokens, no_cache, set_, pilot)
+    _guard(functools.partial(_run, track=(track, track_uri)), config_file, method, data, fmt, benchmark, task,
+           task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens, no_cache, set_,
+           pilot)
 
 
 @app.command("pilot")
@@ -262,11 +276,14 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
          max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
-         pilot_out: Path | None = None) -> None:
+         pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None)) -> None:
     import yaml
 
     from .engine.config import config_from_dict, deep_merge
     from .presets import PRESETS, bundled_healthbench
+    from .tracking import make_tracker
+
+    tracker = make_tracker(*track)
 
     if preset not in PRESETS:
         fail(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
@@ -321,21 +338,24 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
         check_new_run_dir(run_dir)
-        _execute(config, run_dir, resume=False)
+        _execute(config, run_dir, resume=False, tracker=tracker)
 
 
 @app.command()
-def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`.")) -> None:
+def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
+           track: str = TrackOption, track_uri: str = TrackUriOption) -> None:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
-    _guard(_resume, run_dir)
+    _guard(_resume, run_dir, track, track_uri)
 
 
-def _resume(run_dir: Path) -> None:
+def _resume(run_dir: Path, track: str | None = None, track_uri: str | None = None) -> None:
     from .engine.config import load_config
+    from .tracking import make_tracker
 
+    tracker = make_tracker(track, track_uri)
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
-    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True)
+    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, tracker=tracker)
 
 
 @app.command()
@@ -366,9 +386,14 @@ def sweep(
     set_: list[str] = typer.Option([], "--set", help="Override a shared setting: --set hyper.epsilon=0.02"),
     pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K per benchmark and seed from this "
                                "pilot.json (`decoevo pilot`)."),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
 ) -> None:
     """Run a grid of methods × seeds × benchmarks (matched splits); finished cells are not rerun."""
+    from .tracking import export_tracking
+
     set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
+    _guard(export_tracking, track, track_uri)  # one tracker run per cell
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
                max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_, pilot)

@@ -4,6 +4,7 @@ tokens and cache hits; and `run_with_progress`, what `decoevo run`/`resume` and 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,8 @@ class RunProgress:
         self._refresh()
 
 
-def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console) -> Any:
+def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
+                      callbacks: Sequence[object] = ()) -> Any:
     """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
     closing usage table on `console`. Returns the api's RunResult."""
     from .api import run_config_async
@@ -114,7 +116,7 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
                 holder["bar"].on_call(record)
 
     try:
-        result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay()],
+        result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
                                               engine_hook=attach))
     finally:
         if "bar" in holder:

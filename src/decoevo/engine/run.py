@@ -16,6 +16,7 @@ from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, 
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
+from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
@@ -27,6 +28,7 @@ from ..rundir import (
     TranscriptEntry,
     prepare_resume,
 )
+from ..rundir.records import PROVENANCE
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
@@ -194,6 +196,8 @@ class Engine:
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
         self.run.write_json("splits.json", self.splits.ids())
+        self.run.write_model(PROVENANCE, gather_provenance(self.config.lm, self.config.data.path,
+                                                           self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
         self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)
@@ -208,6 +212,8 @@ class Engine:
                 if not resume and (self.run.path / "config.yaml").exists():  # another process got here first
                     raise ConfigError(f"{self.run.path} already holds a run; continue it with "
                                       f"`decoevo resume {self.run.path}`")
+                for name in self.config.lm.models:  # a missing model file or key file fails before any write
+                    self.lm.backend(name)
                 return await self._run_steps(resume)
         finally:
             if self._owns_lm:

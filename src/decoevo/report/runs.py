@@ -29,6 +29,8 @@ from ..rundir import (
     TranscriptEntry,
     parse_skill_markdown,
 )
+from ..rundir.provenance import Provenance
+from ..rundir.records import PROVENANCE
 from .files import (
     AlignmentFile,
     DynamicsFile,
@@ -162,6 +164,7 @@ class RunRecord:
     # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw
     transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
+    provenance: Provenance | None = None  # None for runs made before provenance.json existed
 
     @property
     def finished(self) -> bool:
@@ -444,6 +447,8 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
         alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
         transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
+        provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
+        if reader.has(PROVENANCE) else None,
         problems=tuple(problems),
     )
 

@@ -25,6 +25,7 @@ FINAL_SKILL = "final_solver_skill.md"
 QUESTIONS = "questions.jsonl"  # questions given in memory to the API are kept here
 EVAL_DIR = "eval"
 LOCK = ".lock"
+PROVENANCE = "provenance.json"  # rundir/provenance.py
 
 
 class _Record(BaseModel):

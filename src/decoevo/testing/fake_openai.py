@@ -50,8 +50,9 @@ def chat_body(content: str | None, model: str, prompt_tokens: int = 10, completi
 
 
 class FakeOpenAI:
-    def __init__(self, responder: Callable[[dict[str, Any], int], Reply]) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any], int], Reply], models: tuple[str, ...] = ("fake",)) -> None:
         self.responder = responder
+        self.models = models  # the ids GET /v1/models lists
         self.requests: list[dict[str, Any]] = []
         self._counter = itertools.count()
         self._lock = threading.Lock()
@@ -88,7 +89,8 @@ class FakeOpenAI:
                     self._in_flight -= 1
 
         async def models(_: Request) -> Response:
-            return JSONResponse({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+            return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "decoevo-tests"}
+                                                             for m in self.models]})
 
         return Starlette(routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),

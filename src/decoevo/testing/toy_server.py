@@ -32,7 +32,7 @@ def toy_reply(body: dict[str, Any], n: int) -> Reply:
 
 
 def toy_server() -> FakeOpenAI:
-    return FakeOpenAI(toy_reply)
+    return FakeOpenAI(toy_reply, models=("toy",))  # the model name `toy_run_args` asks for
 
 
 def write_toy_questions(path: Path, n: int = 16) -> Path:
