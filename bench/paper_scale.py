@@ -174,10 +174,11 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
         mine = [c for c in cells if c["method"] == method]
         row: dict[str, Any] = {"seeds": len(mine)}
         for key in KEYS:
-            if key == "outer_round_waves":
-                pooled = [w for c in mine for w in c[key]]
+            if key == "outer_round_waves":  # rounds that made no paid call (all replayed) are counted apart
+                pooled = [w for c in mine for w in c[key] if w > 0]
                 row["outer_round_waves_mean"] = round(statistics.fmean(pooled), 1) if pooled else None
                 row["outer_round_waves_max"] = max(pooled) if pooled else None
+                row["outer_rounds_without_calls"] = round(statistics.fmean(c[key].count(0) for c in mine), 2)
                 continue
             values = [c[key] for c in mine if c[key] is not None]
             row[key] = round(statistics.fmean(values), 3) if values else None
