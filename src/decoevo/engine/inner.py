@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..aio import together
 from ..domain import QuestionView, Skill
 from ..roles.rewrite_solver import Failure, rewrite_solver
 from .context import EngineContext
@@ -41,7 +42,7 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
     candidate = Skill(kind="solver", version=solver.version + 1, text=out.skill.strip(), parent=solver.version,
                       reason=f"step {step}: {out.analysis.strip()}")
     # Paired ε-gate on V_s with the same cached rubrics R_q(g_t).
-    incumbent = await ctx.per_question_scores(solver_gate, solver, generator)
-    challenger = await ctx.per_question_scores(solver_gate, candidate, generator)
+    incumbent, challenger = await together(ctx.per_question_scores(solver_gate, solver, generator),
+                                           ctx.per_question_scores(solver_gate, candidate, generator))
     decision = SolverGate(h.epsilon).decide(incumbent, challenger)
     return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, decision)

@@ -33,7 +33,9 @@ class ModelSpec(BaseModel):
         "json_schema",
         description="How a schema is sent to an openai server; llama.cpp's python server needs json_object.",
     )
-    max_concurrency: int = Field(8, ge=1, le=1024)
+    max_concurrency: int | None = Field(
+        None, ge=1, le=1024,
+        description="Requests in flight at once; unset: 64 for a server (openai), one for the embedded model.")
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(5, ge=0, le=20)
     backoff_base_s: float = Field(0.5, gt=0)

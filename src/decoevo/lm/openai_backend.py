@@ -65,6 +65,10 @@ def error_message(body: bytes) -> str:
     return json.dumps(data)[:300]
 
 
+#: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
+SERVER_CONCURRENCY = 64
+
+
 class OpenAIBackend:
     """One aiohttp session per event loop, with a pool of `max_concurrency` keep-alive connections
     (the LM's semaphore admits no more requests than that). Call `aclose` (`LM.aclose`) to release
@@ -74,7 +78,7 @@ class OpenAIBackend:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
-        self.max_concurrency = spec.max_concurrency
+        self.max_concurrency = spec.max_concurrency or SERVER_CONCURRENCY
         self._url = spec.base_url.rstrip("/") + "/chat/completions"
         self._headers = request_headers(spec.read_api_key())
         self._proxy = env_proxy(self._url)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..aio import together
 from ..domain import Judgement, QuestionView, Rubric
 from ..lm import LM, GenParams, Message
 from .common import (
@@ -77,10 +78,11 @@ async def blind_preference(
 ) -> tuple[int | None, str]:
     """Which of (first, second) is better: 0, 1, or None for equivalent. Asked in both orders; the answer
     stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation."""
-    forward = await own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut,
-                                role=STAGE1_ROLE, params=params)
-    backward = await own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut,
-                                 role=STAGE1_ROLE, params=params)
+    forward, backward = await together(
+        own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut, role=STAGE1_ROLE,
+                    params=params),
+        own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut, role=STAGE1_ROLE,
+                    params=params))
     if forward.preference == "A" and backward.preference == "B":
         return 0, forward.rationale
     if forward.preference == "B" and backward.preference == "A":
