@@ -153,6 +153,7 @@ def sim_server_process(config: dict[str, Any]) -> Iterator[str]:
 def extract_src(rev: str, into: Path) -> Path:
     """`src/` of git revision `rev`, written under `into`."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True).stdout
+    into.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into / "src"
 
@@ -196,6 +197,7 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--before", help="also measure the code at this git revision (its src/)")
+    parser.add_argument("--after", help="measure this git revision's src/ instead of the working tree's")
     parser.add_argument("--base-ms", type=float, default=30.0, help="simulated latency: fixed part")
     parser.add_argument("--per-token-ms", type=float, default=0.1, help="simulated latency: per completion token")
     parser.add_argument("--tail-p", type=float, default=0.05, help="share of requests with a Pareto-tail delay")
@@ -213,7 +215,7 @@ def main() -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, sim_server_process(server_config) as url:
         data = write_toy_questions(Path(tmp) / "questions.jsonl", args.questions)
-        versions = {"after": ROOT / "src"}
+        versions = {"after": extract_src(args.after, Path(tmp) / "after") if args.after else ROOT / "src"}
         if args.before:
             versions = {"before": extract_src(args.before, Path(tmp) / "before"), **versions}
         cells: dict[str, list[dict[str, Any]]] = {v: [] for v in versions}
@@ -232,9 +234,15 @@ def main() -> None:
                     print(f"{code:6} {method:16} seed {seed}: {out['calls']:5} calls {out['tokens']:8} tokens "
                           f"{out['waves']:4} waves, wall {out['wall_s']:6.1f}s = {out['wall_over_critical_path']}"
                           f" x critical path, slots {out['slot_utilisation']}", flush=True)
+                    write_report(args, methods, seeds, server_config, cells, started)  # partial results survive
+    print(f"wrote {args.out} ({time.monotonic() - started:.0f}s)")
+
+
+def write_report(args: argparse.Namespace, methods: list[str], seeds: list[int], server_config: dict[str, Any],
+                 cells: dict[str, list[dict[str, Any]]], started: float) -> None:
     report: dict[str, Any] = {
         "config": {"preset": "paper", "methods": methods, "seeds": seeds, "questions": args.questions,
-                   "server": server_config, "before": args.before},
+                   "server": server_config, "before": args.before, "after": args.after or "working tree"},
         "machine": machine(), "seconds": round(time.monotonic() - started, 1), "versions": {}}
     for code, mine in cells.items():
         rows = summarise(mine)
@@ -244,7 +252,6 @@ def main() -> None:
         report["versions"][code] = {"rows": rows, "decoevo_over_skillopt": ratio, "cells": mine}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out} ({report['seconds']:.0f}s)")
 
 
 if __name__ == "__main__":
