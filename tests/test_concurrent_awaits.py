@@ -84,11 +84,12 @@ def test_simulated_model_concurrent_equals_sequential(tmp_path, method):
     data = write_toy_questions(tmp_path / "q.jsonl", 30)
     seq, _ = _sim_engine(tmp_path / "seq", data, method, LatencyModel())
     with one_by_one():
-        run_virtual(seq.run_async())
+        _, seq_seconds = run_virtual(seq.run_async())
     con, _ = _sim_engine(tmp_path / "con", data, method, LatencyModel())
-    run_virtual(con.run_async())
+    _, con_seconds = run_virtual(con.run_async())
     got, want = outcome(tmp_path / "con" / "run"), outcome(tmp_path / "seq" / "run")
     assert got == want
+    assert con_seconds < 0.8 * seq_seconds  # the twin really awaited one by one (inside tasks too)
     assert sum(e["event"] == "outer_round" for e in got["events"]) >= 2
 
 
