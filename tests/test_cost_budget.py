@@ -19,7 +19,7 @@ from tests.engine_helpers import toy_engine
 
 runner = CliRunner()
 PRICES = ("lm.models.default.input_price_per_mtok=100", "lm.models.default.output_price_per_mtok=300",
-          "splits.test=0")
+          "splits.test=0", "lm.models.default.max_concurrency=1")  # one call in flight: the bound is exact
 
 
 def test_max_cost_stops_the_run_and_the_summary_says_what_it_cost(tmp_path: Path,

@@ -194,7 +194,7 @@ class Kill(BaseException):
 
 @pytest.mark.parametrize("budget", [None, 45])
 def test_repeated_kills_and_resumes_count_every_paid_call_once(tmp_path: Path, budget: int | None) -> None:
-    """Killed after every 7th paid call and resumed, over and over: the final ledger's paid calls equal the
+    """Killed after about every 3rd paid call and resumed, over and over: the final ledger's paid calls equal the
     distinct paid requests in calls.jsonl, the same as an uninterrupted run's; a call budget holds."""
     import asyncio
 
@@ -214,7 +214,7 @@ def test_repeated_kills_and_resumes_count_every_paid_call_once(tmp_path: Path, b
 
         def on_call(record, paid=paid):
             paid[0] += not record.cached
-            if paid[0] == 7:
+            if paid[0] == 3:  # siblings already in flight still finish: a process pays a few more
                 raise Kill
 
         engine.on_call = on_call

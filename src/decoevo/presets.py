@@ -27,6 +27,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                    "diagnostic": 20, "test": 100},
         "hyper": {"steps": 20, "batch_size": 6, "audit_every": 4, "max_stalls": 3, "rollouts": 6,
                   "pairs_per_question": 2, "max_tokens_solve": 1024, "max_tokens_judge": 1500,
-                  "max_tokens_rewrite": 1200, "max_tokens_audit": 600},
+                  "max_tokens_rewrite": 1200, "max_tokens_audit": 600,
+                  "concurrency": 64},  # questions at once: a server's batch (the embedded model queues them)
     },
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from ..aio import together
 from ..domain import QuestionView, Skill
 from ..roles.contrastive_audit import ContrastiveRecord, blind_preference, reveal
 from ..roles.structural_audit import StructuralRecord, structural_audit
@@ -50,10 +51,9 @@ def first_sample(round_idx: int, rollouts: int) -> int:
 async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,
                     first: int) -> list[Scored]:
     h = ctx.hyper
-    rubric = await ctx.rubric(q, generator)
-    responses = await asyncio.gather(*[
+    rubric, responses = await together(ctx.rubric(q, generator), asyncio.gather(*[
         ctx.respond(q, solver, sample_index=first + i, temperature=h.rollout_temperature)
-        for i in range(h.rollouts)])
+        for i in range(h.rollouts)]))
     return list(await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses]))
 
 
@@ -71,10 +71,11 @@ async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solve
         else:
             pairs = select_random_pairs(len(z), h.pairs_per_question, ctx.rng("pairs", label, q.id))
         out = []
-        for i, j in pairs:
-            shown = None if ctx.method.rubric_blind else scored[i].rubric
-            winner, rationale = await blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
-                                                       rubric=shown, params=ctx.params(h.max_tokens_audit))
+        verdicts = await together(*[  # the H pairs of a question are independent
+            blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
+                             rubric=None if ctx.method.rubric_blind else scored[i].rubric,
+                             params=ctx.params(h.max_tokens_audit)) for i, j in pairs])
+        for (i, j), (winner, rationale) in zip(pairs, verdicts, strict=True):
             if winner is None:
                 continue
             plus, minus = (scored[i], scored[j]) if winner == 0 else (scored[j], scored[i])

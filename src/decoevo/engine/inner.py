@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..aio import together
 from ..domain import QuestionView, Skill
 from ..roles.rewrite_solver import Failure, rewrite_solver
 from .context import EngineContext
@@ -46,7 +47,7 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
     if not validity.valid:  # never gated: a noisy gate must not get the chance to accept it
         return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, None, validity)
     # Paired ε-gate on V_s with the same cached rubrics R_q(g_t).
-    incumbent = await ctx.per_question_scores(solver_gate, solver, generator)
-    challenger = await ctx.per_question_scores(solver_gate, candidate, generator)
+    incumbent, challenger = await together(ctx.per_question_scores(solver_gate, solver, generator),
+                                           ctx.per_question_scores(solver_gate, candidate, generator))
     decision = SolverGate(h.epsilon).decide(incumbent, challenger)
     return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, decision)

@@ -43,7 +43,9 @@ class ModelSpec(BaseModel):
         None, description="openai: send temperature; None: not to o-series/gpt-5, nor after a server refuses it")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
         None, description="openai: reasoning_effort for reasoning models")
-    max_concurrency: int = Field(8, ge=1, le=1024, description="most requests in flight; lowered on 429s")
+    max_concurrency: int | None = Field(
+        None, ge=1, le=1024, description="most requests in flight (lowered on 429s); unset: 64 for a server "
+                                         "(openai, litellm), one for the embedded model")
     requests_per_minute: float | None = Field(None, gt=0, description="the provider's request rate limit")
     tokens_per_minute: float | None = Field(
         None, gt=0, description="the provider's token rate limit (prompt + max_tokens counted up front)")

@@ -50,7 +50,7 @@ class LiteLLMBackend:
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self.identity = spec.identity()
-        self.max_concurrency = spec.max_concurrency
+        self.max_concurrency = spec.max_concurrency or 64  # as the openai backend: what a serving process batches
         self._litellm = load_litellm()
         self._key = api_key(spec)
         self._redactor = Redactor(tuple(k for k in (self._key,) if k and len(k) >= 8))

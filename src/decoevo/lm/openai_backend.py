@@ -87,6 +87,10 @@ def error_message(body: bytes) -> str:
     return json.dumps(data)[:300]
 
 
+#: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
+SERVER_CONCURRENCY = 64
+
+
 def accepts_min_p(base_url: str | None) -> bool:
     """vLLM, SGLang and llama.cpp servers take `min_p`; OpenAI's own API refuses unknown sampling
     parameters, so it is left out there (the request then samples without it)."""
@@ -112,7 +116,7 @@ class OpenAIBackend:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
-        self.max_concurrency = spec.max_concurrency
+        self.max_concurrency = spec.max_concurrency or SERVER_CONCURRENCY
         self._url = spec.base_url.rstrip("/") + "/chat/completions"
         self._headers = request_headers(spec.read_api_key())
         self._proxy = env_proxy(self._url)

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..aio import together
 from ..domain import Judgement, QuestionView, Rubric
 from ..lm import LM, GenParams, Message
 from .common import (
@@ -83,10 +84,11 @@ async def blind_preference(
 ) -> tuple[int | None, str]:
     """Which of (first, second) is better: 0, 1, or None for equivalent. Asked in both orders; the answer
     stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation."""
-    forward = await own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut,
-                                role=STAGE1_ROLE, params=params)
-    backward = await own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut,
-                                 role=STAGE1_ROLE, params=params)
+    forward, backward = await together(
+        own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut, role=STAGE1_ROLE,
+                    params=params),
+        own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut, role=STAGE1_ROLE,
+                    params=params))
     # The rationale handed on is the one from the order that showed the winner as response A: stage 2
     # shows the preferred response as A, so "A" in the reason always names the response it calls preferred.
     if forward.preference == "A" and backward.preference == "B":
