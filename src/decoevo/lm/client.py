@@ -58,6 +58,12 @@ class CallRecord:
     cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
 
 
+# A lease on a request (another process pays, this one waits) outlives any single request with its
+# retries; a holder that dies on this host is noticed at once, one on another host when its lease expires.
+LEASE_S = 900.0
+LEASE_POLL_S = 0.05
+
+
 class BudgetExceeded(Exception):
     """Raised before a paid call that would exceed the run's budget; runs stop cleanly on it."""
 
@@ -311,7 +317,7 @@ class LM:
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self._call_with_retries(backend, model_name, role, request)
+            completion, elsewhere = await self._pay_once(backend, model_name, role, request, key)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: nobody else may be waiting
@@ -319,9 +325,11 @@ class LM:
         finally:
             self._inflight.pop(key, None)
         future.set_result(completion)
+        if elsewhere:  # another process paid for it while this one waited: an inherited answer
+            self._record_hit(role, model_name, key, completion, request, completion.text,
+                             truncated=completion.truncated)
+            return completion, True
         self.own_keys.add(key)
-        if self.cache is not None:
-            self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
                                     completion.completion_tokens, request, completion.text,
@@ -341,6 +349,28 @@ class LM:
         if self.on_call is not None:
             cut = truncated or (hit is not None and hit.truncated)
             self.on_call(CallRecord(role, model_name, key, True, 0, 0, request, text, truncated=cut))
+
+    async def _pay_once(self, backend: Backend, model_name: str, role: str, request: BackendRequest,
+                        key: str) -> tuple[Completion, bool]:
+        """Pay for `request` and cache the answer, unless another process sharing the cache is already
+        paying for the same request: then wait for its answer (True: it came from elsewhere). A lease on
+        the key (`RequestCache.claim`) says who pays; it ends with its holder (released, dead or expired)."""
+        cache = self.cache
+        if cache is None:
+            return await self._call_with_retries(backend, model_name, role, request), False
+        while not cache.claim(key, LEASE_S):
+            while cache.held_elsewhere(key):
+                await asyncio.sleep(LEASE_POLL_S)
+            answer = cache.get(key)
+            if answer is not None:
+                return answer, True
+            # the holder failed or died without an answer: claim it for this process
+        try:
+            completion = await self._call_with_retries(backend, model_name, role, request)
+            cache.put(key, backend.identity, completion)  # before the release, so a waiter finds it
+            return completion, False
+        finally:
+            cache.release(key)
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
