@@ -32,7 +32,8 @@ async def _run(config: Any, workdir: Path) -> dict[str, dict[str, int]]:
         result = await Engine(config, workdir / "run", lm=lm).run_async()
     finally:
         await lm.aclose()
-    return {role: {"calls": row.calls, "tokens": row.tokens, "cached": row.cache_hits}
+    return {role: {"calls": row.calls, "tokens": row.tokens, "cached": row.cache_hits,
+                   "prompt": row.prompt_tokens, "completion": row.completion_tokens}
             for role, row in sorted(result.ledger.by_role().items())}
 
 

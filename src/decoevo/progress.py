@@ -86,20 +86,35 @@ class RunProgress:
         self._refresh()
 
 
+def describe_estimate(config: Any) -> str:
+    """The line printed before a run: expected paid calls, cached answers and, when every model that
+    serves a role is priced, dollars (an order of magnitude: typical tokens per call, see estimate.py)."""
+    from .engine.estimate import estimate_calls
+    from .lm.pricing import price_for
+    from .methods import get_method
+
+    est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+
+    def price_of(role: str, prompt: int, completion: int) -> float | None:
+        price = price_for(config.lm.models[config.lm.model_for(role)])
+        return None if price is None else price.cost(prompt, completion)
+
+    usd = est.dollars(price_of)
+    money = f", about ${usd:,.2f}" if usd else ""  # free (embedded) models print no dollars
+    return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
+            f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits)")
+
+
 def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
                       callbacks: Sequence[object] = ()) -> Any:
     """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
     closing usage table on `console`. Returns the api's RunResult."""
     from .api import run_config_async
-    from .engine.estimate import estimate_calls
     from .methods import get_method
 
     method = get_method(config.method)
     if not resume:
-        est = estimate_calls(method, config.hyper, config.splits)
-        console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n"
-                      f"expected model calls before caching: ~{est.expected:,} "
-                      f"(at most ~{est.upper_bound:,} if stalls trigger extra audits)")
+        console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n{describe_estimate(config)}")
     holder: dict[str, RunProgress] = {}
 
     def attach(engine: Any) -> None:

@@ -1,30 +1,92 @@
-"""An upper bound on the model calls a run will make, printed before it starts."""
+"""What a run is expected to cost, printed before it starts: paid calls, cached answers and, when the
+models are priced, dollars.
+
+Paid calls are counted per role from the split sizes and hyperparameters, with what the cache answers
+taken out (the incumbent's gate scores, its rubrics and structural audits while the generator is
+unchanged, the margins of frozen pairs under the incumbent). How many outer rounds run depends on how
+often the solver gate rejects, which is not known before the run: the estimate assumes each rewrite is
+rejected with probability `REJECT_PROB` and counts the expected rounds of that schedule exactly, and
+that a fraction `DECIDED_FRACTION` of near-tie pairs survives the blind audit. The high estimate
+assumes every rewrite is rejected (the most rounds the schedule allows) and every pair decided.
+Dollars use typical tokens per call of each role (`TYPICAL_TOKENS`): an order of magnitude, not a quote.
+The cost options of `Hyper` (reuse, early stop) are not modelled: with them on, a run pays less.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ..methods import MethodSpec
 from ..tasks.splits import SplitSizes
 from .config import Hyper
+from .policies import should_audit
+
+# Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/paper_scale.py) a
+# stall-triggered round ran in most 4-step blocks. An assumption, stated in the printed line.
+REJECT_PROB = 0.8
+# The blind auditor calls many near-tie pairs equivalent, and those are dropped: only decided pairs get a
+# reveal (probe) or enter the frozen set (V_g). About a third were decided in the simulated runs.
+DECIDED_FRACTION = 0.35
+
+# (prompt, completion) tokens per call by role: means of a DecoEvo run at the `paper` preset on the
+# simulated server, whose reply lengths follow HealthBench (decoevo.testing.sim_lengths).
+TYPICAL_TOKENS: dict[str, tuple[int, int]] = {
+    "solve": (450, 450), "generate_rubric": (480, 360), "judge": (1330, 270), "rewrite_solver": (4100, 370),
+    "structural_audit": (910, 70), "contrastive_audit_blind": (1010, 40), "contrastive_audit_reveal": (2260, 70),
+    "rewrite_generator": (3300, 360),
+}
 
 
 @dataclass(frozen=True)
 class CallEstimate:
-    inner_per_step: int
-    outer_per_round: int
+    inner_per_step: int  # paid calls of one inner step
+    outer_per_round: int  # paid calls of one outer round
     steps: int
     scheduled_rounds: int  # every K steps
-    max_rounds: int  # if stalls trigger the outer loop at every step
+    max_rounds: int  # if every rewrite is rejected and stalls trigger every round they can
+    expected_rounds: float = 0.0  # under REJECT_PROB
+    once: int = 0  # paid once per run (the incumbent's first gate scores, rubrics of the splits)
+    cached_per_step: int = 0
+    cached_per_round: int = 0
+    by_role_step: dict[str, int] = field(default_factory=dict)
+    by_role_round: dict[str, int] = field(default_factory=dict)
+    by_role_once: dict[str, int] = field(default_factory=dict)
+    high_per_round: int = 0  # paid calls of a round in which the blind auditor decides every pair
 
     @property
     def expected(self) -> int:
-        return self.inner_per_step * self.steps + self.outer_per_round * self.scheduled_rounds
+        """Expected paid calls."""
+        return round(self.once + self.inner_per_step * self.steps + self.outer_per_round * self.expected_rounds)
 
     @property
     def upper_bound(self) -> int:
-        return self.inner_per_step * self.steps + self.outer_per_round * self.max_rounds
+        return self.once + self.inner_per_step * self.steps + max(self.high_per_round,
+                                                                  self.outer_per_round) * self.max_rounds
 
+    @property
+    def cached(self) -> int:
+        """Expected requests answered by the cache (no call paid)."""
+        return round(self.cached_per_step * self.steps + self.cached_per_round * self.expected_rounds)
+
+    def calls_by_role(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for table, times in ((self.by_role_once, 1.0), (self.by_role_step, float(self.steps)),
+                             (self.by_role_round, self.expected_rounds)):
+            for role, n in table.items():
+                out[role] = out.get(role, 0.0) + n * times
+        return out
+
+    def dollars(self, price_of: Callable[[str, int, int], float | None]) -> float | None:
+        """Expected USD, given `price_of(role, prompt_tokens, completion_tokens)` (None: unpriced)."""
+        total = 0.0
+        for role, n in self.calls_by_role().items():
+            prompt, completion = TYPICAL_TOKENS.get(role, (1000, 300))
+            cost = price_of(role, prompt, completion)
+            if cost is None:
+                return None
+            total += n * cost
+        return total
 
 
 def planned_steps(method: MethodSpec, hyper: Hyper) -> int:
@@ -34,30 +96,95 @@ def planned_steps(method: MethodSpec, hyper: Hyper) -> int:
         return 0
     return hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
 
-def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes) -> CallEstimate:
-    """Counts requests before caching, one call per judge request in joint mode; repairs not included."""
+
+def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: float) -> float:
+    """Expected outer rounds of the schedule (`should_audit`) when each rewrite is rejected with
+    `reject_prob`: exact, over the distribution of the consecutive-rejection count."""
+    dist = {0: 1.0}
+    rounds = 0.0
+    for step in range(steps):
+        nxt: dict[int, float] = {}
+        for stalls, p in dist.items():
+            for rejected, q in ((True, reject_prob), (False, 1.0 - reject_prob)):
+                if q == 0.0:
+                    continue
+                count = stalls + 1 if rejected else 0
+                if should_audit(step, audit_every, count, max_stalls):
+                    rounds += p * q
+                    count = 0
+                nxt[count] = nxt.get(count, 0.0) + p * q
+        dist = nxt
+    return rounds
+
+
+def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
+                 decided: float) -> tuple[dict[str, int], dict[str, int], int]:
+    """Paid calls of one round by role, paid once per run by role, and cached answers per round."""
+    p, vg, L = sizes.probe, sizes.generator_gate, hyper.rollouts
+    pairs = min(hyper.pairs_per_question, L // 2)
+    rnd: dict[str, int] = {}
+    once: dict[str, int] = {}
+    cached = 0
+
+    def add(table: dict[str, int], role: str, n: int) -> None:
+        table[role] = table.get(role, 0) + n
+
+    if method.structural_audit:  # the probe rubrics and audits are new whenever the generator is
+        add(rnd, "generate_rubric", p)
+        add(rnd, "structural_audit", p)
+    if method.contrastive_audit:
+        add(once, "generate_rubric", 0 if method.structural_audit else p)
+        add(rnd, "solve", p * L)
+        add(rnd, "judge", p * L)
+        add(rnd, "contrastive_audit_blind", 2 * p * pairs)
+        add(rnd, "contrastive_audit_reveal", round(p * pairs * decided))
+    if method.evolve_generator and not method.audit_to_solver:
+        add(rnd, "rewrite_generator", 1)
+        if method.generator_acceptance == "pareto":
+            add(once, "generate_rubric", vg)  # the incumbent's V_g rubrics; an accepted candidate's are cached
+            add(rnd, "generate_rubric", vg)  # the candidate's
+            if method.structural_audit:
+                add(once, "structural_audit", vg)
+                add(rnd, "structural_audit", vg)
+                cached += vg  # the incumbent's structural audits
+            if method.contrastive_audit:
+                add(rnd, "solve", vg * L)
+                frozen = round(vg * pairs * decided)
+                add(rnd, "judge", vg * L + 2 * frozen)  # locating judgements, the candidate's margins
+                add(rnd, "contrastive_audit_blind", 2 * vg * pairs)
+                cached += 2 * frozen  # the incumbent's margins are its locating judgements
+        elif method.generator_acceptance == "score_coupled":
+            add(once, "generate_rubric", vg)
+            add(once, "solve", vg)
+            add(once, "judge", vg)
+            add(rnd, "generate_rubric", vg)
+            add(rnd, "judge", vg)
+            cached += 2 * vg
+    return rnd, once, cached
+
+
+def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
+                   reject_prob: float = REJECT_PROB) -> CallEstimate:
+    """Expected paid and cached calls, one call per judge request in joint mode; repairs not included."""
     if not method.optimize_solver:
         return CallEstimate(0, 0, 0, 0, 0)
-    b, vs, vg, p = hyper.batch_size, sizes.solver_gate, sizes.generator_gate, sizes.probe
-    L, H = hyper.rollouts, hyper.pairs_per_question
-    inner = 3 * b + 1 + 2 * vs + vs + 2 * vs  # batch; rewrite; gate (both skills' answers, rubrics, judges)
-    outer = 0
-    if method.runs_audits:
-        pairs = min(H, L // 2)
-        if method.structural_audit:
-            outer += 2 * p  # rubric + audit per probe question
-        if method.contrastive_audit:
-            outer += p * (2 * L + pairs * 3)  # rollouts, judges, two blind orders + reveal per pair
-        if method.evolve_generator:
-            outer += 1
-            if method.generator_acceptance == "pareto":
-                if method.structural_audit:
-                    outer += 2 * 2 * vg
-                if method.contrastive_audit:
-                    outer += vg * (2 * L + 2 * pairs) + 2 * (vg + 2 * vg * pairs)
-            elif method.generator_acceptance == "score_coupled":
-                outer += 2 * 3 * vg
+    b, vs = hyper.batch_size, sizes.solver_gate
+    step = {"solve": b + vs, "judge": b + vs, "rewrite_solver": 1}  # the batch; the challenger on V_s
+    # Once: the incumbent's first V_s scores, and one rubric per question the run touches (train
+    # questions drawn in some batch, V_s); later steps reuse them while the generator is unchanged.
     steps = planned_steps(method, hyper)
+    seen = round(sizes.train * (1 - (1 - min(b, sizes.train) / max(sizes.train, 1)) ** steps))
+    once = {"solve": vs, "judge": vs, "generate_rubric": seen + vs}
+    cached_step = 2 * vs  # the incumbent's V_s answers and judgements
     if not method.runs_audits:
-        return CallEstimate(inner, 0, steps, 0, 0)
-    return CallEstimate(inner, outer, steps, steps // hyper.audit_every, steps)
+        return CallEstimate(sum(step.values()), 0, steps, 0, 0, 0.0, sum(once.values()), cached_step, 0,
+                            step, {}, once)
+    rnd, once_outer, cached_round = _outer_round(method, hyper, sizes, DECIDED_FRACTION)
+    high_round = sum(_outer_round(method, hyper, sizes, 1.0)[0].values())  # every pair decided
+    for role, n in once_outer.items():
+        once[role] = once.get(role, 0) + n
+    return CallEstimate(
+        sum(step.values()), sum(rnd.values()), steps, steps // hyper.audit_every,
+        round(expected_rounds(steps, hyper.audit_every, hyper.max_stalls, 1.0)),
+        expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob),
+        sum(once.values()), cached_step, cached_round, step, rnd, once, high_round)

@@ -1,0 +1,97 @@
+"""The estimate printed before a run: expected rounds of the schedule, paid calls against real runs
+(as bounds, never timings), and the printed line."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from decoevo.engine.config import config_from_dict, deep_merge
+from decoevo.engine.estimate import estimate_calls, expected_rounds
+from decoevo.engine.policies import should_audit
+from decoevo.engine.run import Engine
+from decoevo.lm import LM, LMConfig, RequestCache
+from decoevo.methods import get_method
+from decoevo.presets import PRESETS
+from decoevo.progress import describe_estimate
+from decoevo.testing.sim_backend import SimBackend, run_virtual
+from decoevo.testing.sim_model import LatencyModel
+from decoevo.testing.toy_server import write_toy_questions
+
+from .engine_helpers import toy_engine
+
+
+def _rounds_all_rejected(steps: int, k: int, m: int) -> int:
+    rounds = stalls = 0
+    for step in range(steps):
+        stalls += 1
+        if should_audit(step, k, stalls, m):
+            rounds, stalls = rounds + 1, 0
+    return rounds
+
+
+@pytest.mark.parametrize(("steps", "k", "m"), [(20, 4, 3), (8, 2, 2), (7, 3, 1), (5, 10, 2)])
+def test_expected_rounds_spans_the_schedule(steps, k, m):
+    assert expected_rounds(steps, k, m, 0.0) == pytest.approx(steps // k)  # no stall ever
+    assert expected_rounds(steps, k, m, 1.0) == pytest.approx(_rounds_all_rejected(steps, k, m))
+    mid = expected_rounds(steps, k, m, 0.5)
+    assert steps // k <= mid <= _rounds_all_rejected(steps, k, m)
+
+
+@pytest.mark.parametrize("method", ["skillopt", "decoevo", "sc_coevo", "no_contrastive", "direct_audit"])
+def test_toy_runs_stay_under_the_high_estimate(tmp_path, method):
+    engine, _ = toy_engine(tmp_path, method)
+    ledger = asyncio.run(engine.run_async()).ledger
+    est = estimate_calls(get_method(method), engine.config.hyper, engine.config.splits)
+    paid = ledger.total().calls
+    assert 0 < paid <= est.upper_bound
+    assert est.expected <= est.upper_bound
+
+
+def _sim_paid(tmp: Path, data: Path, raw: dict) -> int:
+    config = config_from_dict(raw)
+    lm = LM(LMConfig(), backends={"default": SimBackend(0, LatencyModel.fixed(1.0), 64)},
+            cache=RequestCache(tmp / "cache.sqlite"))
+    result, _ = run_virtual(Engine(config, tmp / "run", lm=lm).run_async())
+    lm.cache.close()
+    return result.ledger.total().calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["skillopt", "decoevo"])
+def test_paper_preset_estimate_within_15_percent_on_the_simulator(tmp_path, method):
+    data = write_toy_questions(tmp_path / "q.jsonl", 300)
+    paid = []
+    for seed in (0, 1):
+        raw = deep_merge(PRESETS["paper"], {"method": method, "seed": seed,
+                                            "data": {"path": str(data), "format": "jsonl"}})
+        (tmp_path / str(seed)).mkdir()
+        paid.append(_sim_paid(tmp_path / str(seed), data, raw))
+    config = config_from_dict(raw)
+    est = estimate_calls(get_method(method), config.hyper, config.splits)
+    mean = sum(paid) / len(paid)
+    assert abs(est.expected / mean - 1) <= 0.15, (est.expected, paid)
+
+
+def _config(**lm: object) -> object:
+    return config_from_dict(deep_merge(PRESETS["paper"], {"method": "decoevo", "data": {"path": "x.jsonl"},
+                                                          "lm": lm}))
+
+
+def test_printed_estimate_separates_paid_and_cached_and_prices_when_priced():
+    server = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    priced = describe_estimate(_config(models={"default": {**server, "input_price_per_mtok": 2.5,
+                                                           "output_price_per_mtok": 10.0}}))
+    unpriced = describe_estimate(_config(models={"default": server}))
+    embedded = describe_estimate(config_from_dict(deep_merge(PRESETS["quick"], {"data": {"path": "x.jsonl"}})))
+    assert "paid model calls" in priced and "answered by the cache" in priced
+    assert "$" in priced and "$" not in unpriced and "$" not in embedded
+    doubled = describe_estimate(_config(models={"default": {**server, "input_price_per_mtok": 5.0,
+                                                            "output_price_per_mtok": 20.0}}))
+
+    def usd(line: str) -> float:
+        return float(line.split("$")[1].split(" ")[0].replace(",", ""))
+
+    assert usd(doubled) == pytest.approx(2 * usd(priced), rel=1e-3)
