@@ -48,13 +48,34 @@ def first_sample(round_idx: int, rollouts: int) -> int:
     return round_idx * rollouts
 
 
+def frozen_set_sample(solver: Skill, generator: Skill, rollouts: int) -> int:
+    """The first sample index of V_g's rollouts under `Hyper.reuse_frozen_set`: one range per (solver,
+    generator) pair of incumbent versions (Cantor pairing), so a round in which neither skill changed
+    asks the same requests as the round that built the set, and the cache answers them."""
+    a, b = solver.version, generator.version
+    return ((a + b) * (a + b + 1) // 2 + b) * rollouts
+
+
+async def _draw(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,
+                samples: range) -> list[Scored]:
+    h = ctx.hyper
+    rubric, responses = await together(ctx.rubric(q, generator), asyncio.gather(*[
+        ctx.respond(q, solver, sample_index=i, temperature=h.rollout_temperature) for i in samples]))
+    return list(await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses]))
+
+
 async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,
                     first: int) -> list[Scored]:
     h = ctx.hyper
-    rubric, responses = await together(ctx.rubric(q, generator), asyncio.gather(*[
-        ctx.respond(q, solver, sample_index=first + i, temperature=h.rollout_temperature)
-        for i in range(h.rollouts)]))
-    return list(await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses]))
+    # Early stop (an option): the first 2H rollouts can hold H disjoint near-tie pairs; the rest are
+    # drawn only when they do not, and pairs are then selected from all L as without the option.
+    early = h.rollouts_early_stop and ctx.method.pair_selection == "near_tie"
+    n = min(h.rollouts, 2 * h.pairs_per_question) if early else h.rollouts
+    scored = await _draw(ctx, q, solver, generator, range(first, first + n))
+    if n < h.rollouts and len(select_near_tie_pairs([s.score for s in scored], h.tau_tie,
+                                                    h.pairs_per_question)) < h.pairs_per_question:
+        scored += await _draw(ctx, q, solver, generator, range(first + n, first + h.rollouts))
+    return scored
 
 
 async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solver: Skill, generator: Skill,

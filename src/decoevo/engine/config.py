@@ -40,6 +40,13 @@ class Hyper(BaseModel):
     max_tokens_rewrite: int = Field(800, ge=16)
     max_tokens_audit: int = Field(400, ge=16)
     concurrency: int = Field(8, ge=1, description="questions processed at once")
+    # Cost levers (docs/cost.md). Both change which rollouts the audits see, so both are off by default.
+    reuse_frozen_set: bool = Field(False, description="V_g's frozen near-tie set is drawn once per (solver, "
+                                   "generator) pair and reused by every round in which neither changed")
+    reuse_probe_draws: bool = Field(False, description="the probe audit's rollouts likewise: a round in which "
+                                    "neither skill changed sees the same pairs and records as the last one")
+    rollouts_early_stop: bool = Field(False, description="draw a question's rollouts 2H first and the rest "
+                                      "only if those hold fewer than H near-tie pairs")
 
 
 class BudgetConfig(BaseModel):
