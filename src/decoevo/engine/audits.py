@@ -18,6 +18,7 @@ from ..aio import together
 from ..domain import QuestionView, Skill
 from ..roles.contrastive_audit import ContrastiveRecord, blind_preference, reveal
 from ..roles.structural_audit import StructuralRecord, structural_audit
+from .config import Hyper
 from .context import EngineContext, Scored
 from .pairs import select_near_tie_pairs, select_random_pairs
 
@@ -54,6 +55,13 @@ def frozen_set_sample(solver: Skill, generator: Skill, rollouts: int) -> int:
     asks the same requests as the round that built the set, and the cache answers them."""
     a, b = solver.version, generator.version
     return ((a + b) * (a + b + 1) // 2 + b) * rollouts
+
+
+def draw_starts(round_idx: int, solver: Skill, generator: Skill, hyper: Hyper) -> tuple[int, int]:
+    """The first sample indexes of a round's probe and V_g rollouts: the round's own range, or under the
+    reuse options (docs/cost.md) the skill pair's, so an unchanged pair is answered from the cache."""
+    own, paired = first_sample(round_idx, hyper.rollouts), frozen_set_sample(solver, generator, hyper.rollouts)
+    return (paired if hyper.reuse_probe_draws else own), (paired if hyper.reuse_frozen_set else own)
 
 
 async def _draw(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,

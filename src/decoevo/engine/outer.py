@@ -10,14 +10,7 @@ from ..domain import QuestionView, Skill
 from ..roles.contrastive_audit import ContrastiveRecord
 from ..roles.rewrite_generator import append_raw_suggestions, record_entries, rewrite_generator
 from ..roles.structural_audit import StructuralRecord
-from .audits import (
-    AuditedPair,
-    audited_pairs,
-    contrastive_records,
-    first_sample,
-    frozen_set_sample,
-    structural_records,
-)
+from .audits import AuditedPair, audited_pairs, contrastive_records, draw_starts, structural_records
 from .context import EngineContext
 from .policies import AcceptAll, AuditObjectives, GeneratorDecision, ParetoAcceptance, ScoreCoupledAcceptance
 from .validity import VALID, Validity, check_candidate
@@ -43,10 +36,7 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
                      probe: list[QuestionView], generator_gate: list[QuestionView]) -> OuterOutcome:
     m, h = ctx.method, ctx.hyper
     folder = f"audits/outer_{round_idx:03d}"
-    # This round's own rollouts (see engine/audits.py), or one draw per skill pair (the reuse options).
-    paired = frozen_set_sample(solver, generator, h.rollouts)
-    first = paired if h.reuse_probe_draws else first_sample(round_idx, h.rollouts)
-    gate_first = paired if h.reuse_frozen_set else first_sample(round_idx, h.rollouts)
+    first, gate_first = draw_starts(round_idx, solver, generator, h)  # probe's and V_g's (engine/audits.py)
     # V_g's frozen pairs need neither the probe audits nor the candidate. They are drawn alongside the probe
     # audits when the round is sure to reach verification (a structural record per probe question), else
     # alongside the rewrite, so no round pays for pairs it does not use.
