@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,27 @@ def test_printed_estimate_separates_paid_and_cached_and_prices_when_priced():
         return float(line.split("$")[1].split(" ")[0].replace(",", ""))
 
     assert usd(doubled) == pytest.approx(2 * usd(priced), rel=1e-3)
+
+
+def test_decoevo_run_prints_the_estimate_and_stays_under_its_high_bound(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from decoevo.cli import app
+    from decoevo.testing.server import free_port, serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server
+
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.chdir(tmp_path)
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    port = free_port()
+    args = toy_run_args(f"http://127.0.0.1:{port}/v1", data, tmp_path / "runs", "r", steps=2,
+                        sets=("lm.models.default.input_price_per_mtok=1.0",
+                              "lm.models.default.output_price_per_mtok=4.0"))
+    with serve_app(toy_server().app(), port=port):
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "paid model calls" in said and "answered by the cache" in said and "about $" in said
+    high = int(said.split("(up to ~")[1].split(" ")[0].replace(",", ""))
+    paid = json.loads((tmp_path / "runs" / "r" / "ledger.json").read_text())["total"]["calls"]
+    assert 0 < paid <= high
