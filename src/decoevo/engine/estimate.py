@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..methods import MethodSpec
+from ..policies import VerifyByAudits, VerifyBySolverScore
 from ..tasks.splits import SplitSizes
 from .config import Hyper
 
@@ -50,12 +51,12 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes) -> CallE
             outer += p * (2 * L + pairs * 3)  # rollouts, judges, two blind orders + reveal per pair
         if method.evolve_generator:
             outer += 1
-            if method.generator_acceptance == "pareto":
+            if isinstance(method.acceptance, VerifyByAudits):
                 if method.structural_audit:
                     outer += 2 * 2 * vg
                 if method.contrastive_audit:
                     outer += vg * (2 * L + 2 * pairs) + 2 * (vg + 2 * vg * pairs)
-            elif method.generator_acceptance == "score_coupled":
+            elif isinstance(method.acceptance, VerifyBySolverScore):
                 outer += 2 * 3 * vg
     steps = planned_steps(method, hyper)
     if not method.runs_audits:
