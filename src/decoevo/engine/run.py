@@ -12,8 +12,7 @@ from typing import Any
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
-from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
-from ..lm.client import CallRecord
+from ..lm import LM, Budget, BudgetExceeded, CallRecord, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
 from ..policies import should_audit
