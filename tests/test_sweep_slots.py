@@ -52,6 +52,7 @@ def test_cells_share_the_endpoint_limit_and_keep_it_busy(tmp_path, monkeypatch):
 def test_workers_follow_what_the_cells_wait_on():
     assert split_cores(2, cells=20, workers=None, threads=None, io_bound=True) == (16, 1)
     assert split_cores(2, cells=4, workers=None, threads=None, io_bound=True) == (4, 1)
+    assert split_cores(64, cells=400, workers=None, threads=None, io_bound=True) == (32, 1)  # memory, not cores
     assert split_cores(2, cells=4, workers=3, threads=2, io_bound=True) == (3, 2)
     assert split_cores(2, cells=4, workers=None, threads=None) == (2, 1)  # the embedded model: core-bound
     server = {"lm": {"models": {"default": {"backend": "openai", "base_url": "http://x/v1"}}}}

@@ -65,10 +65,12 @@ class FileSlots:
             if slot is not None:
                 return slot
         self.waited += 1
-        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[int] = loop.create_future()
         self._waiters.append(waiter)
-        if self._poller is None or self._poller.done():
-            self._poller = asyncio.get_running_loop().create_task(self._poll())
+        # one poller per loop: an LM reused under a new event loop must not wait on a dead loop's poller
+        if self._poller is None or self._poller.done() or self._poller.get_loop() is not loop:
+            self._poller = loop.create_task(self._poll())
         try:
             return await waiter
         except asyncio.CancelledError:

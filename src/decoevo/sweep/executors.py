@@ -35,6 +35,9 @@ class Executor(Protocol):
 #: cells per core when every cell waits on a server: a cell spends most of its time waiting for replies
 #: (about 7 CPU-seconds in a 92 s paper-scale cell), and the shared slots keep the server within its limit
 IO_CELLS_PER_CORE = 8
+#: and at most this many: a cell kept about 16 of a server's 64 slots busy at paper scale, so a few cells
+#: fill a server, and each further process only costs memory (~100 MB)
+IO_CELLS_MAX = 32
 
 
 def split_cores(cores: int, cells: int, workers: int | None, threads: int | None,
@@ -42,9 +45,10 @@ def split_cores(cores: int, cells: int, workers: int | None, threads: int | None
     """(workers, threads per worker). Cells on the embedded model are core-bound: by default as many
     workers as cells or cores, whichever is fewer, and the cores shared evenly between them, so no two
     cells' thread pools fight for one core. Cells that only wait on servers (`io_bound`) are not limited
-    to the core count: up to IO_CELLS_PER_CORE per core, one thread each (threads only feed a local model)."""
+    to the core count: up to IO_CELLS_PER_CORE per core (at most IO_CELLS_MAX), one thread each (threads
+    only feed a local model); the endpoints' shared slots, not the workers, bound what reaches a server."""
     if io_bound:
-        n = workers or max(1, min(cells, cores * IO_CELLS_PER_CORE))
+        n = workers or max(1, min(cells, cores * IO_CELLS_PER_CORE, IO_CELLS_MAX))
         return n, threads or 1
     n = workers or max(1, min(cells, cores))
     return n, threads or max(1, cores // n)
