@@ -99,3 +99,15 @@ async def test_lms_sharing_slots_keep_a_server_within_its_limit(tmp_path, monkey
             await asyncio.gather(many(a, "c"), many(b, "d"))
             assert time.monotonic() - started < 10
         assert fake.max_in_flight == 3
+
+
+async def test_the_poll_period_follows_how_long_requests_hold_a_slot(tmp_path):
+    pool = FileSlots(tmp_path, "e", 1)
+    assert pool.poll_s == 0.002  # nothing known yet: the shortest period
+    for _ in range(20):
+        slot = await pool.acquire()
+        await asyncio.sleep(0.2)
+        pool.release(slot)
+    assert 0.15 < pool.hold_s < 0.4
+    assert 0.15 / 40 < pool.poll_s <= 0.01  # a freed slot idles at most ~1/40 of a request
+    pool.close()
