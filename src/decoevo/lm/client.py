@@ -35,6 +35,7 @@ from .ledger import UsageLedger
 from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
+from .shared_slots import FileSlots, SharedSlots
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
 from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message
 
@@ -88,6 +89,9 @@ class LM:
         self.config = config or LMConfig()
         self._backends: dict[str, Backend] = dict(backends or {})
         self._limiters: dict[str, AdaptiveLimiter] = {}
+        # A sweep's cells share each server's concurrency (DECOEVO_SHARED_SLOTS); None outside a sweep.
+        self._shared = SharedSlots.from_env()
+        self._slot_pools: dict[str, FileSlots | None] = {}
         if cache is None and self.config.use_cache:
             cache = RequestCache(self.config.cache_path or default_cache_path())
         self.cache = cache if self.config.use_cache else None
@@ -334,7 +338,7 @@ class LM:
                     reserved = True
                 started = time.monotonic()
                 try:
-                    completion = await backend.complete(request)
+                    completion = await self._send(backend, model_name, request)
                 except RetryableError as exc:
                     limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
                                     retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
@@ -377,6 +381,29 @@ class LM:
             if reserved:
                 self._paying -= 1
 
+    async def _send(self, backend: Backend, model_name: str, request: BackendRequest) -> Completion:
+        """The request itself, holding one of its endpoint's shared slots when processes share them."""
+        if self._shared is None:
+            return await backend.complete(request)
+        if model_name not in self._slot_pools:
+            self._slot_pools[model_name] = self._slot_pool(self._shared, model_name, backend)
+        pool = self._slot_pools[model_name]
+        if pool is None:
+            return await backend.complete(request)
+        slot = await pool.acquire()
+        try:
+            return await backend.complete(request)
+        finally:
+            pool.release(slot)
+
+    def _slot_pool(self, shared: SharedSlots, model_name: str, backend: Backend) -> FileSlots | None:
+        """A server's pool, keyed by its URL; an embedded model is this process's own and shares nothing."""
+        spec = self.config.models.get(model_name)
+        if spec is None or spec.backend == "local":
+            return None
+        endpoint = (spec.base_url or f"{spec.backend}:{spec.model}").rstrip("/")
+        return shared.pool(endpoint, backend.max_concurrency)
+
     def _in_flight(self) -> InFlight:
         """The calls paying now, each expected to cost what a call has cost on average so far."""
         if not self._paying:
@@ -410,4 +437,6 @@ class LM:
             await backend.aclose()
         if self.cache is not None:
             self.cache.close()
+        if self._shared is not None:
+            self._shared.close()
 
