@@ -38,6 +38,13 @@ def test_max_cost_stops_the_run_and_the_summary_says_what_it_cost(tmp_path: Path
     expected = sum(c.prompt_tokens * 100 + c.completion_tokens * 300 for c in paid) / 1e6
     assert spent == pytest.approx(expected) and 0.4 < spent < 0.55  # stopped near the limit, at most a call past
     assert "$" in result.output  # the progress bar and the usage table show dollars
+    from decoevo.analysis.costs import load_run_usage
+    from decoevo.report import build_report
+    from decoevo.report.render import render
+
+    assert load_run_usage(tmp_path / "runs" / "r").total.effective_cost_usd == pytest.approx(spent)
+    html = " ".join(render(build_report([tmp_path / "runs" / "r"])).split())
+    assert ">dollars</th>" in html and f"${spent:.4f}" in html  # the report's cost table in dollars
 
 
 def test_a_cost_budget_without_prices_is_refused() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from decoevo.engine.config import config_from_dict, deep_merge
 from decoevo.engine.estimate import estimate_calls, expected_rounds
-from decoevo.engine.policies import should_audit
+from decoevo.policies import should_audit
 from decoevo.engine.run import Engine
 from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.methods import get_method

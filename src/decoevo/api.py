@@ -26,8 +26,7 @@ from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
 from .engine.run import Engine, RunResult
 from .engine.state import LoopState
 from .errors import ConfigError
-from .lm import LMConfig, ModelSpec, UsageLedger
-from .lm.client import CallRecord
+from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
 from .rundir import RunEvent, RunReader
 from .rundir.records import CALLS, CHECKPOINT, CONFIG, QUESTIONS
 

@@ -379,7 +379,8 @@ def sweep(
     max_cost: float = MaxCost,
     evaluate: str = typer.Option(None, help="Post-run steps, comma-separated (test, dynamics, alignment), "
                                  "or 'none'. Default: test."),
-    workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); on Ray, CPUs)."),
+    workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); 8 per core when "
+                                 "no model is embedded; on Ray, CPUs)."),
     threads: int = typer.Option(None, min=1, help="Threads per cell (default: cores // workers)."),
     ray_address: str = typer.Option(None, help="Run cells as Ray tasks on this cluster: auto or HOST:PORT."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .engine.state import LoopState
-from .lm.client import CallRecord
+from .lm import CallRecord
 from .rundir import (
     BudgetStopEvent,
     InnerStepEvent,

@@ -29,7 +29,7 @@ from typing import Any
 from . import __version__
 from .engine.state import LoopState
 from .errors import UserError
-from .lm.client import CallRecord
+from .lm import CallRecord
 from .rundir import (
     FinishEvent,
     InnerStepEvent,

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..methods import MethodSpec
+from ..policies import VerifyByAudits, VerifyBySolverScore, should_audit
 from ..tasks.splits import SplitSizes
 from .config import Hyper
-from .policies import should_audit
 
 # Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/paper_scale.py) a
 # stall-triggered round ran in most 4-step blocks. An assumption, stated in the printed line.
@@ -140,7 +140,7 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
         add(rnd, "contrastive_audit_reveal", round(p * pairs * decided))
     if method.evolve_generator and not method.audit_to_solver:
         add(rnd, "rewrite_generator", 1)
-        if method.generator_acceptance == "pareto":
+        if isinstance(method.acceptance, VerifyByAudits):
             add(once, "generate_rubric", vg)  # the incumbent's V_g rubrics; an accepted candidate's are cached
             add(rnd, "generate_rubric", vg)  # the candidate's
             if method.structural_audit:
@@ -153,7 +153,7 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
                 add(rnd, "judge", vg * L + 2 * frozen)  # locating judgements, the candidate's margins
                 add(rnd, "contrastive_audit_blind", 2 * vg * pairs)
                 cached += 2 * frozen  # the incumbent's margins are its locating judgements
-        elif method.generator_acceptance == "score_coupled":
+        elif isinstance(method.acceptance, VerifyBySolverScore):
             add(once, "generate_rubric", vg)
             add(once, "solve", vg)
             add(once, "judge", vg)

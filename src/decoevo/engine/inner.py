@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from ..aio import together
 from ..domain import QuestionView, Skill
+from ..policies import SolverGate, SolverGateDecision, select_failures
 from ..roles.rewrite_solver import Failure, rewrite_solver
 from .context import EngineContext
-from .policies import SolverGate, SolverGateDecision, select_failures
 from .validity import VALID, Validity, check_candidate
 
 

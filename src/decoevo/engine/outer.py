@@ -7,12 +7,18 @@ from dataclasses import dataclass, field
 
 from ..aio import done, together
 from ..domain import QuestionView, Skill
+from ..policies import (
+    AcceptEveryCandidate,
+    AuditObjectives,
+    GeneratorDecision,
+    VerifyByAudits,
+    VerifyBySolverScore,
+)
 from ..roles.contrastive_audit import ContrastiveRecord
 from ..roles.rewrite_generator import append_raw_suggestions, record_entries, rewrite_generator
 from ..roles.structural_audit import StructuralRecord
 from .audits import AuditedPair, audited_pairs, contrastive_records, draw_starts, structural_records
 from .context import EngineContext
-from .policies import AcceptAll, AuditObjectives, GeneratorDecision, ParetoAcceptance, ScoreCoupledAcceptance
 from .validity import VALID, Validity, check_candidate
 from .verify import FrozenPair, audit_objectives, solver_score_objective
 
@@ -40,7 +46,7 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     # V_g's frozen pairs need neither the probe audits nor the candidate. They are drawn alongside the probe
     # audits when the round is sure to reach verification (a structural record per probe question), else
     # alongside the rewrite, so no round pays for pairs it does not use.
-    uses_pairs = (m.evolve_generator and not m.audit_to_solver and m.generator_acceptance == "pareto"
+    uses_pairs = (m.evolve_generator and not m.audit_to_solver and isinstance(m.acceptance, VerifyByAudits)
                   and m.contrastive_audit)
 
     def gate_pairs(now: bool) -> Awaitable[list[AuditedPair] | None]:
@@ -79,14 +85,15 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     if not validity.valid:  # never verified, never accepted, whatever the acceptance rule
         return OuterOutcome(round_idx, structural, contrastive, candidate, None, validity=validity)
 
-    # 3. Verify on V_g with the method's acceptance rule.
+    # 3. Verify on V_g with the method's own verification: what it measures, and the policy that decides.
     decision: GeneratorDecision
-    if m.generator_acceptance == "accept_all":
-        decision = AcceptAll().decide(AuditObjectives(), AuditObjectives())
-    elif m.generator_acceptance == "score_coupled":
+    rule = m.acceptance
+    if isinstance(rule, AcceptEveryCandidate):
+        decision = rule.policy(h).decide(AuditObjectives(), AuditObjectives())
+    elif isinstance(rule, VerifyBySolverScore):  # the only path that computes J for a generator (SC-CoEvo)
         j_old, j_new = await together(solver_score_objective(ctx, generator_gate, solver, generator),
                                       solver_score_objective(ctx, generator_gate, solver, candidate))
-        decision = ScoreCoupledAcceptance(h.sc_margin).decide(j_old, j_new)
+        decision = rule.policy(h).decide(j_old, j_new)
         ctx.run.write_json(f"{folder}/verification.json", {"J_incumbent": j_old, "J_candidate": j_new,
                                                            "decision": decision.__dict__})
     else:
@@ -98,7 +105,7 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
         (old, old_details), (new, new_details) = await together(
             audit_objectives(ctx, generator_gate, generator, frozen),
             audit_objectives(ctx, generator_gate, candidate, frozen))
-        decision = ParetoAcceptance(h.delta, h.eta).decide(old, new)
+        decision = rule.policy(h).decide(old, new)
         ctx.run.write_json(f"{folder}/verification.json", {
             "incumbent": old.__dict__, "candidate": new.__dict__, "decision": decision.__dict__,
             "incumbent_details": old_details, "candidate_details": new_details})

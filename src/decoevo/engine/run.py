@@ -12,10 +12,10 @@ from typing import Any
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
-from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
-from ..lm.client import CallRecord
+from ..lm import LM, Budget, BudgetExceeded, CallRecord, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
+from ..policies import should_audit
 from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
@@ -37,7 +37,6 @@ from .context import EngineContext
 from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .outer import OuterOutcome, outer_step
-from .policies import should_audit
 from .state import LoopState
 from .validity import Validity
 
@@ -120,7 +119,7 @@ def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question
     required = ["train", "solver_gate"] if method.optimize_solver else []
     if method.runs_audits:
         required.append("probe")
-        if method.evolve_generator and method.generator_acceptance != "accept_all":
+        if method.evolve_generator and method.acceptance.needs_generator_gate:
             required.append("generator_gate")
     return make_splits(questions, config.splits, config.seed, required=required)
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from ..aio import done, together
 from ..domain import QuestionView, Response, Skill
+from ..policies import AuditObjectives
+from ..scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
 from .context import EngineContext
-from .policies import AuditObjectives
-from .scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TypeVar, cast, overload
 
 from pydantic import BaseModel
 
 from .backend import Backend
+from .budget import Budget, BudgetExceeded, InFlight
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
@@ -34,79 +35,19 @@ from .ledger import UsageLedger
 from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
+from .shared_slots import FileSlots, SharedSlots
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
-from .types import BackendRequest, CallResult, Completion, GenParams, Message
+from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message
+
+__all__ = ["LM", "Budget", "BudgetExceeded", "CallRecord", "make_backend", "repair_params"]
 
 T = TypeVar("T", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One answered request, as seen by `on_call` observers (the run directory's call log)."""
-
-    role: str
-    model: str
-    key: str
-    cached: bool
-    prompt_tokens: int
-    completion_tokens: int
-    # What was asked and answered, for the run's transcript (a run is readable without the shared cache).
-    request: BackendRequest | None = field(default=None, repr=False, compare=False)
-    reply: str | None = field(default=None, repr=False, compare=False)
-    truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
-    reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
-    cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
 
 
 # A lease on a request (another process pays, this one waits) outlives any single request with its
 # retries; a holder that dies on this host is noticed at once, one on another host when its lease expires.
 LEASE_S = 900.0
 LEASE_POLL_S = 0.05
-
-
-class BudgetExceeded(Exception):
-    """Raised before a paid call that would exceed the run's budget; runs stop cleanly on it."""
-
-
-@dataclass(frozen=True)
-class InFlight:
-    """Paid calls admitted but not yet answered, and what they are expected to add: without them,
-    up to max_concurrency - 1 calls could pass a budget check that the first answer then exhausts."""
-
-    calls: int = 0
-    tokens: float = 0.0
-    cost_usd: float = 0.0
-
-
-@dataclass(frozen=True)
-class Budget:
-    max_calls: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None  # USD, effective (paid + inherited), for priced models
-
-    @property
-    def limited(self) -> bool:
-        return self.max_calls is not None or self.max_tokens is not None or self.max_cost is not None
-
-    def check(self, ledger: UsageLedger, in_flight: InFlight | None = None) -> None:
-        """Raise BudgetExceeded if one more paid call, on top of those in flight, would exceed a limit."""
-        if not self.limited:
-            return  # no limit: skip summing the ledger before every paid call
-        pending = in_flight or InFlight()
-        # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
-        total = ledger.total()
-        calls = total.effective_calls + pending.calls
-        if self.max_calls is not None and calls >= self.max_calls:
-            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used"
-                                 + (f", {pending.calls} in flight" if pending.calls else ""))
-        tokens = total.effective_tokens + pending.tokens
-        if self.max_tokens is not None and tokens >= self.max_tokens:
-            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used"
-                                 + (f", about {pending.tokens:.0f} in flight" if pending.calls else ""))
-        cost = total.effective_cost_usd + pending.cost_usd
-        if self.max_cost is not None and cost >= self.max_cost:
-            raise BudgetExceeded(f"cost budget reached: ${total.effective_cost_usd:.4f} of ${self.max_cost:.4f} used"
-                                 + (f", about ${pending.cost_usd:.4f} in flight" if pending.calls else ""))
 
 
 def repair_params(params: GenParams, repair: int) -> GenParams:
@@ -148,6 +89,9 @@ class LM:
         self.config = config or LMConfig()
         self._backends: dict[str, Backend] = dict(backends or {})
         self._limiters: dict[str, AdaptiveLimiter] = {}
+        # A sweep's cells share each server's concurrency (DECOEVO_SHARED_SLOTS); None outside a sweep.
+        self._shared = SharedSlots.from_env()
+        self._slot_pools: dict[str, FileSlots | None] = {}
         if cache is None and self.config.use_cache:
             cache = RequestCache(self.config.cache_path or default_cache_path())
         self.cache = cache if self.config.use_cache else None
@@ -394,7 +338,7 @@ class LM:
                     reserved = True
                 started = time.monotonic()
                 try:
-                    completion = await backend.complete(request)
+                    completion = await self._send(backend, model_name, request)
                 except RetryableError as exc:
                     limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
                                     retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
@@ -437,6 +381,29 @@ class LM:
             if reserved:
                 self._paying -= 1
 
+    async def _send(self, backend: Backend, model_name: str, request: BackendRequest) -> Completion:
+        """The request itself, holding one of its endpoint's shared slots when processes share them."""
+        if self._shared is None:
+            return await backend.complete(request)
+        if model_name not in self._slot_pools:
+            self._slot_pools[model_name] = self._slot_pool(self._shared, model_name, backend)
+        pool = self._slot_pools[model_name]
+        if pool is None:
+            return await backend.complete(request)
+        slot = await pool.acquire()
+        try:
+            return await backend.complete(request)
+        finally:
+            pool.release(slot)
+
+    def _slot_pool(self, shared: SharedSlots, model_name: str, backend: Backend) -> FileSlots | None:
+        """A server's pool, keyed by its URL; an embedded model is this process's own and shares nothing."""
+        spec = self.config.models.get(model_name)
+        if spec is None or spec.backend == "local":
+            return None
+        endpoint = (spec.base_url or f"{spec.backend}:{spec.model}").rstrip("/")
+        return shared.pool(endpoint, backend.max_concurrency)
+
     def _in_flight(self) -> InFlight:
         """The calls paying now, each expected to cost what a call has cost on average so far."""
         if not self._paying:
@@ -470,4 +437,6 @@ class LM:
             await backend.aclose()
         if self.cache is not None:
             self.cache.close()
+        if self._shared is not None:
+            self._shared.close()
 

@@ -81,3 +81,21 @@ class CallResult:
     finish_reason: str = "stop"  # of the answer returned: "length" means it hit max_tokens
     truncated: bool = False  # the answer was cut by max_tokens
     reasoning_tokens: int = 0  # paid reasoning tokens (not in `text`)
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One answered request, as seen by `on_call` observers (the run directory's call log)."""
+
+    role: str
+    model: str
+    key: str
+    cached: bool
+    prompt_tokens: int
+    completion_tokens: int
+    # What was asked and answered, for the run's transcript (a run is readable without the shared cache).
+    request: BackendRequest | None = field(default=None, repr=False, compare=False)
+    reply: str | None = field(default=None, repr=False, compare=False)
+    truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
+    reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
+    cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price

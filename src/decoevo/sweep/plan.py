@@ -105,6 +105,12 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
     return cells
 
 
+def waits_on_servers(config: dict[str, Any]) -> bool:
+    """True when no model of the run is embedded: the cell's time goes to waiting for server replies."""
+    models = config.get("lm", {}).get("models", {}) or {"default": {}}
+    return all(spec.get("backend", "local") != "local" for spec in models.values())
+
+
 def without_threads(config: dict[str, Any]) -> dict[str, Any]:
     """A run configuration minus the per-machine thread count, which changes no result."""
     lm = dict(config.get("lm", {}))

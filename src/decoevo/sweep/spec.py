@@ -59,7 +59,8 @@ class SweepSpec(BaseModel):
     initial_generator_skill: str | None = None
     evaluate: list[str] = Field(
         default_factory=lambda: ["test"], description="post-run steps each cell runs after training, in order")
-    workers: int | None = Field(None, ge=1, description="cells at once (default: min(cells, cores))")
+    workers: int | None = Field(None, ge=1, description="cells at once (default: min(cells, cores); cells that "
+                                                         "only call servers: min(cells, 8 × cores, 32))")
     pilot: str | None = Field(None, description="a pilot.json (`decoevo pilot`): each cell takes ε, τ_tie and K "
                               "from its benchmark's and seed's entry, unless `hyper` sets them")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..domain import Judgement, Rubric
+from .domain import Judgement, Rubric
 
 
 def weighted_score(weights: Sequence[float], scores: Sequence[float]) -> float:
