@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .boundary import command_boundary, run_guarded
 from .data_cli import choose_data as _choose_data
 from .data_cli import data_app
 from .errors import ConfigError, UserError
@@ -39,6 +40,9 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+guarded = command_boundary(fail)  # every command's body: any failure is one line, never a traceback
+
+
 def model_spec_from_flags(model: str | None, base_url: str | None) -> ModelSpec:
     if base_url:
         return ModelSpec(backend="openai", model=model or "default", base_url=base_url)
@@ -56,6 +60,7 @@ def model_config_from_flags(model: str | None, base_url: str | None, no_cache: b
 
 
 @app.command()
+@guarded
 def doctor(
     model: str = typer.Option(None, help="A GGUF path (local) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
@@ -82,6 +87,7 @@ def doctor(
 
 
 @app.command("methods")
+@guarded
 def list_methods() -> None:
     """List the methods (a method is a configuration of the one engine)."""
     from .methods import METHODS
@@ -96,7 +102,6 @@ def list_methods() -> None:
 
 def _overrides(method: str | None, data: str | None, fmt: str | None, task: str | None, task_spec: str | None,
                steps: int | None, max_calls: int | None, max_tokens: int | None, sets: list[str]) -> dict[str, Any]:
-    import yaml
 
     out: dict[str, Any] = {}
     if method:
@@ -110,15 +115,36 @@ def _overrides(method: str | None, data: str | None, fmt: str | None, task: str 
     if budget:
         out["budget"] = budget
     for item in sets:
-        if "=" not in item:
-            fail(f"--set expects KEY=VALUE with a dotted key, e.g. hyper.epsilon=0.02; got '{item}'")
-        key, value = item.split("=", 1)
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(value)
+        apply_set(out, item)
     return out
+
+
+def apply_set(out: dict[str, Any], item: str) -> None:
+    """One `--set KEY=VALUE` into `out`: a dotted key, a YAML value; a later --set wins, except that a
+    key holding a plain value cannot also be given sub-keys (`--set a=3 --set a.b=1`)."""
+    import yaml
+
+    if "=" not in item:
+        fail(f"--set expects KEY=VALUE with a dotted key, e.g. hyper.epsilon=0.02; got '{item}'")
+    key, text = item.split("=", 1)
+    parts = key.strip().split(".")
+    if not all(p.strip() for p in parts):
+        fail(f"--set '{item}': the key must be dotted names, e.g. hyper.epsilon; got '{key}'")
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        fail(f"--set {key}: the value is not valid YAML ({problem}); quote it, e.g. --set '{key}=\"...\"'")
+    except RecursionError:
+        fail(f"--set {key}: the value is nested too deeply")
+    node = out
+    for i, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            fail(f"--set {key}: '{'.'.join(parts[: i + 1])}' was already given the value {child!r} "
+                 "(by another --set or a flag); give it either a value or sub-keys")
+        node = child
+    node[parts[-1]] = value
 
 
 def _absolute_paths(config: Any) -> Any:
@@ -156,13 +182,8 @@ def _execute(config: Any, run_dir: Path, resume: bool) -> None:
 
 
 def _guard(fn: Any, *args: Any) -> None:
-    """Turn known failures into one-paragraph messages: exit 2 for input, configuration or state."""
-    try:
-        fn(*args)
-    except UserError as exc:
-        fail(str(exc))
-    except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}", code=1 if exc.category != "infrastructure" else 2)
+    """Any failure becomes a one-paragraph message and exit 2 for input, configuration or state."""
+    run_guarded(lambda: fn(*args), fail)
 
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
@@ -219,25 +240,16 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
          max_tokens: int | None, no_cache: bool, sets: list[str]) -> None:
-    import yaml
-
     from .engine.config import config_from_dict, deep_merge
     from .presets import PRESETS, bundled_healthbench
+    from .userfiles import load_yaml_mapping
 
     if preset not in PRESETS:
         fail(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
     base: dict[str, Any] = deep_merge({}, PRESETS[preset])
     source = "the command-line flags"
     if config_file is not None:
-        if not config_file.is_file():
-            fail(f"config file {config_file} not found")
-        try:
-            loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            fail(f"{config_file}: not valid YAML: {exc}")
-        if not isinstance(loaded, dict):
-            fail(f"{config_file}: the top level must be a mapping")
-        base, source = deep_merge(base, loaded), str(config_file)
+        base, source = deep_merge(base, load_yaml_mapping(config_file)), str(config_file)
     if "data" not in base or data or benchmark:
         data, fmt = _choose_data(data, fmt, benchmark)
     if "data" not in base and not data:
@@ -322,6 +334,8 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
            no_cache: bool, sets: list[str]) -> None:
     from .sweep import build_spec, run_sweep
 
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        fail(f"{sweep_dir} exists and is not a directory; name a sweep directory")
     over = _overrides(None, None, None, None, None, steps, max_calls, max_tokens, sets)
     if methods:
         over["methods"] = [m.strip() for m in methods.split(",") if m.strip()]
@@ -362,6 +376,7 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
 
 
 @app.command()
+@guarded
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
@@ -464,6 +479,7 @@ Force = typer.Option(False, "--force", help="Replace an earlier result even if t
 
 
 @app.command("eval")
+@guarded
 def eval_(
     run_dirs: list[Path] = RunDirs,
     split: str = typer.Option("test", help="The run's split to grade on (test by default)."),
@@ -502,6 +518,7 @@ def eval_(
 
 
 @app.command()
+@guarded
 def dynamics(
     run_dirs: list[Path] = RunDirs,
     split: str = typer.Option("diagnostic", help="The held-out split to track (diagnostic by default)."),
@@ -524,6 +541,7 @@ def dynamics(
 
 
 @app.command()
+@guarded
 def align(
     run_dirs: list[Path] = RunDirs,
     split: str = typer.Option("test", help="Questions whose rubrics are compared (test by default)."),
@@ -550,6 +568,7 @@ def align(
 
 
 @app.command()
+@guarded
 def report(
     paths: list[Path] = typer.Argument(..., help="Run directories and/or sweep directories (SWEEP/runs/*/*)."),
     output: Path = typer.Option(Path("report.html"), "--output", "-o", help="The HTML file to write."),

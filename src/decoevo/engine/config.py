@@ -104,16 +104,9 @@ def describe_validation_error(source: str, exc: ValidationError) -> str:
 
 
 def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    return config_from_dict(raw, overrides, source=str(path))
+    from ..userfiles import load_yaml_mapping
+
+    return config_from_dict(load_yaml_mapping(path), overrides, source=str(path))
 
 
 def config_from_dict(raw: dict[str, Any], overrides: dict[str, Any] | None = None, source: str = "config") -> RunConfig:

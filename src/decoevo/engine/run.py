@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
+from ..userfiles import check_lm_files, read_user_text
 from .config import RunConfig
 from .context import EngineContext
 from .inner import InnerOutcome, inner_step
@@ -67,7 +69,7 @@ def spec_lookup(config: RunConfig) -> Callable[[str], str]:
         path = Path(config.data.task_spec)
         if not path.is_file():
             raise DatasetError(path, None, None, "task_spec file not found")
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_user_text(path, "task_spec file").strip()
         if not text:
             raise DatasetError(path, None, None, "task_spec file is empty")
         return lambda task: text
@@ -101,6 +103,8 @@ class Engine:
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
+        if lm is None:
+            check_lm_files(config.lm)
         self.lm = lm or LM(config.lm)
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
@@ -199,6 +203,12 @@ class Engine:
             self._emit("stopped", state, category=exc.category.value, role=exc.role, error=str(exc)[:500],
                        at_step=state.next_step)
             self.run.write_json("ledger.json", self.lm.ledger.to_dict())
+            raise
+        except Exception as exc:  # not a model failure (bad input met mid-run, a full disk, a bug): say why
+            with contextlib.suppress(Exception):  # the log may be what failed; the original error matters
+                self._emit("stopped", state, category="error", role="", error=f"{type(exc).__name__}: {exc}"[:500],
+                           at_step=state.next_step)
+                self.run.write_json("ledger.json", self.lm.ledger.to_dict())
             raise
         self._finish(state)
         return RunResult(self.run.path, state, self.lm.ledger)

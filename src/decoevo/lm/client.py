@@ -23,7 +23,7 @@ from .errors import FailureCategory, InfrastructureError, LMError, ParseError, R
 from .ledger import UsageLedger
 from .retry import RetryPolicy
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
-from .types import BackendRequest, CallResult, Completion, GenParams, Message
+from .types import BackendRequest, CallResult, Completion, GenParams, Message, check_usage
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -263,6 +263,10 @@ class LM:
                 started = time.monotonic()
                 try:
                     completion = await backend.complete(request)
+                    try:
+                        check_usage(completion)
+                    except ValueError as exc:  # spend we cannot count must not pass the budget
+                        raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
                 except RetryableError as exc:
                     attempt += 1
                     if not policy.should_retry(attempt):

@@ -24,7 +24,7 @@ from .config import ModelSpec
 from .errors import InfrastructureError, LMError, RefusalError, RetryableError
 from .redact import Redactor, redact_url
 from .retry import parse_retry_after
-from .types import BackendRequest, Completion
+from .types import BackendRequest, Completion, usage_count
 
 
 def env_proxy(url: str) -> str | None:
@@ -188,8 +188,8 @@ class OpenAIBackend:
         usage = body.get("usage") or {}
         return Completion(
             text=content or "",
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=usage_count(usage, "prompt_tokens"),  # a ValueError: a malformed body
+            completion_tokens=usage_count(usage, "completion_tokens"),
             finish_reason=choice.get("finish_reason") or "stop",
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,3 +69,27 @@ class CallResult:
     latency_s: float = 0.0
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+MAX_USAGE_TOKENS = 10**9  # one reply's count above this is a broken server, not a long answer
+
+
+def usage_count(usage: Any, name: str) -> int:
+    """A token count from a server's `usage` object: absent is 0; anything but a non-negative whole
+    number up to MAX_USAGE_TOKENS is a ValueError (a negative, NaN or infinite count would let spend
+    bypass --max-tokens or poison the ledger)."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    if value is None:
+        return 0
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value != int(value) or not 0 <= value <= MAX_USAGE_TOKENS):
+        raise ValueError(f"usage.{name} is {value!r}; expected a whole number of tokens from 0 to "
+                         f"{MAX_USAGE_TOKENS:,}")
+    return int(value)
+
+
+def check_usage(completion: Completion) -> Completion:
+    """The counts any backend returned, checked before they reach the ledger and the budget."""
+    for name in ("prompt_tokens", "completion_tokens"):
+        usage_count({name: getattr(completion, name)}, name)
+    return completion

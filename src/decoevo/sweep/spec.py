@@ -18,6 +18,7 @@ from ..engine.config import deep_merge
 from ..lm.errors import ConfigError
 from ..methods import get_method
 from ..presets import PRESETS
+from ..userfiles import read_user_text
 from .steps import STEPS
 
 SPEC_FILE = "sweep.yaml"
@@ -157,12 +158,13 @@ def spec_from_dict(raw: Any, source: str, base: Path, overrides: dict[str, Any] 
 
 
 def read_yaml(path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"sweep spec {path} not found")
+    text = read_user_text(path, "sweep spec")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
 
 
 def load_spec(path: Path, overrides: dict[str, Any] | None = None) -> SweepSpec:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ...domain import GoldItem, GoldRubric, Question
 from ...tasks.errors import DatasetError
-from ..common import build_question, iter_jsonl, turns_from, unique_by_line
+from ..common import build_question, iter_jsonl, need_id, need_points, turns_from, unique_by_line
 
 
 def load_healthbench(path: Path | str) -> list[Question]:
@@ -27,7 +27,9 @@ def load_healthbench(path: Path | str) -> list[Question]:
                           for r in obj["rubrics"])
         except (KeyError, TypeError, ValueError) as exc:
             raise DatasetError(path, n, "rubrics", f"each item needs criterion and points ({exc})") from None
-        out.append((n, build_question(path, n, id=str(obj["prompt_id"]), task="healthbench",
+        for i, r in enumerate(obj["rubrics"]):
+            need_points(path, n, f"rubrics[{i}].points", r["points"])
+        out.append((n, build_question(path, n, id=need_id(path, n, "prompt_id", obj["prompt_id"]), task="healthbench",
                                       turns=turns_from(path, n, obj["prompt"]),
                                       gold=GoldRubric(scheme="healthbench", items=items),
                                       meta={"example_tags": obj.get("example_tags", [])})))
