@@ -89,14 +89,17 @@ def _observer(callbacks: Iterable[object]) -> tuple[Callable[[RunEvent, LoopStat
 # ---- running a configuration -------------------------------------------------------------------------
 async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
                            callbacks: Sequence[object] = (), questions: list[Question] | None = None,
-                           engine_hook: Callable[[Engine], None] | None = None) -> RunResult:
+                           engine_hook: Callable[[Engine], None] | None = None,
+                           accept_changed_data: bool = False) -> RunResult:
     """Run (or resume) `config` in `run_dir`. A run that fails before its first event leaves no
-    directory behind (it would block the next attempt); one that got further is kept for `resume`."""
+    directory behind (it would block the next attempt); one that got further is kept for `resume`,
+    which refuses a changed method, seed, data file or splits (the last two: unless `accept_changed_data`)."""
     run_dir = Path(run_dir)
     created = not run_dir.exists()
     try:
         on_event, on_call = _observer(callbacks)
-        engine = Engine(config, run_dir, observer=on_event, on_call=on_call, questions=questions)
+        engine = Engine(config, run_dir, observer=on_event, on_call=on_call, questions=questions,
+                        accept_changed_data=accept_changed_data)
         if engine_hook is not None:
             engine_hook(engine)
         return await engine.run_async(resume=resume)
@@ -196,16 +199,19 @@ def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -
 
 
 # ---- resume -----------------------------------------------------------------------------------------
-async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = ()) -> RunResult:
-    """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
+async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
+                       accept_changed_data: bool = False) -> RunResult:
+    """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
+    A changed data file or splits is refused unless `accept_changed_data`."""
     path = Path(run_dir)
     if not RunReader(path).exists():
         raise ConfigError(f"{path} is not a run directory (no config.yaml)")
-    return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks)
+    return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks,
+                                  accept_changed_data=accept_changed_data)
 
 
-def resume(run_dir: Path | str, *, callbacks: Sequence[object] = ()) -> RunResult:
-    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks))
+def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> RunResult:
+    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks, accept_changed_data=accept_changed_data))
 
 
 # ---- evaluate ---------------------------------------------------------------------------------------

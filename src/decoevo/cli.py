@@ -167,12 +167,12 @@ def _seeds(seeds: str) -> list[int]:
     return out
 
 
-def _execute(config: Any, run_dir: Path, resume: bool) -> None:
+def _execute(config: Any, run_dir: Path, resume: bool, accept_changed_data: bool = False) -> None:
     from .progress import run_with_progress
 
     run_dir = Path(run_dir)
     try:
-        run_with_progress(config, run_dir, resume=resume, console=console)
+        run_with_progress(config, run_dir, resume=resume, console=console, accept_changed_data=accept_changed_data)
     except LMError as exc:
         fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
              f"fix the cause and continue with `decoevo resume {run_dir}`.",
@@ -240,7 +240,7 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
          max_tokens: int | None, no_cache: bool, sets: list[str]) -> None:
-    from .engine.config import config_from_dict, deep_merge
+    from .engine.config import config_from_dict, deep_merge, lm_with_flags
     from .presets import PRESETS, bundled_healthbench
     from .userfiles import load_yaml_mapping
 
@@ -254,11 +254,8 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         data, fmt = _choose_data(data, fmt, benchmark)
     if "data" not in base and not data:
         base["data"] = {"path": bundled_healthbench(), "format": "healthbench"}
-    if model or base_url or no_cache:
-        lm = model_config_from_flags(model, base_url, no_cache)
-        base["lm"] = deep_merge(base.get("lm", {}), lm.model_dump(mode="json", exclude_unset=True))
-        base["lm"]["models"] = lm.model_dump(mode="json")["models"]
-        base["lm"]["use_cache"] = not no_cache
+    if model or base_url or no_cache:  # they change the default model only (a file's role map stays)
+        base["lm"] = lm_with_flags(base.get("lm"), model, base_url, no_cache)
     over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
@@ -280,17 +277,22 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
 
 
 @app.command()
-def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`.")) -> None:
-    """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
-    _guard(_resume, run_dir)
+def resume(
+    run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
+    accept_changed_data: bool = typer.Option(False, "--accept-changed-data", help="Continue even though the "
+                                             "data file (its sha256) or the splits it gives changed since the start."),
+) -> None:
+    """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
+    A changed method or seed is refused; a changed data file or splits too, unless --accept-changed-data."""
+    _guard(_resume, run_dir, accept_changed_data)
 
 
-def _resume(run_dir: Path) -> None:
+def _resume(run_dir: Path, accept_changed_data: bool) -> None:
     from .engine.config import load_config
 
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
-    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True)
+    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, accept_changed_data=accept_changed_data)
 
 
 @app.command()
@@ -359,10 +361,7 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
                  **({"task": task} if task else {})}
     elif fmt or task:
         fail("--format and --task describe --data; pass --data too, or --benchmark NAME[:split] alone")
-    models = None
-    if model or base_url:
-        models = {"default": model_spec_from_flags(model, base_url).model_dump(mode="json", exclude_unset=True)}
-    spec, source = build_spec(sweep_dir, spec_file, overrides=over, benchmark=bench, models=models)
+    spec, source = build_spec(sweep_dir, spec_file, overrides=over, benchmark=bench, model=model, base_url=base_url)
     book = run_sweep(spec, sweep_dir, source=source, workers=workers, threads=threads, ray_address=ray_address,
                      console=console)
     counts = book.counts()

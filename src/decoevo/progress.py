@@ -81,7 +81,8 @@ class RunProgress:
         self._refresh()
 
 
-def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console) -> Any:
+def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
+                      accept_changed_data: bool = False) -> Any:
     """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
     closing usage table on `console`. Returns the api's RunResult."""
     from .api import run_config_async
@@ -111,7 +112,7 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
 
     try:
         result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay()],
-                                              engine_hook=attach))
+                                              engine_hook=attach, accept_changed_data=accept_changed_data))
     finally:
         if "bar" in holder:
             holder["bar"].__exit__(None, None, None)

@@ -56,5 +56,6 @@ def check_lm_files(lm: Any) -> None:
             raise ConfigError(f"the request cache {cache} (DECOEVO_CACHE or lm.cache_path) is a directory; "
                               f"name a file such as {cache / 'requests.sqlite'}, or pass --no-cache")
     for name, spec in lm.models.items():
-        if spec.api_key_file:
-            read_user_text(Path(spec.api_key_file).expanduser(), f"lm.models.{name}.api_key_file")
+        key_file = Path(spec.api_key_file).expanduser() if spec.api_key_file else None
+        if key_file is not None and key_file.exists():  # a missing one is the model spec's own message
+            read_user_text(key_file, f"lm.models.{name}.api_key_file")

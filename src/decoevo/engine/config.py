@@ -122,3 +122,35 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     for k, v in extra.items():
         out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
+
+
+def default_model_from_flags(current: Any, model: str | None, base_url: str | None) -> dict[str, Any]:
+    """The `default` model after --model/--base-url, which change that model only (a config file's
+    other models and its role map stay). --base-url: an OpenAI-compatible server, keeping the file's
+    settings for it (key, timeouts, retries) when its default already was one. --model alone: the model
+    name at the file's server, or a GGUF path when the default is the embedded backend."""
+    cur = dict(current) if isinstance(current, dict) else {}
+    served = cur.get("backend") == "openai"
+    if base_url:
+        kept = cur if served else {}
+        return {**kept, "backend": "openai", "base_url": base_url, "model": model or kept.get("model", "default")}
+    if not model:
+        return cur
+    if served:
+        return {**cur, "model": model}
+    kept = {k: v for k, v in cur.items() if k not in ("gguf_path", "model")}
+    return {**kept, "gguf_path": model, "model": Path(model).stem}
+
+
+def lm_with_flags(lm: Any, model: str | None, base_url: str | None, no_cache: bool = False) -> Any:
+    """A configuration's `lm` section with the command-line model flags merged in (see above)."""
+    if not (model or base_url or no_cache) or (lm is not None and not isinstance(lm, dict)):
+        return lm  # nothing to merge, or not a mapping: validation names it
+    out = dict(lm or {})
+    if model or base_url:
+        models = dict(out["models"]) if isinstance(out.get("models"), dict) else {}
+        models["default"] = default_model_from_flags(models.get("default"), model, base_url)
+        out["models"] = models
+    if no_cache:
+        out["use_cache"] = False
+    return out

@@ -16,7 +16,18 @@ from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, 
 from ..lm.client import CallRecord
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
-from ..rundir import FORMAT_VERSION, CallLine, RunEvent, RunLock, RunWriter, Summary, prepare_resume
+from ..rundir import (
+    FORMAT_VERSION,
+    CallLine,
+    RunEvent,
+    RunLock,
+    RunReader,
+    RunWriter,
+    StartEvent,
+    Summary,
+    prepare_resume,
+)
+from ..rundir.records import INPUTS, SPLITS, Inputs
 from ..tasks.errors import DatasetError
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
@@ -25,6 +36,7 @@ from ..userfiles import check_lm_files, read_user_text
 from .config import RunConfig
 from .context import EngineContext
 from .inner import InnerOutcome, inner_step
+from .inputs import RunInputs, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
 from .policies import should_audit
 from .state import LoopState
@@ -98,8 +110,9 @@ def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question
 class Engine:
     def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
-                 on_call: Callable[[CallRecord], None] | None = None) -> None:
+                 on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False) -> None:
         self.config = config
+        self.accept_changed_data = accept_changed_data  # resume: continue on changed data / splits
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
@@ -130,7 +143,38 @@ class Engine:
         if self.observer is not None:
             self.observer(event, state)
 
+    def _check_inputs(self) -> None:
+        """A resume continues the recorded run: an edited method or seed is refused; changed data or
+        splits too, unless accepted explicitly (then the record is updated to what is used now)."""
+        reader = RunReader(self.run.path)
+        if reader.checkpoint() is None:
+            return  # no step completed: the run starts over from the configuration as it is now
+        start = next((e for e in reader.events(problems=[]) if isinstance(e, StartEvent)), None)
+        inputs = reader.model(Inputs, INPUTS) if reader.has(INPUTS) else None
+        now = RunInputs(self.method.name, self.config.seed, data_sha256(self.config.data.path), self.splits.ids())
+        recorded = RunInputs(start.method if start else now.method, start.seed if start else now.seed,
+                             inputs.data_sha256 if inputs else None,
+                             reader.split_ids() if reader.has(SPLITS) else now.splits)
+        where = f"cannot resume {self.run.path}: "
+        identity = identity_changes(recorded, now)
+        if identity:
+            raise ConfigError(where + "; ".join(identity) + "; a run keeps its method and seed (start a new run "
+                              "for another)")
+        changes = data_changes(recorded, now, self.config.data.path)
+        if changes and not self.accept_changed_data:
+            raise ConfigError(where + "; ".join(changes) + "; restore the data, or pass --accept-changed-data to "
+                              "continue on it")
+        if changes:
+            self.run.write_json(SPLITS, now.splits)
+        if changes or inputs is None:
+            self._record_inputs(now.data_sha256)
+
+    def _record_inputs(self, sha: str | None) -> None:
+        self.run.write_model(INPUTS, Inputs(data_path=self.config.data.path, data_sha256=sha))
+
     def _start(self, resume: bool) -> LoopState:
+        if resume:
+            self._check_inputs()
         point = prepare_resume(self.run.path) if resume else None
         if point is not None:
             # Calls paid after the last checkpoint (before a kill or an error stop) are not in its ledger:
@@ -146,7 +190,8 @@ class Engine:
             return state
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
-        self.run.write_json("splits.json", self.splits.ids())
+        self.run.write_json(SPLITS, self.splits.ids())
+        self._record_inputs(data_sha256(self.config.data.path))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
         self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)

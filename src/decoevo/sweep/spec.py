@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..engine.config import deep_merge
+from ..engine.config import deep_merge, lm_with_flags
 from ..lm.errors import ConfigError
 from ..methods import get_method
 from ..presets import PRESETS
@@ -179,11 +179,12 @@ def default_benchmark() -> dict[str, Any]:
 
 
 def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, Any] | None = None,
-               benchmark: dict[str, Any] | None = None, models: dict[str, Any] | None = None
+               benchmark: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None
                ) -> tuple[SweepSpec, str]:
     """The spec of `decoevo sweep`: --spec FILE, else SWEEP/sweep.yaml of an earlier invocation, else the
     flags alone (default: DecoEvo, seed 0, the bundled HealthBench sample). Flags override the file:
-    `benchmark` replaces its benchmarks, `models` its lm.models, `overrides` are merged into it."""
+    `benchmark` replaces its benchmarks, `model`/`base_url` change its default model only
+    (`lm_with_flags`), `overrides` are merged into it."""
     stored = sweep_dir / SPEC_FILE
     if spec_file is not None:
         raw, source, base = read_yaml(spec_file), str(spec_file), spec_file.resolve().parent
@@ -197,8 +198,9 @@ def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, 
     raw = dict(raw)
     if benchmark is not None:
         raw["benchmarks"] = [benchmark]
-    if models is not None:
-        raw["lm"] = {**(raw.get("lm") or {}), "models": models}
-    if source != "the command-line flags" and (overrides or benchmark is not None or models is not None):
+    flags = bool(model or base_url)
+    if flags:
+        raw["lm"] = lm_with_flags(raw.get("lm"), model, base_url)
+    if source != "the command-line flags" and (overrides or benchmark is not None or flags):
         source += " or the command-line flags"
     return spec_from_dict(raw, source, base, overrides), source
