@@ -161,3 +161,30 @@ def test_a_run_directory_that_is_a_symlink_is_refused(tmp_path):
     code, output = invoke(run_args(tmp_path, "--name", "linked"))
     assert code == 2 and "not a directory" in output, output
     assert list(elsewhere.iterdir()) == []
+
+
+# ---- sweep names become directories --------------------------------------------------------------------
+@pytest.mark.parametrize("args,fragment", [
+    (["--benchmark", "../x"], "'../x' is not a directory name"),
+    (["--benchmark", "x/y"], "'x/y' is not a directory name"),
+    (["--benchmark", "x\n"], "is not a directory name"),
+    (["--benchmark", "a" * 150], "at most 100 characters"),
+    (["--seeds", "1" + "0" * 30], "is out of range"),
+])
+def test_sweep_names_that_are_not_directory_names(tmp_path, args, fragment):
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    code, output = invoke(["sweep", tmp_path / "sw", "--data", data, "--base-url", "http://127.0.0.1:9/v1",
+                           "--evaluate", "none", *args])
+    assert code == 2 and fragment in output, output
+    assert not (tmp_path / "x").exists() and not (tmp_path / "sw" / "runs").exists()
+
+
+def test_sweep_benchmark_names_differing_only_in_case_are_one_directory(tmp_path):
+    from decoevo.errors import ConfigError
+    from decoevo.sweep.spec import spec_from_dict
+
+    data = str(write_toy_questions(tmp_path / "toy.jsonl"))
+    raw = {"methods": ["decoevo"], "seeds": [0], "benchmarks": [{"name": "HB", "data": data},
+                                                                {"name": "hb", "data": data}]}
+    with pytest.raises(ConfigError, match="listed twice"):
+        spec_from_dict(raw, "s.yaml", tmp_path)

@@ -31,6 +31,13 @@ class Failure:
 
 
 def describe(exc: BaseException) -> Failure:
+    failure = _describe(exc)
+    if "\n" in failure.message or "\r" in failure.message:  # one line, whatever a parser or the data said
+        return Failure(" ".join(failure.message.split()), failure.code)
+    return failure
+
+
+def _describe(exc: BaseException) -> Failure:
     if isinstance(exc, UserError):
         return Failure(str(exc), 2)
     if isinstance(exc, LMError):

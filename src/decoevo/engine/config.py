@@ -73,7 +73,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: str = "decoevo"
-    seed: int = 0
+    seed: int = Field(0, gt=-(10**18), lt=10**18, description="part of the run directory name; kept short")
     data: DataConfig
     splits: SplitSizes = SplitSizes()
     hyper: Hyper = Hyper()
@@ -96,7 +96,8 @@ class RunConfig(BaseModel):
 def describe_validation_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
+                       for p in err["loc"])
         msg = "unknown key (check the spelling; see `decoevo run --help`)" if err["type"] == "extra_forbidden" \
             else err["msg"]
         parts.append(f"{loc}: {msg}")

@@ -23,6 +23,7 @@ from .steps import STEPS
 
 SPEC_FILE = "sweep.yaml"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a benchmark name is a directory name
+MAX_SEED = 10**18
 
 
 class BenchmarkEntry(BaseModel):
@@ -30,7 +31,7 @@ class BenchmarkEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN, description="directory name under SWEEP/runs/")
+    name: str = Field(pattern=NAME_PATTERN, max_length=100, description="directory name under SWEEP/runs/")
     data: str = Field(description="the question file")
     format: str = "jsonl"  # checked with the rest of the run configuration when the grid is planned
     task: str | None = None
@@ -76,6 +77,9 @@ class SweepSpec(BaseModel):
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        for seed in seeds:  # a seed is part of a directory name (METHOD-sSEED)
+            if abs(seed) >= MAX_SEED:
+                raise ValueError(f"seed {seed} is out of range; seeds are integers below {MAX_SEED:.0e} in size")
         return _unique(seeds, "seed")
 
     @field_validator("preset")
@@ -95,7 +99,8 @@ class SweepSpec(BaseModel):
 
     @model_validator(mode="after")
     def _unique_benchmarks(self) -> SweepSpec:
-        _unique([b.name for b in self.benchmarks], "benchmark name")
+        # names are directories: 'HB' and 'hb' are one directory on case-insensitive file systems
+        _unique([b.name.lower() for b in self.benchmarks], "benchmark name (ignoring case)")
         return self
 
     def shared(self) -> dict[str, Any]:
@@ -125,8 +130,10 @@ def describe_spec_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = "unknown key (check the spelling; see docs/sweeps.md)" if err["type"] == "extra_forbidden" \
-            else err["msg"].removeprefix("Value error, ")
+        msg = {"extra_forbidden": "unknown key (check the spelling; see docs/sweeps.md)",
+               "string_pattern_mismatch": f"{err['input']!r} is not a directory name: use letters, digits and "
+                                          ". _ - (starting with a letter or digit)"}.get(
+            err["type"], err["msg"].removeprefix("Value error, "))
         parts.append(f"{loc}: {msg}")
     return f"{source}: invalid sweep spec: " + "; ".join(parts)
 
