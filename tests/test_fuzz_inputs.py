@@ -42,14 +42,30 @@ JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3)
                     | st.dictionaries(st.text(max_size=6) | ODD_TEXT, inner, max_size=3), max_leaves=8)
 
 
+def similar(draw: Any, value: Any) -> Any:
+    """A value of the same type (so that more mutations get past the type checks to the later ones)."""
+    if isinstance(value, bool):
+        return draw(st.booleans())
+    if isinstance(value, int):
+        return draw(st.integers(-3, 10**7) | st.sampled_from([0, -1, 10**6, 10**6 + 1]))
+    if isinstance(value, float):
+        return draw(st.floats(allow_nan=True, allow_infinity=True))
+    if isinstance(value, str):
+        return draw(st.text(max_size=12) | ODD_TEXT | st.sampled_from(["user", "assistant", "system", "weighted"]))
+    return draw(JSON)
+
+
 def mutate(draw: Any, node: Any, depth: int = 0) -> Any:
-    """One random change somewhere in `node`: replace a value, delete or add a key, or go deeper."""
+    """One random change somewhere in `node`: replace a value (by any value or one of the same type),
+    delete or add a key, or go deeper."""
     if isinstance(node, dict) and node and depth < 6:
         key = draw(st.sampled_from(sorted(node, key=str)))
-        op = draw(st.sampled_from(["deeper", "deeper", "replace", "delete", "add"]))
+        op = draw(st.sampled_from(["deeper", "deeper", "similar", "replace", "delete", "add"]))
         out = dict(node)
         if op == "deeper":
             out[key] = mutate(draw, node[key], depth + 1)
+        elif op == "similar":
+            out[key] = similar(draw, node[key])
         elif op == "replace":
             out[key] = draw(JSON)
         elif op == "delete":
@@ -59,10 +75,12 @@ def mutate(draw: Any, node: Any, depth: int = 0) -> Any:
         return out
     if isinstance(node, list) and node and depth < 6:
         i = draw(st.integers(0, len(node) - 1))
-        op = draw(st.sampled_from(["deeper", "deeper", "replace", "delete", "append"]))
+        op = draw(st.sampled_from(["deeper", "deeper", "similar", "replace", "delete", "append"]))
         out = list(node)
         if op == "deeper":
             out[i] = mutate(draw, node[i], depth + 1)
+        elif op == "similar":
+            out[i] = similar(draw, node[i])
         elif op == "replace":
             out[i] = draw(JSON)
         elif op == "delete":
@@ -70,7 +88,7 @@ def mutate(draw: Any, node: Any, depth: int = 0) -> Any:
         else:
             out.append(draw(JSON))
         return out
-    return draw(JSON)
+    return similar(draw, node) if draw(st.booleans()) else draw(JSON)
 
 
 @st.composite

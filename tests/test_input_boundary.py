@@ -295,3 +295,25 @@ def test_a_non_model_error_mid_run_is_logged_as_stopped(tmp_path, monkeypatch):
     events = [json.loads(line) for line in (tmp_path / "disk" / "events.jsonl").read_text().splitlines()]
     assert events[-1]["event"] == "stopped" and events[-1]["category"] == "error"
     assert "No space left" in events[-1]["error"]
+
+
+def test_request_cache_under_a_file_and_report_onto_a_pipe(tmp_path, run_copy):
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    code, output = invoke(["run", "--data", data, *dead(tmp_path), "--set", f"lm.cache_path={data}/c.sqlite"])
+    one_line_error(code, output, "request cache", f"{data} is a file, not a directory")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    one_line_error(*invoke(["report", run_copy, "-o", pipe]), f"-o {pipe}", "not a regular file")
+    assert pipe.is_fifo()  # the atomic write would have replaced it with a regular file
+
+
+def test_non_utf8_command_line_bytes(tmp_path):
+    """Arguments that are not UTF-8 (Python holds them as lone surrogates): one line, exit 2."""
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "c.sqlite")}
+    base = [sys.executable, "-m", "decoevo", "run", "--data", str(data), *dead(tmp_path)]
+    for extra, fragment in (([b"--set", b"hyper.steps=\xff", b"--set", b"hyper.x\xff=1"], "--set hyper.steps"),
+                            ([b"--name", b"r\xff", b"--config", b"/tmp/\xff.yaml"], "not found")):
+        done = subprocess.run([os.fsencode(a) for a in base] + extra, env=env, capture_output=True, timeout=120)
+        stderr = done.stderr.decode("utf-8", "replace")
+        one_line_error(done.returncode, stderr, fragment)

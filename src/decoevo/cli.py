@@ -394,10 +394,14 @@ def export(
         sys.stdout.write(text.strip() + "\n")
 
 
-def check_output(output: Path) -> None:
-    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line."""
+def check_output(output: Path, replaced: bool = False) -> None:
+    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line.
+    `replaced`: the file is written atomically (a new file renamed over it), so a device or a pipe
+    there would be replaced, not written to."""
     if output.is_dir():
         fail(f"-o {output}: is a directory; name a file")
+    if replaced and output.exists() and not output.is_file():
+        fail(f"-o {output}: is not a regular file; name a file")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -486,8 +490,8 @@ def eval_(
     fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. llmeval_med, eqbench_cw)."),
     benchmark: str = typer.Option(None, "--benchmark", help="Transfer: grade on a fetched public benchmark, "
                                   "NAME[:split], instead of --data."),
-    limit: int = typer.Option(None, help="Transfer: use only the first N questions (sorted by id)."),
-    skill_version: int = typer.Option(None, help="Grade this solver version instead of the final one."),
+    limit: int = typer.Option(None, min=1, help="Transfer: use only the first N questions (sorted by id)."),
+    skill_version: int = typer.Option(None, min=0, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
     force: bool = Force,
@@ -583,7 +587,7 @@ def report(
         return
     for problem in built.problems:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False)
-    check_output(output)
+    check_output(output, replaced=True)
     try:
         written = write(built, output)
     except OSError as exc:

@@ -55,6 +55,10 @@ def check_lm_files(lm: Any) -> None:
         if cache.is_dir():
             raise ConfigError(f"the request cache {cache} (DECOEVO_CACHE or lm.cache_path) is a directory; "
                               f"name a file such as {cache / 'requests.sqlite'}, or pass --no-cache")
+        blocking = next((p for p in cache.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise ConfigError(f"the request cache {cache} (DECOEVO_CACHE or lm.cache_path) cannot be made: "
+                              f"{blocking} is a file, not a directory")
     for name, spec in lm.models.items():
         key_file = Path(spec.api_key_file).expanduser() if spec.api_key_file else None
         if key_file is not None and key_file.exists():  # a missing one is the model spec's own message
