@@ -46,13 +46,13 @@ def load_scholarqa_cs(path: Path | str) -> list[Question]:
             prop = need_object(path, None, pwhere, prop)
             criterion = need_text(path, None, pwhere, prop, "criterion")
             weight = prop.get("weight")
-            need_points(path, None, field_name(pwhere, "weight"), weight, positive=True)
+            points = need_points(path, None, field_name(pwhere, "weight"), weight, positive=True)
             evidence = prop.get("evidence", [])
             if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
                 raise DatasetError(path, None, field_name(pwhere, "evidence"), "must be a list of strings")
             name = str(prop.get("name", f"item_{j}"))
             kind = "nice_to_have" if name.startswith("nice_to_have") else "most_important"
-            items.append(GoldItem(text=criterion, points=float(weight), tags=(kind,),
+            items.append(GoldItem(text=criterion, points=points, tags=(kind,),
                                   extra={"name": name, "evidence": evidence}))
         meta = {"case_id": case_id, "question_key": question_key(prompt), "annotator": obj.get("annotator"),
                 "agreement": obj.get("agreement"), "metric_name": mc.get("name"),
