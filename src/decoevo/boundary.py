@@ -45,8 +45,8 @@ def _describe(exc: BaseException) -> Failure:
     if isinstance(exc, UnicodeDecodeError):
         return Failure(f"an input file is not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save it as UTF-8", 2)
     if isinstance(exc, UnicodeEncodeError):
-        return Failure(f"the input holds text that is not valid Unicode ({exc.reason}: "
-                       f"{exc.object[exc.start:exc.end]!a}); remove it", 2)
+        return Failure(f"a text holds characters that are not valid Unicode ({exc.reason}: "
+                       f"{exc.object[exc.start:exc.end]!a}); fix the input that carries it", 2)
     if isinstance(exc, RecursionError):
         return Failure("an input is nested too deeply to read (JSON or YAML nesting in the thousands); "
                        "flatten it", 2)

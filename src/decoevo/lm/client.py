@@ -23,7 +23,7 @@ from .errors import FailureCategory, InfrastructureError, LMError, ParseError, R
 from .ledger import UsageLedger
 from .retry import RetryPolicy
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
-from .types import BackendRequest, CallResult, Completion, GenParams, Message, check_usage
+from .types import BackendRequest, CallResult, Completion, GenParams, Message, checked_completion
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -264,7 +264,7 @@ class LM:
                 try:
                     completion = await backend.complete(request)
                     try:
-                        check_usage(completion)
+                        completion = checked_completion(completion)
                     except ValueError as exc:  # spend we cannot count must not pass the budget
                         raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
                 except RetryableError as exc:

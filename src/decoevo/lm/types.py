@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant"]
@@ -88,8 +88,15 @@ def usage_count(usage: Any, name: str) -> int:
     return int(value)
 
 
-def check_usage(completion: Completion) -> Completion:
-    """The counts any backend returned, checked before they reach the ledger and the budget."""
+def checked_completion(completion: Completion) -> Completion:
+    """What any backend returned, before it reaches the ledger, the budget and the cache: the counts
+    must be valid (a ValueError otherwise); lone UTF-16 surrogates in the text (invalid Unicode that a
+    JSON reply can carry as `\\ud800`) become U+FFFD, as a decoder would make them."""
     for name in ("prompt_tokens", "completion_tokens"):
         usage_count({name: getattr(completion, name)}, name)
+    try:
+        completion.text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = completion.text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return replace(completion, text=text)
     return completion
