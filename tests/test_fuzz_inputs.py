@@ -227,6 +227,7 @@ YAML_SNIPPETS = st.sampled_from([
     "hyper: [1", "hyper:\n\tsteps: 2", "!!python/object/apply:os.system ['true']", "a: &x [*x]", "- 1\n- 2",
     "method: decoevo\n" * 2, "seed: 1e999", "seed: .nan", "'", "hyper: {steps: 2", "\ufeffmethod: decoevo",
     "lm: {models: {}}", "? [a]\n: 1", "data: null", "%YAML 9.9\n---\na: 1", "a: !!binary AAA", "[" * 1100,
+    'initial_solver_skill: "\\ud800"', 'hyper: {"\\udfff": 1}', "hyper: &h {steps: *h}",
 ])
 
 

@@ -90,6 +90,8 @@ def run_copy(tmp_path, finished_run) -> Path:
     (["=3"], ["the key must be dotted names"]),
     (["hyper..steps=3"], ["the key must be dotted names", "hyper..steps"]),
     (["hyper.steps=" + "[" * 2000 + "]" * 2000], ["hyper.steps"]),
+    (['initial_solver_skill="Be brief \\ud800"'], ["initial_solver_skill", "lone UTF-16 surrogate"]),
+    (['lm.models.default.model="m\\udfff"'], ["lm.models.default.model", "lone UTF-16 surrogate"]),
 ])
 def test_bad_set(tmp_path, sets, fragments):
     data = write_toy_questions(tmp_path / "toy.jsonl")

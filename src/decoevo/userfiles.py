@@ -63,3 +63,38 @@ def check_lm_files(lm: Any) -> None:
         key_file = Path(spec.api_key_file).expanduser() if spec.api_key_file else None
         if key_file is not None and key_file.exists():  # a missing one is the model spec's own message
             read_user_text(key_file, f"lm.models.{name}.api_key_file")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def surrogate_at(obj: Any, skip: frozenset[str] = frozenset()) -> str | None:
+    """Where a lone surrogate sits in parsed JSON or YAML ("" for the top level, `prompt[0].content`, ...),
+    or None; values under a key in `skip` are not looked at. Iterative (the document may be as deep as the
+    parser allowed), and each container is visited once (it may contain itself)."""
+    stack: list[tuple[str, Any]] = [("", obj)]
+    seen: set[int] = set()  # YAML anchors can make a structure contain itself (`a: &x [*x]`)
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                return where
+            continue
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            for k, v in value.items():
+                name = f"{where}.{k}" if where else str(k)
+                if _has_surrogate(str(k)):
+                    return name
+                if k not in skip:
+                    stack.append((name, v))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+    return None

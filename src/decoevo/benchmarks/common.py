@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..domain import Question, Turn
 from ..tasks.errors import DatasetError
+from ..userfiles import surrogate_at
 
 
 def read_text_file(path: Path) -> str:
@@ -46,34 +47,6 @@ def parse_json(path: Path, line: int | None, text: str) -> Any:
         raise DatasetError(path, line, bad or None, "holds a lone UTF-16 surrogate (e.g. \\ud800), which is not "
                            "valid Unicode text; fix the escape")
     return obj
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def surrogate_at(obj: Any) -> str | None:
-    """Where a lone surrogate sits in parsed JSON ("" for the top level, `prompt[0].content`, ...), or None.
-    Iterative: the document may be as deep as the parser allowed."""
-    stack: list[tuple[str, Any]] = [("", obj)]
-    while stack:
-        where, value = stack.pop()
-        if isinstance(value, str):
-            if _has_surrogate(value):
-                return where
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                name = f"{where}.{k}" if where else str(k)
-                if _has_surrogate(str(k)):
-                    return name
-                stack.append((name, v))
-        elif isinstance(value, list):
-            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
-    return None
 
 
 MAX_POINTS = 1e6  # far above any benchmark's scale; keeps sums of points finite (no inf/inf = NaN scores)

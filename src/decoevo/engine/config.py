@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..lm import LMConfig
 from ..lm.errors import ConfigError
 from ..tasks.splits import SplitSizes
+from ..userfiles import load_yaml_mapping, surrogate_at
 
 
 class Hyper(BaseModel):
@@ -105,13 +106,19 @@ def describe_validation_error(source: str, exc: ValidationError) -> str:
 
 
 def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:
-    from ..userfiles import load_yaml_mapping
-
     return config_from_dict(load_yaml_mapping(path), overrides, source=str(path))
+
+
+PATH_KEYS = frozenset({"path", "task_spec", "gguf_path", "api_key_file", "cache_path", "match_run"})
 
 
 def config_from_dict(raw: dict[str, Any], overrides: dict[str, Any] | None = None, source: str = "config") -> RunConfig:
     merged = deep_merge(raw, overrides or {})
+    # e.g. "\ud800" in YAML would fail later, in a request; file names may hold undecodable bytes
+    bad = surrogate_at(merged, skip=PATH_KEYS)
+    if bad is not None:
+        raise ConfigError(f"{source}: {bad or '(top level)'}: holds a lone UTF-16 surrogate, which is not valid "
+                          "Unicode text")
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
