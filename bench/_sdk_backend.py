@@ -24,7 +24,7 @@ def _http_client(spec: ModelSpec, connections: int) -> Any:
     bookkeeping, which at 64 connections used more CPU than the requests themselves."""
     limits = type(openai.DEFAULT_CONNECTION_LIMITS)(max_connections=connections,
                                                    max_keepalive_connections=connections)
-    return openai.DefaultAsyncHttpxClient(limits=limits, timeout=spec.timeout_s, follow_redirects=False)
+    return openai.DefaultAsyncHttpxClient(limits=limits, timeout=spec.timeout_s or 120.0, follow_redirects=False)
 
 
 class SDKBackend:
@@ -47,7 +47,7 @@ class SDKBackend:
                 base_url=spec.base_url,
                 api_key=api_key,
                 max_retries=0,  # our retry loop owns retries, so each one is counted in the ledger
-                timeout=spec.timeout_s,
+                timeout=spec.timeout_s or 120.0,
                 http_client=_http_client(spec, size),
             )
             for size in sizes

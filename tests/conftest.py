@@ -28,3 +28,23 @@ def make_lm(cache: RequestCache):
         return lm, backend
 
     return _make
+
+
+@pytest.fixture
+async def openai_lm():
+    """`make(base_url, cache, **spec_kwargs)`: an LM whose default model is the openai backend at
+    `{base_url}/v1`, with fast backoff; closed after the test (its connections belong to the test's loop)."""
+    from decoevo.lm import ModelSpec
+
+    made: list[LM] = []
+
+    def make(base_url: str, cache: RequestCache | None, **spec_kwargs) -> LM:
+        spec_kwargs.setdefault("backoff_base_s", 0.01)
+        spec = ModelSpec(backend="openai", model="fake", base_url=f"{base_url}/v1", **spec_kwargs)
+        lm = LM(LMConfig(models={"default": spec}, use_cache=cache is not None), cache=cache)
+        made.append(lm)
+        return lm
+
+    yield make
+    for lm in made:
+        await lm.aclose()

@@ -43,7 +43,7 @@ def write_spec(path: Path, url: str, methods, seeds, benchmarks=None, **extra) -
     spec = {
         "methods": methods, "seeds": seeds, "preset": "default",
         "benchmarks": benchmarks or [{"name": "toy", "data": data.name, "task": "healthbench"}],
-        "splits": {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3},
+        "splits": {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3, "test": 0},
         "hyper": {"steps": 2, "batch_size": 2, "audit_every": 1, "rollouts": 4, "budget_step_cap": 2},
         "lm": {"models": {"default": {"backend": "openai", "model": "toy", "base_url": f"{url}/v1",
                                       "max_retries": 0}}},

@@ -214,3 +214,13 @@ def test_per_run_average_checks_benchmark_set():
         per_run_average({"h": 1.0, "x": 2.0}, benchmarks=["h", "r"])
     with pytest.raises(ValueError, match="no benchmark"):
         per_run_average({})
+
+
+def test_coverage_and_the_questions_graded_in_both():
+    from decoevo.analysis import Coverage, graded_in_both
+
+    assert graded_in_both({"a": 1.0, "b": None, "c": 0.0}, {"a": 2.0, "b": 3.0, "c": 5.0, "d": 1.0}) == {"a", "c"}
+    assert graded_in_both({"a": None}, {"a": None}) == frozenset()
+    assert Coverage(19, 20).low is False and Coverage(18, 20).low is True  # 95% exactly is enough
+    assert Coverage(0, 0).low is False and Coverage(0, 0).fraction is None and Coverage(0, 3).low
+    assert (Coverage(18, 20) + Coverage(20, 20)).format() == "38/40"

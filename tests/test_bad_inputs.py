@@ -217,7 +217,7 @@ CONFIG_CASES = [
          ["api_key_file {t}/key.txt does not exist"]),
     Case("base-url-on-local-backend", ["run", *TOY, "--set", "lm.models.default={base_url: http://x/v1}"],
          ["lm.models.default", "base_url is only for backend 'openai'"], dead_server=False),
-    Case("unreachable-server", ["run", *TOY], ["cannot connect", "decoevo resume"]),
+    Case("unreachable-server", ["run", *TOY], ["cannot connect", "Nothing was saved", "run the same command again"]),
     Case("resume-not-a-run-dir", ["resume", "{t}"], ["{t}", "not a run directory", "config.yaml"]),
     Case("resume-missing-dir", ["resume", "{t}/nope"], ["{t}/nope", "not a run directory"]),
     Case("export-missing-run", ["export", "{t}/nope"], ["{t}/nope", "not a run directory"]),

@@ -56,7 +56,9 @@ def test_unreachable_server_is_a_clear_error(tmp_path):
 
     code, output = invoke("run", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m",
                           "--runs-root", str(tmp_path), "--set", "lm.models.default.max_retries=0")
-    assert code == 2 and "cannot connect" in output and "decoevo resume" in " ".join(output.split())
+    # nothing was answered, so nothing is kept: the same command is what to run again, not resume
+    assert code == 2 and "cannot connect" in output and "Nothing was saved" in " ".join(output.split())
+    assert not any(tmp_path.iterdir())
 
 
 def test_export_prints_the_final_solver_skill(tmp_path):

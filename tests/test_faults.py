@@ -34,8 +34,10 @@ pytest.importorskip("uvicorn")
 RATES = FaultRates(rate_limit=0.10, server_error=0.05, timeout=0.05, truncate=0.02, broken_json=0.025,
                    wrong_schema=0.025)
 PROXY_SEED = 3
+# A 1 s timeout makes held requests cheap; 8 in flight (not a server's default 64) keeps the Python proxy and
+# toy server on a loaded 2-core machine well inside it, so only injected timeouts time out.
 CLIENT = ("lm.models.default.timeout_s=1", "lm.models.default.backoff_base_s=0.01",
-          "lm.models.default.backoff_cap_s=0.05")
+          "lm.models.default.backoff_cap_s=0.05", "lm.models.default.max_concurrency=8")
 
 
 def run_cli(base_url: str, data: Path, root: Path, name: str) -> subprocess.CompletedProcess[str]:
@@ -92,7 +94,7 @@ def test_run_through_faults_matches_fault_free_run(tmp_path: Path) -> None:
     # from a real timeout of a slow machine), and each malformed output the client received one repair.
     ref_total, total = ledger_total(reference), ledger_total(faulty)
     assert ref_total["retries"] == ref_total["repairs"] == 0
-    assert total["failures"] == {"infrastructure": 0, "parse": 0, "refusal": 0}
+    assert not any(total["failures"].values()), total["failures"]
     assert total["retries"] >= sum(injected[k] for k in TRANSPORT_FAULTS)
     repair_requests = {json.dumps(b, sort_keys=True) for b in upstream.requests
                        if str(b["messages"][-1]["content"]).startswith(REPAIR_PREFIX)}

@@ -342,3 +342,26 @@ async def test_llmeval_med_category_and_missing_reference_reach_the_grader(make_
     summary = aggregate([result])
     assert summary.details["graded_without_reference"] == 1
     assert summary.details["usable_rate_by_category"] == {"医疗推理": 1.0}
+
+
+async def test_a_parse_failure_is_retried_as_a_new_sample_before_the_criterion_is_unknown(make_lm):
+    """Issue 9 item 10: bounded retries with new sample indexes; only then unknown."""
+    from decoevo.grading.base import GRADE_RETRIES
+
+    def flaky(request: BackendRequest) -> str:  # the first sample of "doctor" never parses; a retry does
+        if "doctor" in criterion_of(request) and request.params.sample_index < 10_000:
+            return "not json"
+        return json.dumps({"rationale": "r", "met": True})
+
+    lm, backend = make_lm(flaky, max_repairs=1)
+    result = await grade(lm, q("h4", "healthbench", HB), "Rest.")
+    assert result.graded and result.unknown == 0 and result.items[1].value == 1.0
+    doctor = [c for c in backend.calls if "doctor" in criterion_of(c)]
+    assert len({c.params.sample_index for c in doctor}) == len(doctor) == 3  # sample 0, its repair, retry 1
+
+    lm, backend = make_lm(by_keyword({"rest": {"rationale": "r", "met": True},
+                                      "antibiotics": {"rationale": "r", "met": False}}), max_repairs=1)
+    result = await grade(lm, q("h5", "healthbench", HB), "Rest.")
+    assert result.items[1].value is None and result.items[1].error == "parse"
+    doctor = [c for c in backend.calls if "doctor" in criterion_of(c)]
+    assert len(doctor) == (GRADE_RETRIES + 1) * 2 and len({c.params.sample_index for c in doctor}) == len(doctor)

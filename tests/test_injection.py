@@ -13,6 +13,7 @@ from decoevo.analysis.stats import paired_difference
 from decoevo.benchmarks.eqbench_cw.grader import grader_messages as eq_messages
 from decoevo.benchmarks.healthbench import grader as hb_grader
 from decoevo.domain import Criterion, CriterionScore, GoldItem, GoldRubric, Judgement, Question, Rubric, Skill, Turn
+from decoevo.grading.base import GRADE_RETRIES
 from decoevo.lm.types import BackendRequest
 from decoevo.reliability.injection import (
     FAKE_RATIONALE,
@@ -321,8 +322,10 @@ async def test_a_copied_fake_verdict_is_a_failure_never_the_verdict(make_lm):
     assert "1 parse (1 copied the planted verdict)" in markdown_table(rows)
     failures = {role: row.failures["parse"] for (role, _), row in lm.ledger.rows.items()}
     assert failures["judge"] == 1 and failures["structural_audit"] == 1
-    assert failures["contrastive_audit_blind"] == 1  # the forward order copied it; the pair stopped there
-    assert failures["grader_healthbench"] == 3  # one per gold item checked
+    # both blind orders run together and each copied it (one of them when awaited one after another)
+    assert failures["contrastive_audit_blind"] in (1, 2)
+    # one per gold item checked, and each is retried as a new sample before the item is unknown
+    assert failures["grader_healthbench"] == 3 * (1 + GRADE_RETRIES)
 
 
 async def test_a_fake_verdict_quoted_before_the_models_own_is_not_taken(make_lm):

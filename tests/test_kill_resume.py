@@ -42,7 +42,7 @@ def cli(args, cache, **popen):
 def run_args(url, data, root, name):
     return ["run", "--base-url", f"{url}/v1", "--model", "toy", "--data", str(data), "--task", "healthbench",
             "--preset", "default", "--runs-root", str(root), "--name", name, "--seeds", "3",
-            "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3}",
+            "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}",
             "--set", "hyper={steps: 3, batch_size: 2, audit_every: 1, rollouts: 4}",
             "--set", "lm.models.default.max_concurrency=1"]
 

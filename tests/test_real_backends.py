@@ -53,14 +53,34 @@ async def test_embedded_rollouts_differ_by_sample_index(tmp_path):
 
 
 async def test_llama_cpp_server_through_the_openai_backend(tmp_path):
+    """Structured output left on auto: the server's 500 on json_schema is negotiated down to json_object."""
     with llama_cpp_server() as base_url:
-        spec = ModelSpec(backend="openai", model="smollm2", base_url=base_url, structured_output="json_object",
-                         max_concurrency=2)
+        spec = ModelSpec(backend="openai", model="smollm2", base_url=base_url, max_concurrency=2)
         lm = LM(LMConfig(models={"default": spec}), cache=RequestCache(tmp_path / "c.sqlite"))
         result = await lm.complete(MESSAGES, role="probe", schema=City, params=GenParams(max_tokens=60))
         assert isinstance(result.value, City)
+        assert lm.backend("default").profile.structured == "json_object"  # type: ignore[attr-defined]
+        assert (tmp_path / "endpoints.json").is_file()
         text = await lm.complete([Message("user", "Say hello.")], role="solve", params=GenParams(max_tokens=16))
         assert text.text.strip()
         row = lm.ledger.rows[("probe", "default")]
         assert row.calls >= 1 and row.prompt_tokens > 0
         await lm.aclose()
+
+
+def test_doctor_against_llama_cpp_server_negotiates_structured_output(tmp_path):
+    """`decoevo doctor --base-url … --model …` on llama-cpp-python's server used to end in "server error
+    500" (it fails on json_schema); now it negotiates json_object and keeps the choice next to the cache."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "requests.sqlite"), "COLUMNS": "200"}
+    with llama_cpp_server() as base_url:
+        run = subprocess.run([sys.executable, "-m", "decoevo", "doctor", "--base-url", base_url, "--model", "smollm2",
+                              "--max-tokens", "64"], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "structured output: json_object (negotiated" in run.stdout and "Paris" in run.stdout
+    learned = json.loads((tmp_path / "endpoints.json").read_text())
+    assert [v["structured"] for v in learned.values()] == ["json_object"]

@@ -256,6 +256,40 @@ def test_other_splits_and_stale_evaluations(small):
     assert any("grades solver v000, but the run's final solver is v001" in p for p in build_report([small]).problems)
 
 
+def write_graded_eval(run: Path, method: str, scores: list[float | None]) -> None:
+    """eval/test.json with one HealthBench grade per question (None: the grader could not score it)."""
+    items = [{"question_id": f"q{i}", "response": "…",
+              "grade": {"question_id": f"q{i}", "scheme": "healthbench", "score": v, "items": [],
+                        "details": {} if v is None else {"fraction": v / 100}}} for i, v in enumerate(scores)]
+    graded = [v for v in scores if v is not None]
+    data = {"name": "test", "kind": "test", "benchmark": "healthbench", "data": "/data/hb.jsonl",
+            "format": "healthbench", "skill_version": 1, "method": method, "seed": 0, "grader_model": GRADER,
+            "score": sum(graded) / len(graded), "n_graded": len(graded), "n_ungraded": len(scores) - len(graded),
+            "details": {}, "items": items}
+    (run / "eval").mkdir(exist_ok=True)
+    (run / "eval" / "test.json").write_text(json.dumps(data))
+
+
+def test_comparisons_are_paired_on_questions_graded_in_both_and_low_coverage_is_flagged(small):
+    """Issue 9 item 10. DecoEvo's grader failed on q0 and q1, where SkillOpt scored 100: comparing the files'
+    own scores (60 vs 55) would credit DecoEvo for questions it was never graded on; paired, it is 60 vs 50."""
+    runs = small / "runs" / "healthbench"
+    write_graded_eval(runs / "decoevo-s0", "decoevo", [None, None] + [60.0] * 18)
+    write_graded_eval(runs / "skillopt-s0", "skillopt", [100.0, 100.0] + [50.0] * 18)
+    built = build_report([small])
+    s = built.sections[0].data
+    (row,) = s.comparisons.rows
+    assert row.method == "skillopt" and row.ci.mean_diff == pytest.approx(10.0)
+    assert row.questions.format() == "18/20" and row.questions.low
+    cells = {r.method: r.cells[0] for r in s.main.rows}
+    assert cells["decoevo"].stat.mean == pytest.approx(60.0) and cells["decoevo"].coverage.format() == "18/20"
+    assert cells["decoevo"].coverage.low and not cells["skillopt"].coverage.low
+    assert s.low_coverage == ("DecoEvo on HealthBench: 18/20 questions graded (90%, below 95%)",)
+    html = render(built)
+    assert "⚠ 18/20" in html and "rest on under 95% of their questions" in html
+    assert "DecoEvo on HealthBench: 18/20 questions graded" in html
+
+
 def test_backbones_duplicates_and_single_runs(small, tmp_path):
     de = small / "runs" / "healthbench" / "decoevo-s0"
     other = tmp_path / "other-model-run"

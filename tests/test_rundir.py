@@ -194,7 +194,7 @@ class Kill(BaseException):
 
 @pytest.mark.parametrize("budget", [None, 45])
 def test_repeated_kills_and_resumes_count_every_paid_call_once(tmp_path: Path, budget: int | None) -> None:
-    """Killed after every 7th paid call and resumed, over and over: the final ledger's paid calls equal the
+    """Killed after about every 3rd paid call and resumed, over and over: the final ledger's paid calls equal the
     distinct paid requests in calls.jsonl, the same as an uninterrupted run's; a call budget holds."""
     import asyncio
 
@@ -214,7 +214,7 @@ def test_repeated_kills_and_resumes_count_every_paid_call_once(tmp_path: Path, b
 
         def on_call(record, paid=paid):
             paid[0] += not record.cached
-            if paid[0] == 7:
+            if paid[0] == 3:  # siblings already in flight still finish: a process pays a few more
                 raise Kill
 
         engine.on_call = on_call
@@ -259,3 +259,33 @@ def test_a_run_of_the_previous_format_still_reads_and_resumes(tmp_path: Path) ->
     assert reader.final_skill("solver") == engine_state_solver(run)
     point = prepare_resume(run)
     assert point.paid_after == () and point.own_keys  # format 1: every logged call is the run's own
+
+
+# ---- transcripts: a run is readable without the shared cache -------------------------------------------
+def test_every_request_is_transcribed_in_the_run_and_the_report_links_gates_to_them(tmp_path: Path) -> None:
+    import asyncio
+    import shutil
+
+    from decoevo.report import build_report
+    from decoevo.report.render import render
+
+    engine, _ = toy_engine(tmp_path, "decoevo", run_name="orig", steps=2)
+    asyncio.run(engine.run_async())
+    copy = tmp_path / "elsewhere" / "run"
+    shutil.copytree(tmp_path / "orig", copy)  # no cache goes with it
+    (tmp_path / "cache.sqlite").unlink()
+    reader = RunReader(copy)
+    entries = {t.key: t for t in reader.transcripts()}
+    calls = reader.calls()
+    assert {c.key for c in calls} == set(entries)  # every distinct request of the run, and nothing else
+    assert all(e.messages and e.reply for e in entries.values())
+    phases = {c.phase for c in calls}
+    assert {"step 0", "step 1", "outer 0"} <= phases
+    assert {entries[c.key].phase for c in calls if not c.cached} <= phases
+    html = render(build_report([copy]))
+    assert '-tx-step-0">' in html and '-tx-outer-0">' in html  # the transcript sections
+    assert html.count('-tx-step-0"') >= 2  # and the gate table's link to one
+    # a kill mid-append tears only the last member: the reader keeps the others
+    with open(copy / "transcripts.jsonl.gz", "ab") as f:
+        f.write(b"\x1f\x8b\x08\x00garbage")
+    assert len(RunReader(copy).transcripts()) == len(entries)

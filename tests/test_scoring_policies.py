@@ -8,7 +8,7 @@ import pytest
 
 from decoevo.domain import Criterion, CriterionScore, Judgement, Rubric
 from decoevo.engine.pairs import select_near_tie_pairs, select_random_pairs
-from decoevo.engine.policies import (
+from decoevo.policies import (
     AcceptAll,
     AuditObjectives,
     ParetoAcceptance,
@@ -16,7 +16,7 @@ from decoevo.engine.policies import (
     SolverGate,
     should_audit,
 )
-from decoevo.engine.scoring import (
+from decoevo.scoring import (
     contrastive_resolution,
     mean_score,
     pair_margin,
@@ -113,7 +113,36 @@ def test_random_pairs_are_disjoint_and_seeded():
 
 
 def test_failure_selection_lowest_first_and_only_imperfect():
-    from decoevo.engine.policies import select_failures
+    from decoevo.policies import select_failures
 
     assert select_failures({"a": 0.9, "b": 0.2, "c": 1.0, "d": 0.5}, 2) == ["b", "d"]
     assert select_failures({"a": 1.0}, 3) == []
+
+
+def test_each_method_carries_its_verification_and_its_group() -> None:
+    """A method holds the object that verifies its generators (not a name the loop dispatches on) and its
+    report group; only SC-CoEvo's verification builds a policy that decides on a solver score."""
+    from decoevo.engine.config import Hyper
+    from decoevo.methods import METHODS
+    from decoevo.policies import (
+        AcceptEveryCandidate,
+        GeneratorAcceptance,
+        SolverScoreAcceptance,
+        VerifyByAudits,
+        VerifyBySolverScore,
+    )
+    from decoevo.report.labels import ABLATIONS, CONTROLS, MAIN
+
+    h = Hyper()
+    kinds = {name: type(m.acceptance) for name, m in METHODS.items()}
+    assert kinds["decoevo"] is VerifyByAudits and kinds["sc_coevo"] is VerifyBySolverScore
+    assert kinds["no_verification"] is AcceptEveryCandidate
+    for name, m in METHODS.items():
+        policy = m.acceptance.policy(h)
+        coupled = isinstance(m.acceptance, VerifyBySolverScore)
+        assert (name == "sc_coevo") == coupled
+        assert isinstance(policy, SolverScoreAcceptance if coupled else GeneratorAcceptance), name
+    assert {m.group for m in METHODS.values()} == {"baseline", "method", "ablation", "control"}
+    assert MAIN == ("zero_shot", "skillopt", "sc_coevo", "decoevo")
+    assert set(ABLATIONS) == {n for n, m in METHODS.items() if m.group == "ablation"} and len(ABLATIONS) == 6
+    assert CONTROLS == ("task_prior", "budget_matched", "direct_audit")

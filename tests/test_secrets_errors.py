@@ -4,6 +4,7 @@ or the HTML report (a misbehaving server on 127.0.0.1 makes aiohttp quote the re
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import secrets
@@ -22,6 +23,7 @@ from pydantic import BaseModel
 from decoevo.lm import LM, LMConfig, LMError, Message, ModelSpec
 from decoevo.lm.cache import RequestCache
 from decoevo.lm.redact import MASK, Redactor, redact_url
+from decoevo.testing import world
 from decoevo.testing.toy_server import toy_run_args, write_toy_questions
 
 Handler = Callable[[bytes, str], bytes | None]  # (request bytes, key) -> raw reply, or None to hang up
@@ -203,6 +205,21 @@ def test_a_proxy_with_credentials_is_not_echoed(tmp_path: Path, monkeypatch: pyt
     assert "proxy-secret-99" not in "".join(traceback.format_exception(exc))
 
 
+def answered_then(n: int, garbled: Handler) -> Handler:
+    """The toy world's answer to the first `n` chat requests, then `garbled` (the run then stops with
+    answered calls, so its directory is kept: a run with none leaves nothing behind)."""
+    answered = itertools.count()
+
+    def handler(request: bytes, key: str) -> bytes | None:
+        head, _, raw = request.partition(b"\r\n\r\n")
+        if not head.startswith(b"POST") or next(answered) >= n:
+            return garbled(request, key)
+        body = json.loads(raw)
+        return http("200 OK", chat(world.respond(body["messages"], world.schema_of(body), world.sample_index_of(body))))
+
+    return handler
+
+
 def test_cli_run_against_a_garbled_server_leaks_nothing(tmp_path: Path) -> None:
     """End to end: a run stopped by a reply aiohttp quotes with our headers; the run directory, the cache
     (with its WAL), stdout/stderr and the report over that run hold no trace of the key."""
@@ -210,7 +227,7 @@ def test_cli_run_against_a_garbled_server_leaks_nothing(tmp_path: Path) -> None:
     data = write_toy_questions(tmp_path / "toy.jsonl")
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env.update(DECOEVO_TEST_KEY=key, DECOEVO_CACHE=str(tmp_path / "cache" / "requests.sqlite"))
-    with raw_server(ERROR_PATHS["malformed status line"], key) as url:
+    with raw_server(answered_then(2, ERROR_PATHS["malformed status line"]), key) as url:
         args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "garbled", steps=1,
                             sets=("lm.models.default.api_key_env=DECOEVO_TEST_KEY", "lm.models.default.max_retries=0"))
         proc = subprocess.run([sys.executable, "-m", "decoevo", *args], capture_output=True, text=True,

@@ -133,7 +133,7 @@ def test_a_killed_sweep_resumes_its_unfinished_cell(tmp_path, server, cache, mon
     code, out = sweep(tmp_path / "REF", "--methods", "decoevo", "--seeds", "0", "--data", tmp_path / "toy.jsonl",
                       "--task", "healthbench", "--preset", "default", "--base-url", f"{server.url}/v1",
                       "--model", "toy", "--evaluate", "none", "--set", "lm.models.default.max_retries=0",
-                      "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3}",
+                      "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}",
                       "--set", "hyper={steps: 3, batch_size: 2, audit_every: 1, rollouts: 4}")
     assert code == 0, out
     ref_run = tmp_path / "REF/runs/toy/decoevo-s0"
@@ -276,3 +276,33 @@ def test_ray_without_the_extra_is_a_clear_error(tmp_path, monkeypatch):
     spec = write_spec(tmp_path / "grid.yaml", "http://127.0.0.1:9", ["skillopt"], [0])
     code, out = sweep(tmp_path / "SW", "--spec", spec, "--ray-address", "auto")
     assert code == 2 and "pip install 'decoevo[ray]'" in " ".join(out.split()), out
+
+
+def test_budget_matched_reaches_decoevo_effective_usage_in_a_shared_cache_sweep(tmp_path, server, cache):
+    """Issue 9 item 1: with a shared cache DecoEvo inherits SkillOpt's first steps; the control must get
+    DecoEvo's effective usage (paid + inherited) as its cap and be stopped on that same quantity."""
+    write_toy_questions(tmp_path / "many.jsonl", n=60)  # enough training batches that the control keeps paying
+    benchmarks = [{"name": "toy", "data": "many.jsonl", "task": "healthbench"}]
+    # SkillOpt's two steps are DecoEvo's first two (audit after step 2): DecoEvo inherits them
+    spec = write_spec(tmp_path / "grid.yaml", server.url, ["skillopt", "decoevo", "budget_matched"], [0], benchmarks,
+                      splits={"train": 40, "probe": 2, "solver_gate": 3, "generator_gate": 3},
+                      hyper={"steps": 2, "batch_size": 2, "audit_every": 2, "rollouts": 4, "budget_step_cap": 30})
+    sweep_dir = tmp_path / "SW"
+    code, out = sweep(sweep_dir, "--spec", spec, "--workers", 1)  # in plan order: SkillOpt pays first
+    assert code == 0, out
+    runs = sweep_dir / "runs" / "toy"
+
+    def effective(run: str) -> tuple[int, int, dict]:
+        t = json.loads((runs / run / "ledger.json").read_text())["total"]
+        return t["calls"] + t["inherited_calls"], t["tokens"] + t["inherited_tokens"], t
+
+    deco_calls, deco_tokens, deco = effective("decoevo-s0")
+    control_calls, control_tokens, control = effective("budget_matched-s0")
+    assert deco["inherited_calls"] >= 0.2 * deco_calls, ("the test needs DecoEvo to inherit from SkillOpt", deco)
+    summary = json.loads((runs / "budget_matched-s0" / "summary.json").read_text())
+    assert summary["status"] == "budget_stop", (summary, deco_calls, control_calls)
+    assert f"of {deco_calls} calls" in summary["stopped"] or f"of {deco_tokens} tokens" in summary["stopped"]
+    # one inner step of the control: its batch (solve, rubric, judge), a rewrite, the gate's rollouts
+    step_calls = 2 * 3 + 1 + 4 * 3 * 3
+    assert control_calls >= deco_calls - step_calls or control_tokens >= deco_tokens, (deco, control)
+    assert control_calls <= deco_calls + step_calls, (deco, control)

@@ -69,3 +69,26 @@ def test_a_sweep_on_ray_matches_the_local_executor(tmp_path, server, ray_address
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(server.requests) == before
     assert all(c["action"] == "skip" for c in status(tmp_path / "RAY").values())
+
+
+def test_cells_on_ray_share_the_endpoint_limit(tmp_path, ray_address):
+    """4 cells as Ray tasks (1/8 CPU each: they only call a server) keep the endpoint within its limit."""
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.sim_model import LatencyModel
+    from decoevo.testing.sim_server import SimServer, SimServerConfig
+
+    limit = 3
+    server = SimServer(SimServerConfig(seed=0, slots=64, latency=LatencyModel.fixed(0.05)))
+    with serve_app(server.app()) as url:
+        spec = write_spec(tmp_path / "grid.yaml", url, ["decoevo", "skillopt"], [0, 1])
+        grid = yaml.safe_load(spec.read_text())
+        grid["lm"]["models"]["default"]["max_concurrency"] = limit
+        spec.write_text(yaml.safe_dump(grid))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DECOEVO_")}
+        env["DECOEVO_CACHE"] = str(tmp_path / "ray.sqlite")
+        proc = subprocess.run([sys.executable, "-m", "decoevo", "sweep", str(tmp_path / "SW"), "--spec", str(spec),
+                               "--ray-address", ray_address], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ray: 4 cell(s) at once" in proc.stdout
+    stats = server.stats.snapshot()
+    assert stats["max_in_flight"] == limit, stats  # reached, never passed (4 cells × 3 without the slots)

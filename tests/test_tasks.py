@@ -133,3 +133,23 @@ def test_annotations_of_one_question_stay_in_one_split():
             where.setdefault(int(qid[1:]) // 2, set()).add(name)
     assert all(len(names) == 1 for names in where.values())
     assert len(splits.train) in (5, 6)
+
+
+@pytest.mark.parametrize("preset", ["quick", "default", "paper"])
+def test_every_preset_holds_out_a_test_split_when_the_data_allows(preset):
+    """Issue 9 item 7: `decoevo eval` needs a test split on a run started from any preset; the README's
+    first run (quick) and `--preset default` fit the bundled sample, `paper` fits a full benchmark."""
+    from decoevo.engine.config import config_from_dict, deep_merge
+    from decoevo.engine.run import build_splits
+    from decoevo.methods import get_method
+    from decoevo.presets import PRESETS
+
+    config = config_from_dict(deep_merge(PRESETS[preset], {"data": {"path": bundled_healthbench(),
+                                                                    "format": "healthbench"}}))
+    data = load_healthbench(bundled_healthbench()) if preset != "paper" else questions(config.splits.total())
+    splits = build_splits(config, get_method("decoevo"), data)
+    assert len(splits.test) == config.splits.test > 0
+    if preset == "paper":  # more than the data holds: a one-line error naming every requested split
+        with pytest.raises(ConfigError, match=r"ask for 242 questions but the data has 24 \(.*test 100\).*"
+                                              r"splits\.test"):
+            build_splits(config, get_method("decoevo"), load_healthbench(bundled_healthbench()))

@@ -26,10 +26,9 @@ from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
 from .engine.run import Engine, RunResult
 from .engine.state import LoopState
 from .errors import ConfigError
-from .lm import LMConfig, ModelSpec
-from .lm.client import CallRecord
+from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
 from .rundir import RunEvent, RunReader
-from .rundir.records import CONFIG, QUESTIONS
+from .rundir.records import CALLS, CHECKPOINT, CONFIG, QUESTIONS
 
 T = TypeVar("T")
 
@@ -91,9 +90,10 @@ async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bo
                            callbacks: Sequence[object] = (), questions: list[Question] | None = None,
                            engine_hook: Callable[[Engine], None] | None = None,
                            accept_changed_data: bool = False) -> RunResult:
-    """Run (or resume) `config` in `run_dir`. A run that fails before its first event leaves no
-    directory behind (it would block the next attempt); one that got further is kept for `resume`,
-    which refuses a changed method, seed, data file or splits (the last two: unless `accept_changed_data`)."""
+    """Run (or resume) `config` in `run_dir`. A new run that fails before anything worth keeping (no
+    completed step, no answered model call) leaves no directory behind: it would block the next
+    attempt. One that got further is kept for `resume`, which refuses a changed method, seed, data file
+    or splits (the last two: unless `accept_changed_data`)."""
     run_dir = Path(run_dir)
     created = not run_dir.exists()
     try:
@@ -104,7 +104,7 @@ async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bo
             engine_hook(engine)
         return await engine.run_async(resume=resume)
     except BaseException:
-        if created and run_dir.is_dir() and not (run_dir / CONFIG).exists():
+        if created and run_dir.is_dir() and not any((run_dir / f).exists() for f in (CHECKPOINT, CALLS)):
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
 
@@ -170,7 +170,7 @@ async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, m
     the run goes to a new temporary directory (its path is `result.run_dir`)."""
     if not questions:
         raise ConfigError("optimize: no questions given")
-    path = Path(run_dir) if run_dir is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-"))
+    path = Path(run_dir).resolve() if run_dir is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-"))
     if RunReader(path).exists():
         raise ConfigError(f"{path} already holds a run; continue it with decoevo.resume({str(path)!r})")
     path.mkdir(parents=True, exist_ok=True)
@@ -204,10 +204,23 @@ async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
     A changed data file or splits is refused unless `accept_changed_data`."""
     path = Path(run_dir)
-    if not RunReader(path).exists():
+    reader = RunReader(path)
+    if not reader.exists():
         raise ConfigError(f"{path} is not a run directory (no config.yaml)")
+    finished = finished_result(reader)
+    if finished is not None:
+        return finished
     return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks,
                                   accept_changed_data=accept_changed_data)
+
+
+def finished_result(reader: RunReader) -> RunResult | None:
+    """The result of a run that finished all its steps, read from disk (resuming it does nothing)."""
+    summary, checkpoint = reader.summary(), reader.checkpoint()
+    if summary is None or summary.run_status != "finished" or checkpoint is None:
+        return None
+    return RunResult(reader.path, LoopState.model_validate(checkpoint.state),
+                     UsageLedger.from_dict(reader.ledger() or checkpoint.ledger))
 
 
 def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> RunResult:

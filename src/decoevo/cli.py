@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import sys
 from pathlib import Path
@@ -30,8 +31,15 @@ def _root() -> None:
 
 
 app.add_typer(data_app, name="data")
+TrackOption = typer.Option(None, "--track", help="Log the run to an experiment tracker: mlflow "
+                           "(pip install 'decoevo[mlflow]').")
+TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI).")
 BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public benchmark, NAME[:split] (e.g. "
                                "healthbench:hard); see `decoevo data list`.")
+
+
+MaxCost = typer.Option(None, "--max-cost", min=0.0, help="Stop cleanly after this many US dollars (paid + "
+                       "inherited); every model needs a price (input/output_price_per_mtok, or LiteLLM's map).")
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -65,9 +73,13 @@ def doctor(
     model: str = typer.Option(None, help="A GGUF path (local) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
+    structured_output: str = typer.Option("auto", help="auto (negotiate), json_schema, json_object or none."),
+    reasoning_effort: str = typer.Option(None, help="For reasoning models: none, minimal, low, medium, high."),
+    api_key_env: str = typer.Option(None, help="The environment variable holding the API key."),
+    max_tokens: int = typer.Option(None, min=1, help="Token limit of the probe (default 64; 1024 for a server)."),
 ) -> None:
     """Show the available backends, load the default model and make one structured call."""
-    from .doctor import backend_statuses, run_probe
+    from .doctor import backend_statuses, endpoint_lines, run_probe
 
     table = Table(title="decoevo backends")
     for col in ("backend", "available", "detail"):
@@ -76,13 +88,24 @@ def doctor(
         table.add_row(status.name, "yes" if status.available else "no", status.detail)
     console.print(table)
     config = model_config_from_flags(model, base_url, no_cache)
+    settings = {k: v for k, v in (("structured_output", structured_output), ("reasoning_effort", reasoning_effort),
+                                  ("api_key_env", api_key_env)) if v is not None}
+    try:
+        spec = ModelSpec.model_validate({**config.models["default"].model_dump(), **settings})
+    except ValueError as exc:
+        fail(f"doctor: {exc}")
+        return
+    config = config.model_copy(update={"models": {**config.models, "default": spec}})
+    probe_tokens = max_tokens or (1024 if spec.backend == "openai" else 64)
     with console.status("loading the model and making one structured call"):
         try:
-            answer, seconds, lm = run_probe(config)
+            answer, seconds, lm = run_probe(config, probe_tokens)
         except (LMError, ConfigError) as exc:
             fail(f"the probe call failed ({getattr(exc, 'category', 'config')}): {exc}")
             return
     console.print(f"structured call OK in {seconds:.1f}s -> {answer.model_dump()}")
+    for line in endpoint_lines(lm):
+        console.print(line, highlight=False)
     console.print(lm.ledger.table())
 
 
@@ -167,18 +190,26 @@ def _seeds(seeds: str) -> list[int]:
     return out
 
 
-def _execute(config: Any, run_dir: Path, resume: bool, accept_changed_data: bool = False) -> None:
+def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False) -> None:
     from .progress import run_with_progress
 
     run_dir = Path(run_dir)
+    callbacks = [tracker(run_dir)] if tracker is not None else []
+    ended = "FAILED"  # what a tracker that saw no finish event records
     try:
-        run_with_progress(config, run_dir, resume=resume, console=console, accept_changed_data=accept_changed_data)
+        run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks,
+                          accept_changed_data=accept_changed_data)
+        ended = "FINISHED"
     except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}. Everything up to the last completed step is saved; "
-             f"fix the cause and continue with `decoevo resume {run_dir}`.",
-             code=1 if exc.category != "infrastructure" else 2)
+        then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
+                f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
+                "Nothing was saved; fix the cause and run the same command again.")
+        fail(f"a model call failed ({exc.category}): {exc}. {then}", code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
         fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
+    finally:
+        for callback in callbacks:
+            callback.close(ended)
 
 
 def _guard(fn: Any, *args: Any) -> None:
@@ -202,7 +233,9 @@ def check_new_run_dir(run_dir: Path) -> None:
         fail(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
     if run_dir.is_symlink() or (run_dir.exists() and not run_dir.is_dir()):
         fail(f"{run_dir} exists and is not a directory; pass another --name")
-    leftovers = [p.name for p in run_dir.iterdir() if p.name != ".lock"] if run_dir.is_dir() else []
+    # a pilot made for this run (`decoevo pilot RUN_DIR`) may already be there
+    leftovers = [p.name for p in run_dir.iterdir() if p.name not in (".lock", "pilot.json", "pilot")] \
+        if run_dir.is_dir() else []
     if leftovers:
         fail(f"{run_dir} exists and is not a run directory (it holds {', '.join(sorted(leftovers)[:3])}); "
              "pass another --name or remove it")
@@ -228,21 +261,50 @@ def run(
     name: str = typer.Option(None, help="Run directory name (default: METHOD-DATA-sSEED)."),
     max_calls: int = typer.Option(None, help="Stop cleanly after this many paid calls."),
     max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
+    max_cost: float = MaxCost,
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02"),
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
-    _guard(_run, config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps, preset,
-           runs_root, name, max_calls, max_tokens, no_cache, set_)
+    set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
+    _guard(functools.partial(_run, track=(track, track_uri)), config_file, method, data, fmt, benchmark, task,
+           task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens, no_cache, set_,
+           pilot)
+
+
+@app.command("pilot")
+def pilot_cmd(
+    out_dir: Path = typer.Argument(..., help="Where pilot.json and the pilot's call log (pilot/) go."),
+    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
+    data: str = typer.Option(None, help="Questions, as for `decoevo run`. Default: bundled sample."),
+    fmt: str = typer.Option(None, "--format", help="The format of --data."),
+    benchmark: str = BenchmarkOption,
+    task: str = typer.Option(None, help="Task family for the structural audit spec."),
+    model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
+    base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    seeds: str = typer.Option("0", help="Comma-separated seeds; each seed's own pilot split."),
+    preset: str = typer.Option("quick", help="quick, default, or paper"),
+    set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
+) -> None:
+    """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
+    _guard(_run, config_file, None, data, fmt, benchmark, task, None, model, base_url, seeds, None, preset,
+           Path("runs"), None, None, None, False, set_, None, out_dir)
 
 
 def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
-         max_tokens: int | None, no_cache: bool, sets: list[str]) -> None:
+         max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
+         pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None)) -> None:
     from .engine.config import config_from_dict, deep_merge, lm_with_flags
     from .presets import PRESETS, bundled_healthbench
+    from .tracking import make_tracker
     from .userfiles import load_yaml_mapping
+
+    tracker = make_tracker(*track)
 
     if preset not in PRESETS:
         fail(f"unknown preset '{preset}'; choose one of: {', '.join(PRESETS)}")
@@ -269,11 +331,24 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         fail(f"--runs-root {runs_root} is a file, not a directory")
     configs = [_absolute_paths(config_from_dict(deep_merge(base, {**over, "seed": seed}), source=source))
                for seed in seed_list]  # every seed's configuration is valid before the first run starts
+    if pilot_out is not None:  # `decoevo pilot`: measure and choose; no run
+        from .pilot import run_pilot
+
+        for config in configs:
+            entry = run_pilot(config, pilot_out)
+            console.print(f"pilot seed {config.seed}: {entry.choice} -> {pilot_out / 'pilot.json'}")
+        return
+    if pilot is not None:  # what the user set explicitly keeps its value
+        from .pilot import with_pilot
+
+        from_file = load_yaml_mapping(config_file) if config_file else {}
+        explicit = set(over.get("hyper", {})) | set(from_file.get("hyper", {}))
+        configs = [with_pilot(c, pilot, explicit) for c in configs]
     for config in configs:
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
         check_new_run_dir(run_dir)
-        _execute(config, run_dir, resume=False)
+        _execute(config, run_dir, resume=False, tracker=tracker)
 
 
 @app.command()
@@ -281,18 +356,23 @@ def resume(
     run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
     accept_changed_data: bool = typer.Option(False, "--accept-changed-data", help="Continue even though the "
                                              "data file (its sha256) or the splits it gives changed since the start."),
+    track: str = TrackOption, track_uri: str = TrackUriOption,
 ) -> None:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
     A changed method or seed is refused; a changed data file or splits too, unless --accept-changed-data."""
-    _guard(_resume, run_dir, accept_changed_data)
+    _guard(_resume, run_dir, accept_changed_data, track, track_uri)
 
 
-def _resume(run_dir: Path, accept_changed_data: bool) -> None:
+def _resume(run_dir: Path, accept_changed_data: bool = False, track: str | None = None,
+            track_uri: str | None = None) -> None:
     from .engine.config import load_config
+    from .tracking import make_tracker
 
+    tracker = make_tracker(track, track_uri)
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
-    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, accept_changed_data=accept_changed_data)
+    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, tracker=tracker,
+             accept_changed_data=accept_changed_data)
 
 
 @app.command()
@@ -313,18 +393,28 @@ def sweep(
     steps: int = typer.Option(None, help="Inner-loop steps T."),
     max_calls: int = typer.Option(None, help="Per-run budget of paid calls."),
     max_tokens: int = typer.Option(None, help="Per-run budget of paid tokens."),
+    max_cost: float = MaxCost,
     evaluate: str = typer.Option(None, help="Post-run steps, comma-separated (test, dynamics, alignment), "
                                  "or 'none'. Default: test."),
-    workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); on Ray, CPUs)."),
+    workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); 8 per core when "
+                                 "no model is embedded; on Ray, CPUs)."),
     threads: int = typer.Option(None, min=1, help="Threads per cell (default: cores // workers)."),
     ray_address: str = typer.Option(None, help="Run cells as Ray tasks on this cluster: auto or HOST:PORT."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Bypass the request cache."),
     set_: list[str] = typer.Option([], "--set", help="Override a shared setting: --set hyper.epsilon=0.02"),
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K per benchmark and seed from this "
+                               "pilot.json (`decoevo pilot`)."),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
 ) -> None:
     """Run a grid of methods × seeds × benchmarks (matched splits); finished cells are not rerun."""
+    from .tracking import export_tracking
+
+    set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
+    _guard(export_tracking, track, track_uri)  # one tracker run per cell
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
-               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_)
+               max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_, pilot)
     except KeyboardInterrupt:  # pragma: no cover - interactive
         fail(f"interrupted; run `decoevo sweep {sweep_dir}` again to continue (finished cells are kept)", 130)
 
@@ -333,12 +423,14 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
            fmt: str | None, task: str | None, benchmark: str | None, preset: str | None, model: str | None,
            base_url: str | None, steps: int | None, max_calls: int | None, max_tokens: int | None,
            evaluate: str | None, workers: int | None, threads: int | None, ray_address: str | None,
-           no_cache: bool, sets: list[str]) -> None:
+           no_cache: bool, sets: list[str], pilot: Path | None = None) -> None:
     from .sweep import build_spec, run_sweep
 
     if sweep_dir.exists() and not sweep_dir.is_dir():
         fail(f"{sweep_dir} exists and is not a directory; name a sweep directory")
     over = _overrides(None, None, None, None, None, steps, max_calls, max_tokens, sets)
+    if pilot is not None:
+        over["pilot"] = str(pilot.resolve())
     if methods:
         over["methods"] = [m.strip() for m in methods.split(",") if m.strip()]
     if seeds:

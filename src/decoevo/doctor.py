@@ -52,7 +52,23 @@ def backend_statuses() -> list[BackendStatus]:
     return out
 
 
-async def probe_call(config: LMConfig | None = None) -> tuple[DoctorAnswer, float, LM]:
+def endpoint_lines(lm: LM) -> list[str]:
+    """How the default model's endpoint is spoken to, as negotiated by the probe (openai backend only)."""
+    backend = lm.backend(lm.model_for("doctor"))
+    profile = getattr(backend, "profile", None)
+    if profile is None:
+        return []
+    spec = lm.config.models[lm.model_for("doctor")]
+    how = "set in the config" if spec.structured_output != "auto" else "negotiated"
+    where = f", remembered in {lm.cache.path.with_name('endpoints.json')}" if lm.cache is not None else ""
+    return [
+        f"structured output: {profile.structured or 'not negotiated yet'} ({how}{where})",
+        f"token limit sent as: {profile.token_param}; temperature: {'sent' if profile.temperature else 'left out'}"
+        + (f"; reasoning_effort: {spec.reasoning_effort}" if spec.reasoning_effort else ""),
+    ]
+
+
+async def probe_call(config: LMConfig | None = None, max_tokens: int = 64) -> tuple[DoctorAnswer, float, LM]:
     lm = LM(config or LMConfig())
     messages = [
         Message("system", "You answer geography questions. Reply with a JSON object."),
@@ -61,11 +77,11 @@ async def probe_call(config: LMConfig | None = None) -> tuple[DoctorAnswer, floa
     ]
     started = time.monotonic()
     try:
-        answer = await lm.structured(messages, DoctorAnswer, role="doctor", params=GenParams(max_tokens=64))
+        answer = await lm.structured(messages, DoctorAnswer, role="doctor", params=GenParams(max_tokens=max_tokens))
     finally:
         await lm.aclose()  # the ledger stays readable
     return answer, time.monotonic() - started, lm
 
 
-def run_probe(config: LMConfig | None = None) -> tuple[DoctorAnswer, float, LM]:
-    return asyncio.run(probe_call(config))
+def run_probe(config: LMConfig | None = None, max_tokens: int = 64) -> tuple[DoctorAnswer, float, LM]:
+    return asyncio.run(probe_call(config, max_tokens))

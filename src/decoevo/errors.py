@@ -9,3 +9,13 @@ class UserError(Exception):
 
 class ConfigError(UserError, ValueError):
     """Bad configuration (a flag, a config key, a data file)."""
+
+
+class DatasetError(ConfigError):
+    """A question file that cannot be used, naming the file, the line and the field to fix."""
+
+    def __init__(self, path: object, line: int | None, field: str | None, problem: str) -> None:
+        where = f"{path}" + (f", line {line}" if line is not None else "") + (f", field '{field}'" if field else "")
+        # one line whatever the data holds (a key or a quoted value may contain line breaks)
+        super().__init__(f"{where}: {problem}".replace("\r", "\\r").replace("\n", "\\n"))
+        self.path, self.line, self.field, self.problem = str(path), line, field, problem

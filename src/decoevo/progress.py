@@ -4,6 +4,7 @@ tokens and cache hits; and `run_with_progress`, what `decoevo run`/`resume` and 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .engine.state import LoopState
-from .lm.client import CallRecord
+from .lm import CallRecord
 from .rundir import (
     BudgetStopEvent,
     InnerStepEvent,
@@ -34,6 +35,7 @@ class RunProgress:
         )
         self.task = self.progress.add_task(label, total=max(total_steps, 1), status="starting")
         self.calls = self.hits = self.tokens = 0
+        self.cost: float | None = None  # dollars, once a priced model answers
         self.solver_accepts = self.generator_accepts = self.outer_rounds = 0
 
     def __enter__(self) -> RunProgress:
@@ -45,7 +47,8 @@ class RunProgress:
 
     def _refresh(self) -> None:
         status = (f"solver ✓{self.solver_accepts}  generator ✓{self.generator_accepts}/{self.outer_rounds}  "
-                  f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}")
+                  f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}"
+                  + (f"  ${self.cost:,.4f}" if self.cost is not None else ""))
         self.progress.update(self.task, status=status)
 
     def on_call(self, record: CallRecord) -> None:
@@ -54,6 +57,8 @@ class RunProgress:
         else:
             self.calls += 1
             self.tokens += record.prompt_tokens + record.completion_tokens
+            if record.cost_usd:
+                self.cost = (self.cost or 0.0) + record.cost_usd
         self._refresh()
 
     def on_event(self, event: RunEvent, state: LoopState) -> None:
@@ -75,14 +80,14 @@ class RunProgress:
             self.console.log(f"[red]{event.event.replace('_', ' ')}[/] ({event.category}, {event.role}): "
                              "nothing accepted from it")
         elif isinstance(event, InvalidCandidateEvent):
-            self.console.log(f"[yellow]invalid {event.kind} candidate[/]: {event.reason}")
+            self.console.log(f"[yellow]invalid {event.skill} candidate[/] ({event.problem}): {event.reason}")
         elif isinstance(event, BudgetStopEvent):
             self.console.log(f"[red]budget reached[/]: {event.reason}")
         self._refresh()
 
 
 def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
-                      accept_changed_data: bool = False) -> Any:
+                      callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> Any:
     """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
     closing usage table on `console`. Returns the api's RunResult."""
     from .api import run_config_async
@@ -111,7 +116,7 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
                 holder["bar"].on_call(record)
 
     try:
-        result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay()],
+        result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
                                               engine_hook=attach, accept_changed_data=accept_changed_data))
     finally:
         if "bar" in holder:

@@ -12,9 +12,12 @@ from .costs import (
     load_runs,
 )
 from .stats import (
+    COVERAGE_FLOOR,
+    Coverage,
     HolmResult,
     MeanStd,
     PairedCI,
+    graded_in_both,
     holm,
     mean_std,
     paired_difference,
@@ -23,8 +26,10 @@ from .stats import (
 )
 
 __all__ = [
+    "COVERAGE_FLOOR",
     "CostRow",
     "CostTable",
+    "Coverage",
     "HolmResult",
     "MeanStd",
     "MethodCost",
@@ -33,6 +38,7 @@ __all__ = [
     "RunUsageError",
     "Usage",
     "cost_table",
+    "graded_in_both",
     "holm",
     "load_run_usage",
     "load_runs",

@@ -28,7 +28,9 @@ from ..methods import METHODS
 BASELINE = "skillopt"
 _COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "inherited_calls", "inherited_tokens")
 # Ledgers written before cache inheritance was tracked have no such fields: nothing was inherited.
-_OPTIONAL = frozenset({"inherited_calls", "inherited_tokens"})
+_OPTIONAL = frozenset({"inherited_calls", "inherited_tokens", "unpriced_calls"})
+# Dollars (ledgers before prices existed have none: nothing was priced).
+_DOLLARS = ("cost_usd", "inherited_cost_usd", "unpriced_calls")
 
 
 class RunUsageError(ValueError):
@@ -43,6 +45,9 @@ class Usage:
     completion_tokens: int = 0
     inherited_calls: int = 0  # hits on answers another run paid for (in and out tokens are not split)
     inherited_tokens: int = 0
+    cost_usd: float = 0.0  # dollars of the paid calls (priced models only)
+    inherited_cost_usd: float = 0.0
+    unpriced_calls: int = 0  # calls to a model with no price: the dollars are a lower bound
 
     @property
     def tokens(self) -> int:
@@ -58,8 +63,12 @@ class Usage:
     def effective_tokens(self) -> int:
         return self.tokens + self.inherited_tokens
 
+    @property
+    def effective_cost_usd(self) -> float:
+        return self.cost_usd + self.inherited_cost_usd
+
     def __add__(self, other: Usage) -> Usage:
-        return Usage(*(getattr(self, k) + getattr(other, k) for k in _COUNTS))
+        return Usage(*(getattr(self, k) + getattr(other, k) for k in (*_COUNTS, *_DOLLARS)))
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,9 @@ class CostRow:
     cache_hits: float
     calls_ratio: float | None
     tokens_ratio: float | None
+    cost_usd: float = 0.0  # effective dollars (paid + inherited), mean over runs
+    priced: bool = False  # some call was priced; all were when `unpriced_calls` is 0
+    unpriced_calls: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,13 @@ def _count(path: Path, where: str, row: Mapping[str, Any], key: str) -> int:
     return v
 
 
+def _dollars(path: Path, where: str, row: Mapping[str, Any], key: str) -> float:
+    v = row.get(key, 0.0)
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < float("inf"):
+        raise RunUsageError(f"{path}: {where}: {key!r} must be a non-negative number of dollars, got {v!r}")
+    return float(v)
+
+
 def _read_ledger(path: Path) -> tuple[dict[str, Usage], tuple[str, ...]]:
     data = _read(path, "json")
     rows = data.get("rows") if isinstance(data, dict) else None
@@ -198,7 +217,8 @@ def _read_ledger(path: Path) -> tuple[dict[str, Usage], tuple[str, ...]]:
         if (role, model) in seen:
             raise RunUsageError(f"{path}: {where}: duplicate row for role {role!r}, model {model!r}")
         seen.add((role, model))
-        u = Usage(*(_count(path, where, row, k) for k in _COUNTS))
+        u = Usage(*(_count(path, where, row, k) for k in _COUNTS), _dollars(path, where, row, "cost_usd"),
+                  _dollars(path, where, row, "inherited_cost_usd"), _count(path, where, row, "unpriced_calls"))
         if "tokens" in row and row["tokens"] != u.tokens:  # a hand-edited or truncated ledger
             raise RunUsageError(f"{path}: {where}: 'tokens' {row['tokens']!r} != prompt + completion {u.tokens}")
         if u.inherited_calls > u.cache_hits:  # every inherited answer arrived as a cache hit
@@ -262,7 +282,10 @@ def _mean_row(usages: list[Usage], base: CostRow | None) -> CostRow:
     return CostRow(calls=calls, tokens=tokens, paid_calls=m["calls"], paid_tokens=paid_tokens,
                    prompt_tokens=m["prompt_tokens"], completion_tokens=m["completion_tokens"],
                    inherited_calls=m["inherited_calls"], inherited_tokens=m["inherited_tokens"],
-                   cache_hits=m["cache_hits"], calls_ratio=calls_ratio, tokens_ratio=tokens_ratio)
+                   cache_hits=m["cache_hits"], calls_ratio=calls_ratio, tokens_ratio=tokens_ratio,
+                   cost_usd=sum(u.effective_cost_usd for u in usages) / n,
+                   priced=any(u.effective_cost_usd > 0 for u in usages),
+                   unpriced_calls=sum(u.unpriced_calls for u in usages) / n)
 
 
 def _method_order(name: str) -> tuple[int, str]:

@@ -1,5 +1,5 @@
 """Statistics the paper reports: mean ± sample std over seeds, paired t-based CIs, Holm correction,
-relative gain over a baseline, and the per-run benchmark average.
+relative gain over a baseline, the per-run benchmark average, and the question coverage a comparison rests on.
 
 Everything is a pure function over plain numbers; results are frozen dataclasses so a table built from
 them cannot be altered after the fact.
@@ -16,6 +16,37 @@ import numpy as np
 from scipy import stats as _sp
 
 K = TypeVar("K", bound=Hashable)
+
+COVERAGE_FLOOR = 0.95  # a score resting on fewer graded questions than this share is flagged
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many of the questions a score was meant to cover were graded (the rest were ungraded, not 0)."""
+
+    graded: int
+    total: int
+
+    @property
+    def fraction(self) -> float | None:
+        return self.graded / self.total if self.total else None
+
+    @property
+    def low(self) -> bool:
+        """Below COVERAGE_FLOOR (or nothing graded): the score may describe a different question mix."""
+        return self.total > 0 and self.graded < COVERAGE_FLOOR * self.total
+
+    def __add__(self, other: Coverage) -> Coverage:
+        return Coverage(self.graded + other.graded, self.total + other.total)
+
+    def format(self) -> str:
+        return f"{self.graded}/{self.total}"
+
+
+def graded_in_both(a: Mapping[K, float | None], b: Mapping[K, float | None]) -> frozenset[K]:
+    """The questions both sides graded (score not None): the only ones a paired comparison may use, so a
+    question one method's grader failed on never counts for the other method alone."""
+    return frozenset(k for k, v in a.items() if v is not None and b.get(k) is not None)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..domain import Question, Turn
-from ..tasks.errors import DatasetError
+from ..errors import DatasetError
 from ..userfiles import surrogate_at
 
 

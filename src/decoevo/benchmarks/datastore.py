@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from ..fileio import atomic_write_text
 from ..lm.errors import ConfigError
 from .download import FetchError, Progress, download, part_path, sha256_of
 from .record import Benchmark, DataFile, Split
@@ -80,9 +81,7 @@ def _recorded(bench: Benchmark) -> dict[str, str]:
 def _record(bench: Benchmark, name: str, sha: str) -> None:
     recorded = {**_recorded(bench), name: sha}
     path = folder(bench) / CHECKSUMS
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(recorded, indent=2, sort_keys=True) + "\n")
 
 
 def expected_sha(bench: Benchmark, f: DataFile) -> str | None:

@@ -3,6 +3,10 @@
 Structural: π_str + question + rubric -> (u_q, ξ_q, κ_q); never a response or a score.
 Near-tie contrastive: L rollouts of the current solver, scored by the current rubric only to locate
 near-ties; a rubric-blind preference in both orders; then, for the proposal side, a rubric reveal.
+
+Rollouts are stochastic in the paper; here every call is seeded and cached, so each outer round draws
+its own sample indexes (`first_sample`, set from the round number): a new round sees new rollouts even
+when the skills have not changed, and a resumed round asks the same requests again and hits the cache.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from ..aio import together
 from ..domain import QuestionView, Skill
 from ..roles.contrastive_audit import ContrastiveRecord, blind_preference, reveal
 from ..roles.structural_audit import StructuralRecord, structural_audit
@@ -38,31 +43,39 @@ class AuditedPair:
     rationale: str
 
 
-async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill) -> list[Scored]:
+def first_sample(round_idx: int, rollouts: int) -> int:
+    """The first rollout sample index of an outer round: rounds draw disjoint index ranges."""
+    return round_idx * rollouts
+
+
+async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,
+                    first: int) -> list[Scored]:
     h = ctx.hyper
-    rubric = await ctx.rubric(q, generator)
-    responses = await asyncio.gather(*[
-        ctx.respond(q, solver, sample_index=i, temperature=h.rollout_temperature) for i in range(h.rollouts)])
+    rubric, responses = await together(ctx.rubric(q, generator), asyncio.gather(*[
+        ctx.respond(q, solver, sample_index=first + i, temperature=h.rollout_temperature)
+        for i in range(h.rollouts)]))
     return list(await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses]))
 
 
 async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solver: Skill, generator: Skill,
-                        label: str) -> list[AuditedPair]:
-    """Rollouts -> pair selection -> stage 1 (blind, both orders). Equivalent pairs are dropped."""
+                        label: str, first: int = 0) -> list[AuditedPair]:
+    """Rollouts (sample indexes from `first`) -> pair selection -> stage 1 (blind, both orders).
+    Equivalent pairs are dropped."""
     h = ctx.hyper
 
     async def one(q: QuestionView) -> list[AuditedPair]:
-        scored = await _rollouts(ctx, q, solver, generator)
+        scored = await _rollouts(ctx, q, solver, generator, first)
         z = [s.score for s in scored]
         if ctx.method.pair_selection == "near_tie":
             pairs = select_near_tie_pairs(z, h.tau_tie, h.pairs_per_question)
         else:
             pairs = select_random_pairs(len(z), h.pairs_per_question, ctx.rng("pairs", label, q.id))
         out = []
-        for i, j in pairs:
-            shown = None if ctx.method.rubric_blind else scored[i].rubric
-            winner, rationale = await blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
-                                                       rubric=shown, params=ctx.params(h.max_tokens_audit))
+        verdicts = await together(*[  # the H pairs of a question are independent
+            blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
+                             rubric=None if ctx.method.rubric_blind else scored[i].rubric,
+                             params=ctx.params(h.max_tokens_audit)) for i, j in pairs])
+        for (i, j), (winner, rationale) in zip(pairs, verdicts, strict=True):
             if winner is None:
                 continue
             plus, minus = (scored[i], scored[j]) if winner == 0 else (scored[j], scored[i])
@@ -73,16 +86,17 @@ async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solve
 
 
 async def contrastive_records(ctx: EngineContext, questions: list[QuestionView], solver: Skill,
-                              generator: Skill, label: str) -> list[ContrastiveRecord]:
+                              generator: Skill, label: str, first: int = 0) -> list[ContrastiveRecord]:
     """The proposal side on the probe set: audited pairs plus stage 2 (rubric and scores revealed)."""
-    pairs = await audited_pairs(ctx, questions, solver, generator, label)
+    pairs = await audited_pairs(ctx, questions, solver, generator, label, first)
 
     async def explain(p: AuditedPair) -> ContrastiveRecord:
         rev = await reveal(ctx.lm, p.question, p.plus.response.text, p.minus.response.text, p.rationale,
                            p.plus.rubric, p.plus.judgement, p.minus.judgement,
                            params=ctx.params(ctx.hyper.max_tokens_audit))
-        return ContrastiveRecord(question_id=p.question.id, preferred=p.plus.response.text,
-                                 other=p.minus.response.text, rationale=p.rationale,
-                                 principle=f"{rev.why_missed.strip()} {rev.principle.strip()}".strip())
+        return ContrastiveRecord(question_id=p.question.id, question=p.question.as_text(),
+                                 preferred=p.plus.response.text, other=p.minus.response.text,
+                                 rationale=p.rationale, missed=rev.why_missed.strip(),
+                                 principle=rev.principle.strip())
 
     return await ctx.gather(explain, pairs)

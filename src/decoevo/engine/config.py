@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..lm import LMConfig
 from ..lm.errors import ConfigError
+from ..tasks.load import DataConfig
 from ..tasks.splits import SplitSizes
 from ..userfiles import load_yaml_mapping, surrogate_at
 
@@ -47,27 +48,9 @@ class BudgetConfig(BaseModel):
 
     max_calls: int | None = Field(None, ge=1)
     max_tokens: int | None = Field(None, ge=1)
+    max_cost: float | None = Field(None, gt=0, description="USD, paid + inherited; every model needs a price")
     match_run: str | None = Field(None, description="a run directory whose paid calls and tokens become the "
                                   "budget (the Budget-Matched control against a paired DecoEvo run)")
-
-
-class DataConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    format: str = Field("jsonl", description="a benchmark's format name (`decoevo data list`) or jsonl")
-    task: str | None = Field(None, description="task family for the structural spec; default from the data")
-    task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
-    limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")
-
-    @field_validator("format")
-    @classmethod
-    def _known_format(cls, value: str) -> str:
-        from ..benchmarks import BENCHMARKS  # the registry imports the model client; keep config light
-
-        if value not in BENCHMARKS:
-            raise ValueError(f"unknown format {value!r}; expected one of: {', '.join(map(repr, BENCHMARKS))}")
-        return value
 
 
 class RunConfig(BaseModel):
@@ -92,6 +75,31 @@ class RunConfig(BaseModel):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+# Token limits for a role served by an OpenAI-compatible server, used where the configuration leaves
+# them unset: a capable model needs room for a full answer (a typical HealthBench reply runs to several
+# hundred tokens), a judge's rationales and a rewrite. The Hyper defaults stay sized for the embedded model.
+SERVER_TOKEN_LIMITS: dict[str, tuple[str, int]] = {
+    "max_tokens_solve": ("solve", 2048),
+    "max_tokens_rubric": ("generate_rubric", 1500),
+    "max_tokens_judge": ("judge", 3000),
+    "max_tokens_rewrite": ("rewrite_solver", 2000),
+    "max_tokens_audit": ("structural_audit", 1200),
+}
+
+
+def with_backend_token_limits(config: RunConfig) -> RunConfig:
+    """The configuration with each token limit the user did not set sized for the backend serving its
+    role: the server default above, or the embedded model's small Hyper default."""
+    update = {}
+    for name, (role, tokens) in SERVER_TOKEN_LIMITS.items():
+        spec = config.lm.models[config.lm.model_for(role)]
+        if name not in config.hyper.model_fields_set and spec.backend != "local":
+            update[name] = tokens
+    if not update:
+        return config
+    return config.model_copy(update={"hyper": config.hyper.model_copy(update=update)})
 
 
 def describe_validation_error(source: str, exc: ValidationError) -> str:

@@ -16,8 +16,8 @@ from ..roles.generate_rubric import generate_rubric
 from ..roles.judge import judge
 from ..roles.solve import solve
 from ..rundir import RunWriter
+from ..scoring import rubric_score
 from .config import Hyper
-from .scoring import rubric_score
 
 T = TypeVar("T")
 U = TypeVar("U")

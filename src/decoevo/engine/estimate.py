@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..methods import MethodSpec
+from ..policies import VerifyByAudits, VerifyBySolverScore
 from ..tasks.splits import SplitSizes
 from .config import Hyper
 
@@ -26,6 +27,14 @@ class CallEstimate:
         return self.inner_per_step * self.steps + self.outer_per_round * self.max_rounds
 
 
+
+def planned_steps(method: MethodSpec, hyper: Hyper) -> int:
+    """The inner steps a run of `method` takes: T, or up to `budget_step_cap` × T for Budget-Matched
+    (which stops on its budget), or none for a method that does not optimize the solver."""
+    if not method.optimize_solver:
+        return 0
+    return hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
+
 def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes) -> CallEstimate:
     """Counts requests before caching, one call per judge request in joint mode; repairs not included."""
     if not method.optimize_solver:
@@ -42,14 +51,14 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes) -> CallE
             outer += p * (2 * L + pairs * 3)  # rollouts, judges, two blind orders + reveal per pair
         if method.evolve_generator:
             outer += 1
-            if method.generator_acceptance == "pareto":
+            if isinstance(method.acceptance, VerifyByAudits):
                 if method.structural_audit:
                     outer += 2 * 2 * vg
                 if method.contrastive_audit:
                     outer += vg * (2 * L + 2 * pairs) + 2 * (vg + 2 * vg * pairs)
-            elif method.generator_acceptance == "score_coupled":
+            elif isinstance(method.acceptance, VerifyBySolverScore):
                 outer += 2 * 3 * vg
-    steps = hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
+    steps = planned_steps(method, hyper)
     if not method.runs_audits:
         return CallEstimate(inner, 0, steps, 0, 0)
     return CallEstimate(inner, outer, steps, steps // hyper.audit_every, steps)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..aio import together
 from ..domain import QuestionView, Skill
+from ..policies import SolverGate, SolverGateDecision, select_failures
 from ..roles.rewrite_solver import Failure, rewrite_solver
 from .context import EngineContext
-from .policies import SolverGate, SolverGateDecision, select_failures
+from .validity import VALID, Validity, check_candidate
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,7 @@ class InnerOutcome:
     batch_scores: dict[str, float]
     candidate: Skill | None
     decision: SolverGateDecision | None
+    validity: Validity = VALID  # an invalid candidate is never gated (decision None)
 
     @property
     def accepted(self) -> bool:
@@ -38,10 +41,13 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
     # Consolidating rewrite into s'.
     out = await rewrite_solver(ctx.lm, solver, failures, extra_notes=audit_notes,
                                params=ctx.params(h.max_tokens_rewrite))
-    candidate = Skill(kind="solver", version=solver.version + 1, text=out.skill.strip(), parent=solver.version,
-                      reason=f"step {step}: {out.analysis.strip()}")
+    candidate = Skill(kind="solver", version=solver.version + 1, text=out.skill, parent=solver.version,
+                      reason=f"step {step}: {out.analysis}")
+    validity = check_candidate(out.skill, solver.text, truncated=out.truncated, analysis=out.analysis)
+    if not validity.valid:  # never gated: a noisy gate must not get the chance to accept it
+        return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, None, validity)
     # Paired ε-gate on V_s with the same cached rubrics R_q(g_t).
-    incumbent = await ctx.per_question_scores(solver_gate, solver, generator)
-    challenger = await ctx.per_question_scores(solver_gate, candidate, generator)
+    incumbent, challenger = await together(ctx.per_question_scores(solver_gate, solver, generator),
+                                           ctx.per_question_scores(solver_gate, candidate, generator))
     decision = SolverGate(h.epsilon).decide(incumbent, challenger)
     return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, decision)

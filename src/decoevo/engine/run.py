@@ -12,10 +12,12 @@ from typing import Any
 
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
-from ..lm import LM, Budget, BudgetExceeded, LMError, ParseError, RefusalError, UsageLedger
-from ..lm.client import CallRecord
+from ..errors import DatasetError
+from ..lm import LM, Budget, BudgetExceeded, CallRecord, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
+from ..policies import should_audit
+from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
@@ -25,21 +27,22 @@ from ..rundir import (
     RunWriter,
     StartEvent,
     Summary,
+    TranscriptEntry,
     prepare_resume,
 )
-from ..rundir.records import INPUTS, SPLITS, Inputs
-from ..tasks.errors import DatasetError
+from ..rundir.records import INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
 from ..userfiles import check_lm_files, read_user_text
-from .config import RunConfig
+from .config import RunConfig, with_backend_token_limits
 from .context import EngineContext
+from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
-from .policies import should_audit
 from .state import LoopState
+from .validity import Validity
 
 Observer = Callable[[RunEvent, LoopState], None]
 
@@ -55,25 +58,43 @@ class RunResult:
         return self.state.solver
 
 
-def call_line(record: CallRecord) -> CallLine:
+def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=bool(getattr(record, "truncated", False)))
+                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase)
+
+
+def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
+    request = record.request
+    if request is None or record.reply is None:
+        return None
+    p = request.params
+    return TranscriptEntry(key=record.key, role=record.role, model=record.model, phase=phase,
+                           messages=[m.as_dict() for m in request.messages],
+                           params={"temperature": p.temperature, "max_tokens": p.max_tokens,
+                                   "sample_index": p.sample_index},
+                           structured=request.json_schema is not None, reply=record.reply)
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
-    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control)."""
-    calls, tokens = config.budget.max_calls, config.budget.max_tokens
+    """The run's budget; `match_run` takes it from another run's ledger (Budget-Matched control).
+
+    The cap is the paired run's *effective* usage (paid + inherited from a shared cache), the same quantity
+    `Budget.check` stops on: capping on paid usage alone would leave the control short by whatever the paired
+    run inherited (in a sweep, DecoEvo's first steps replay SkillOpt's answers)."""
+    calls, tokens, cost = config.budget.max_calls, config.budget.max_tokens, config.budget.max_cost
     if config.budget.match_run:
         ledger_path = Path(config.budget.match_run) / "ledger.json"
         if not ledger_path.is_file():
             raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
-        calls, tokens = calls or total.calls, tokens or total.tokens
-    if method.budget_matched and calls is None and tokens is None:
+        calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
+        if cost is None and total.effective_cost_usd > 0 and not total.unpriced_calls:  # priced: dollars too
+            cost = total.effective_cost_usd
+    if method.budget_matched and calls is None and tokens is None and cost is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
-                          "directory, or budget.max_calls / budget.max_tokens")
-    return Budget(calls, tokens)
+                          "directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
+    return Budget(calls, tokens, cost)
 
 
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
@@ -102,16 +123,27 @@ def build_splits(config: RunConfig, method: MethodSpec, questions: list[Question
     required = ["train", "solver_gate"] if method.optimize_solver else []
     if method.runs_audits:
         required.append("probe")
-        if method.evolve_generator and method.generator_acceptance != "accept_all":
+        if method.evolve_generator and method.acceptance.needs_generator_gate:
             required.append("generator_gate")
     return make_splits(questions, config.splits, config.seed, required=required)
+
+
+def final_solver_note(state: LoopState, optimized: bool = True) -> str:
+    """What ships, in one sentence: the improved skill or the initial one, and why."""
+    if not optimized:
+        return "initial: this method does not optimize the solver skill"
+    if state.solver.version > 0:
+        return (f"improved: solver v{state.solver.version:03d} passed the solver gate "
+                f"({state.solver_accepts} accepted rewrite(s))")
+    return ("initial: no rewrite passed the solver gate (rejected, invalid or voided candidates are in "
+            "candidates/ and events.jsonl)")
 
 
 class Engine:
     def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
                  on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False) -> None:
-        self.config = config
+        config = self.config = with_backend_token_limits(config)  # recorded in config.yaml as resolved
         self.accept_changed_data = accept_changed_data  # resume: continue on changed data / splits
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
@@ -122,6 +154,8 @@ class Engine:
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
         self.lm.on_call = self._record_call
+        self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
+        self._transcribed: set[str] = set()
         self.observer = observer
         self.questions = questions if questions is not None else load_questions(config.data)
         self.splits = build_splits(config, self.method, self.questions)
@@ -134,7 +168,12 @@ class Engine:
         return [q.view() for q in getattr(self.splits, name)]
 
     def _record_call(self, record: CallRecord) -> None:
-        self.run.record_call(call_line(record))
+        self.run.record_call(call_line(record, self.phase))
+        if record.key not in self._transcribed:
+            entry = transcript_entry(record, self.phase)
+            if entry is not None:
+                self.run.record_transcript(entry)
+                self._transcribed.add(record.key)
         if self.on_call is not None:
             self.on_call(record)
 
@@ -181,9 +220,12 @@ class Engine:
             # add them back, so spend and budgets count every paid call exactly once across resumes.
             ledger = UsageLedger.from_dict(point.checkpoint.ledger) if point.checkpoint else UsageLedger()
             for call in point.paid_after:
-                ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0)
+                ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0,
+                                   truncated=call.truncated, reasoning_tokens=call.reasoning_tokens,
+                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens))
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
+            self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}
         if point is not None and point.checkpoint is not None:
             state = LoopState.model_validate(point.checkpoint.state)
             self._emit("resume", state, next_step=state.next_step)
@@ -192,16 +234,15 @@ class Engine:
         self.run.write_text("config.yaml", self.config.to_yaml())
         self.run.write_json(SPLITS, self.splits.ids())
         self._record_inputs(data_sha256(self.config.data.path))
+        self.run.write_model(PROVENANCE, gather_provenance(self.config.lm, self.config.data.path,
+                                                           self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
         self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)
         return state
 
     def total_steps(self) -> int:
-        if not self.method.optimize_solver:
-            return 0
-        h = self.config.hyper
-        return h.steps * (h.budget_step_cap if self.method.budget_matched else 1)
+        return planned_steps(self.method, self.config.hyper)
 
     async def run_async(self, resume: bool = False) -> RunResult:
         try:
@@ -209,6 +250,8 @@ class Engine:
                 if not resume and (self.run.path / "config.yaml").exists():  # another process got here first
                     raise ConfigError(f"{self.run.path} already holds a run; continue it with "
                                       f"`decoevo resume {self.run.path}`")
+                for name in self.config.lm.models:  # a missing model file or key file fails before any write
+                    self.lm.backend(name)
                 return await self._run_steps(resume)
         finally:
             if self._owns_lm:
@@ -219,18 +262,23 @@ class Engine:
         train, gate_s = self.views("train"), self.views("solver_gate")
         probe, gate_g = self.views("probe"), self.views("generator_gate")
         h = self.config.hyper
+        committed = state.model_copy(deep=True)  # the state of the last checkpoint (or the start)
         try:
             while state.next_step < self.total_steps():
                 step = state.next_step
                 notes = state.audit_notes if self.method.audit_to_solver else None
+                self.phase = f"step {step}"
                 try:
                     inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
+                    if inner.candidate is not None:  # Direct Audit: the records reach this one rewrite only
+                        state.audit_notes = []
                     self._after_inner(state, inner)
                 except (ParseError, RefusalError) as exc:
                     self._step_failed(state, "inner_step_failed", exc, step=step)
                     state.consecutive_rejections += 1
                 if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
                                                             h.max_stalls):
+                    self.phase = f"outer {state.outer_rounds}"
                     try:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
                                                  probe, gate_g)
@@ -241,9 +289,15 @@ class Engine:
                         state.consecutive_rejections = 0
                 state.next_step += 1
                 self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict())
+                committed = state.model_copy(deep=True)
         except BudgetExceeded as exc:
-            state.stopped = str(exc)
-            self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step)
+            # A step is the unit of progress: the partial step (say its solver was accepted, then the
+            # budget ran out in its outer round) is dropped, so summary, checkpoint, final skill and
+            # export all name the solver of the last completed step, the one a resume starts from.
+            dropped = state.solver.version if state.solver != committed.solver else None
+            state = committed.model_copy(update={"stopped": str(exc)})
+            self._emit("budget_stop", state, reason=str(exc), at_step=state.next_step,
+                       solver_version=state.solver.version, dropped_solver_version=dropped)
         except LMError as exc:  # e.g. retries exhausted: record why the run stopped, then let the caller report
             self._emit("stopped", state, category=exc.category.value, role=exc.role, error=str(exc)[:500],
                        at_step=state.next_step)
@@ -269,6 +323,8 @@ class Engine:
         if inner.decision is not None:
             d = inner.decision
             data.update(accepted=d.accepted, J_incumbent=d.incumbent, J_candidate=d.candidate, n=d.n)
+        elif not inner.validity.valid:
+            data.update(accepted=False, invalid=inner.validity.problem, note=inner.validity.reason)
         else:
             data.update(accepted=False, note="no failures under the current rubrics")
         if inner.accepted and inner.candidate is not None:
@@ -276,11 +332,20 @@ class Engine:
             state.solver, state.consecutive_rejections = inner.candidate, 0
             state.solver_accepts += 1
         else:
-            if inner.candidate is not None:
+            if inner.candidate is not None and not inner.validity.valid:
+                self._invalid(state, inner.candidate, f"step{inner.step:03d}_invalid", inner.validity,
+                              step=inner.step)
+            elif inner.candidate is not None:
                 self.run.save_candidate(inner.candidate, f"step{inner.step:03d}_rejected")
             state.consecutive_rejections += 1
         data["solver_version"] = state.solver.version
         self._emit("inner_step", state, **data)
+
+    def _invalid(self, state: LoopState, candidate: Skill, label: str, validity: Validity, **where: Any) -> None:
+        """A rewrite that is not a skill (engine/validity.py): kept for inspection, never gated or shipped."""
+        self.run.save_candidate(candidate, label)
+        self._emit("invalid_candidate", state, skill=candidate.kind, problem=validity.problem,
+                   reason=validity.reason, text=candidate.text[:2000], **where)
 
     def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
@@ -292,6 +357,10 @@ class Engine:
             self.run.save_skill(outer.candidate, state.generator)
             state.generator = outer.candidate
             state.generator_accepts += 1
+        elif outer.candidate is not None and not outer.validity.valid:
+            self._invalid(state, outer.candidate, f"round{outer.round:03d}_invalid", outer.validity,
+                          round=outer.round)
+            data.update(accepted=False, invalid=outer.validity.problem, reason=outer.validity.reason)
         elif outer.candidate is not None:
             self.run.save_candidate(outer.candidate, f"round{outer.round:03d}_rejected")
         if outer.notes_for_solver:
@@ -309,6 +378,7 @@ class Engine:
             solver_version=state.solver.version, generator_version=state.generator.version,
             solver_accepts=state.solver_accepts, generator_accepts=state.generator_accepts,
             outer_rounds=state.outer_rounds, failed_steps=state.failed_steps, stopped=state.stopped,
+            final_solver=final_solver_note(state, self.method.optimize_solver),
             usage=dict(self.lm.ledger.to_dict()["total"]),  # type: ignore[call-overload]
             status="budget_stop" if state.stopped else "finished", format_version=FORMAT_VERSION,
         )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..aio import done, together
 from ..domain import QuestionView, Response, Skill
+from ..policies import AuditObjectives
+from ..scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
 from .context import EngineContext
-from .policies import AuditObjectives
-from .scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
 
 
 @dataclass(frozen=True)
@@ -36,21 +37,24 @@ async def audit_objectives(ctx: EngineContext, questions: list[QuestionView], ge
     from .audits import structural_records
 
     details: dict[str, object] = {}
+
+    async def margin(p: FrozenPair) -> tuple[str, float]:
+        rubric = await ctx.rubric(p.question, generator)
+        plus, minus = await together(ctx.judge(p.question, p.preferred, rubric), ctx.judge(p.question, p.other, rubric))
+        return p.question.id, pair_margin(plus.score, minus.score)
+
+    use_pairs = ctx.method.contrastive_audit and bool(frozen)
+    records, pair_margins = await together(  # the two objectives are independent
+        structural_records(ctx, questions, generator) if ctx.method.structural_audit else done(None),
+        ctx.gather(margin, frozen or []) if use_pairs else done([]))
     structural = None
-    if ctx.method.structural_audit:
-        records = await structural_records(ctx, questions, generator)
+    if records is not None:
         structural = structural_adequacy([r.adequacy for r in records])
         details["structural"] = [r.model_dump() for r in records]
     contrastive = None
-    if ctx.method.contrastive_audit and frozen:
-        async def margin(p: FrozenPair) -> tuple[str, float]:
-            rubric = await ctx.rubric(p.question, generator)
-            plus = await ctx.judge(p.question, p.preferred, rubric)
-            minus = await ctx.judge(p.question, p.other, rubric)
-            return p.question.id, pair_margin(plus.score, minus.score)
-
+    if use_pairs:
         margins: dict[str, list[float]] = {}
-        for qid, m in await ctx.gather(margin, frozen):
+        for qid, m in pair_margins:
             margins.setdefault(qid, []).append(m)
         contrastive = contrastive_resolution(margins, ctx.hyper.gamma)
         details["margins"] = margins

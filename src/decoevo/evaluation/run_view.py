@@ -13,7 +13,15 @@ from pathlib import Path
 from ..domain import Question, Skill
 from ..engine.config import RunConfig, config_from_dict
 from ..lm.errors import ConfigError
-from ..rundir import InnerStepEvent, OuterRoundEvent, RunEvent, RunReader, StartEvent, parse_skill_markdown
+from ..rundir import (
+    BudgetStopEvent,
+    InnerStepEvent,
+    OuterRoundEvent,
+    RunEvent,
+    RunReader,
+    StartEvent,
+    parse_skill_markdown,
+)
 from ..tasks.load import load_questions
 
 __all__ = ["Checkpoint", "RunView", "parse_skill_markdown", "timeline"]
@@ -45,6 +53,9 @@ def timeline(events: list[RunEvent]) -> list[Checkpoint]:
         elif isinstance(e, InnerStepEvent):
             solver = e.solver_version
             points.append(Checkpoint(e.step + 1, solver, generator))
+        elif isinstance(e, BudgetStopEvent) and e.solver_version is not None:  # the partial step was dropped
+            points = [p for p in points if p.step <= e.at_step]
+            solver = points[-1].solver_version
     return points
 
 

@@ -15,8 +15,7 @@ from ..domain import Question, Response, Skill
 from ..engine.context import EngineContext
 from ..engine.run import call_line, spec_lookup
 from ..grading import GradeResult
-from ..lm import LM, LMError, ModelSpec
-from ..lm.client import CallRecord
+from ..lm import LM, CallRecord, LMError, ModelSpec
 from ..methods import get_method
 from ..roles.solve import solve
 from ..rundir import RunWriter

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from ..domain import GoldItem, Question
-from ..lm import LM, GenParams, LMError, Message
+from ..lm import LM, GenParams, LMError, Message, ParseError
 from ..lm.errors import ConfigError
 from ..roles.common import own_verdict
 from .result import GradeResult, ItemGrade, UnknownPolicy, conclude
@@ -20,6 +21,10 @@ T = TypeVar("T", bound=BaseModel)
 # Per-criterion verdicts are a short rationale plus a small integer; 200 tokens leaves room for both.
 ITEM_PARAMS = GenParams(temperature=0.0, max_tokens=200)
 RATIONALE_MAX = 160
+# A grader output that stays unparseable after the LM's own repairs is asked for again, this many times, as a
+# fresh sample; only then is the criterion unknown (an ungraded question drops out of every comparison).
+GRADE_RETRIES = 2
+RETRY_INDEX_STRIDE = 10_000  # past the LM's repair offsets (1000 per repair): a retry never replays a repair
 
 
 def role_name(scheme: str) -> str:
@@ -34,13 +39,30 @@ def gold_items(question: Question, scheme: str) -> tuple[GoldItem, ...]:
     return question.gold.items
 
 
-async def ask(lm: LM, messages: list[Message], schema: type[T], *, role: str, params: GenParams) -> T | LMError:
+def retry_params(params: GenParams, retry: int) -> GenParams:
+    """Sampling for grader retry number `retry` (1-based): a new sample index (a new cache key and backend
+    seed) and a little temperature, since a greedy grader asked again would repeat its unparseable answer."""
+    return replace(params, sample_index=params.sample_index + RETRY_INDEX_STRIDE * retry,
+                   temperature=max(params.temperature, 0.3))
+
+
+async def ask(lm: LM, messages: list[Message], schema: type[T], *, role: str, params: GenParams,
+              retries: int = GRADE_RETRIES) -> T | LMError:
     """The validated verdict, or the typed error the LM raised after its bounded repair (or for a verdict
-    copied from the material). Anything else (a budget stop, a bug) propagates."""
-    try:
-        return await own_verdict(lm, messages, schema, role=role, params=params)
-    except LMError as exc:
-        return exc
+    copied from the material). A parse failure is retried `retries` times as a new sample first; a refusal
+    or an infrastructure failure is not (asking again does not change either). Anything else (a budget
+    stop, a bug) propagates."""
+    unparsed: ParseError | None = None
+    for retry in range(retries + 1):
+        try:
+            return await own_verdict(lm, messages, schema, role=role,
+                                     params=retry_params(params, retry) if retry else params)
+        except ParseError as exc:
+            unparsed = exc
+        except LMError as exc:
+            return exc
+    assert unparsed is not None  # every attempt ended in a parse failure
+    return unparsed
 
 
 async def grade_per_item(

@@ -1,7 +1,8 @@
-"""Model access: one async interface, two backends, a request cache and a usage ledger."""
+"""Model access: one async interface, its backends, a request cache, a usage ledger and a budget."""
 
+from .budget import Budget, BudgetExceeded
 from .cache import RequestCache, default_cache_path
-from .client import LM, Budget, BudgetExceeded
+from .client import LM
 from .config import LMConfig, ModelSpec
 from .errors import (
     ConfigError,
@@ -13,12 +14,13 @@ from .errors import (
     RetryableError,
 )
 from .ledger import UsageLedger, UsageRow
-from .types import CallResult, Completion, GenParams, Message
+from .types import CallRecord, CallResult, Completion, GenParams, Message
 
 __all__ = [
     "LM",
     "Budget",
     "BudgetExceeded",
+    "CallRecord",
     "CallResult",
     "Completion",
     "ConfigError",

@@ -3,6 +3,11 @@
 The key is the sha256 of everything that determines a completion: the backend's model identity,
 the messages, the sampling parameters (including the sample index) and the output schema. Only
 successful completions are stored; a cached answer costs no tokens.
+
+Processes sharing the cache also share who is paying for what: before paying for a request, a process
+takes a lease on its key (`claim`); another process that wants the same answer waits for it to land in
+the cache instead of paying again (sweep cells of different methods ask the same first questions). A
+lease ends when its holder releases it, dies (same host), or expires.
 """
 
 from __future__ import annotations
@@ -10,9 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +36,27 @@ CREATE TABLE IF NOT EXISTS completions (
     created REAL NOT NULL
 )
 """
+
+
+_LEASES = """
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    expires REAL NOT NULL
+)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def default_cache_path() -> Path:
@@ -62,8 +90,11 @@ class RequestCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
         with self._conn() as conn:
             conn.execute(_SCHEMA)
+            conn.execute(_LEASES)
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -97,6 +128,36 @@ class RequestCache:
                 time.time(),
             ),
         )
+
+    # ---- leases: one payer per request across processes --------------------------------------------
+    def claim(self, key: str, ttl_s: float) -> bool:
+        """True when this cache handle may pay for `key` now: no live lease of another process holds it
+        (a stale one, of a dead process or past its expiry, is taken over)."""
+        conn, now = self._conn(), time.time()
+        row = (key, self.owner, self.host, self.pid, now + ttl_s)
+        if conn.execute("INSERT OR IGNORE INTO leases VALUES (?, ?, ?, ?, ?)", row).rowcount == 1:
+            return True
+        held = conn.execute("SELECT owner, host, pid, expires FROM leases WHERE key=?", (key,)).fetchone()
+        if held is None:  # released in between
+            return conn.execute("INSERT OR IGNORE INTO leases VALUES (?, ?, ?, ?, ?)", row).rowcount == 1
+        owner, host, pid, expires = held
+        if owner == self.owner:
+            return True
+        if expires < now or (host == self.host and not _alive(pid)):
+            return conn.execute("UPDATE leases SET owner=?, host=?, pid=?, expires=? WHERE key=? AND owner=?",
+                                (self.owner, self.host, self.pid, now + ttl_s, key, owner)).rowcount == 1
+        return False
+
+    def held_elsewhere(self, key: str) -> bool:
+        """Another live process still holds a lease on `key`."""
+        held = self._conn().execute("SELECT owner, host, pid, expires FROM leases WHERE key=?", (key,)).fetchone()
+        if held is None or held[0] == self.owner:
+            return False
+        _owner, host, pid, expires = held
+        return expires >= time.time() and (host != self.host or _alive(pid))
+
+    def release(self, key: str) -> None:
+        self._conn().execute("DELETE FROM leases WHERE key=? AND owner=?", (key, self.owner))
 
     def delete(self, keys: list[str]) -> None:
         self._conn().executemany("DELETE FROM completions WHERE key=?", [(k,) for k in keys])

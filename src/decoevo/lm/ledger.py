@@ -22,6 +22,12 @@ class UsageRow:
     # budgets and cost comparisons count them (`effective_*`).
     inherited_calls: int = 0
     inherited_tokens: int = 0
+    truncated: int = 0  # paid replies cut by max_tokens
+    reasoning_tokens: int = 0  # of completion_tokens, reasoning the server reported (not in any answer)
+    reasoning_chars: int = 0  # reasoning text stripped from paid replies before any role saw them
+    cost_usd: float = 0.0  # what the paid calls cost (priced models only)
+    inherited_cost_usd: float = 0.0  # what the inherited answers cost whoever paid them
+    unpriced_calls: int = 0  # paid or inherited calls to a model with no price: the cost is a lower bound
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
 
     @property
@@ -36,6 +42,10 @@ class UsageRow:
     def effective_tokens(self) -> int:
         return self.tokens + self.inherited_tokens
 
+    @property
+    def effective_cost_usd(self) -> float:
+        return self.cost_usd + self.inherited_cost_usd
+
     def add(self, other: UsageRow) -> None:
         self.calls += other.calls
         self.cache_hits += other.cache_hits
@@ -46,6 +56,12 @@ class UsageRow:
         self.repairs += other.repairs
         self.inherited_calls += other.inherited_calls
         self.inherited_tokens += other.inherited_tokens
+        self.truncated += other.truncated
+        self.reasoning_tokens += other.reasoning_tokens
+        self.reasoning_chars += other.reasoning_chars
+        self.cost_usd += other.cost_usd
+        self.inherited_cost_usd += other.inherited_cost_usd
+        self.unpriced_calls += other.unpriced_calls
         for k, v in other.failures.items():
             self.failures[k] = self.failures.get(k, 0) + v
 
@@ -60,20 +76,35 @@ class UsageLedger:
             row = self.rows[(role, model)] = UsageRow()
         return row
 
-    def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float):
+    def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float,
+                    *, truncated: bool = False, reasoning_tokens: int = 0, reasoning_chars: int = 0,
+                    cost_usd: float | None = 0.0) -> None:
+        """One paid call; `cost_usd` None when the model has no price."""
         r = self.row(role, model)
+        if cost_usd is None:
+            r.unpriced_calls += 1
+        else:
+            r.cost_usd += cost_usd
         r.calls += 1
         r.prompt_tokens += prompt_tokens
         r.completion_tokens += completion_tokens
         r.latency_s += latency_s
+        r.truncated += truncated
+        r.reasoning_tokens += reasoning_tokens
+        r.reasoning_chars += reasoning_chars
 
-    def record_hit(self, role: str, model: str, inherited_tokens: int | None = None) -> None:
+    def record_hit(self, role: str, model: str, inherited_tokens: int | None = None,
+                   inherited_cost_usd: float | None = None) -> None:
         """A cache hit; `inherited_tokens` is set when the answer was paid for outside this run."""
         r = self.row(role, model)
         r.cache_hits += 1
         if inherited_tokens is not None:
             r.inherited_calls += 1
             r.inherited_tokens += inherited_tokens
+            if inherited_cost_usd is None:
+                r.unpriced_calls += 1
+            else:
+                r.inherited_cost_usd += inherited_cost_usd
 
     def record_retry(self, role: str, model: str) -> None:
         self.row(role, model).retries += 1
@@ -99,11 +130,13 @@ class UsageLedger:
 
     def to_dict(self) -> dict[str, object]:
         rows = [
-            {"role": role, "model": model, **asdict(r), "tokens": r.tokens}
+            {"role": role, "model": model, **asdict(r), "tokens": r.tokens,
+             "effective_cost_usd": r.effective_cost_usd}
             for (role, model), r in sorted(self.rows.items())
         ]
         tot = self.total()
-        return {"rows": rows, "total": {**asdict(tot), "tokens": tot.tokens}}
+        return {"rows": rows, "total": {**asdict(tot), "tokens": tot.tokens,
+                                        "effective_cost_usd": tot.effective_cost_usd}}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -115,7 +148,7 @@ class UsageLedger:
         if not isinstance(rows, list):
             raise ValueError("ledger data has no list of rows")
         for row in rows:
-            fields = {k: v for k, v in row.items() if k not in {"role", "model", "tokens"}}
+            fields = {k: v for k, v in row.items() if k not in {"role", "model", "tokens", "effective_cost_usd"}}
             ledger.rows[(row["role"], row["model"])] = UsageRow(**fields)
         return ledger
 
@@ -128,12 +161,22 @@ class UsageLedger:
 
         t = Table(title=title)
         for col in ("role", "model", "calls", "hits", "inherited", "in tok", "out tok", "sec",
-                    "retry", "repair", "infra", "parse", "refusal"):
+                    "retry", "repair", "cut", "think tok", "infra", "parse", "refusal", "empty",
+                    "$ paid", "$ eff"):
             t.add_column(col, justify="left" if col in ("role", "model") else "right")
         items = sorted(self.rows.items())
         for (role, model), r in [*items, (("TOTAL", ""), self.total())]:
             t.add_row(role, model, str(r.calls), str(r.cache_hits), str(r.inherited_calls), str(r.prompt_tokens),
                       str(r.completion_tokens), f"{r.latency_s:.1f}", str(r.retries), str(r.repairs),
+                      str(r.truncated), str(r.reasoning_tokens),
                       str(r.failures.get("infrastructure", 0)), str(r.failures.get("parse", 0)),
-                      str(r.failures.get("refusal", 0)))
+                      str(r.failures.get("refusal", 0)), str(r.failures.get("empty", 0)),
+                      dollars(r.cost_usd, r.unpriced_calls), dollars(r.effective_cost_usd, r.unpriced_calls))
         return t
+
+
+def dollars(amount: float, unpriced_calls: int = 0) -> str:
+    """A cost for a table: '-' when nothing was priced, '>=' when some calls had no price."""
+    if unpriced_calls and not amount:
+        return "-"
+    return f"{'>=' if unpriced_calls else ''}${amount:.{4 if amount < 1 else 2}f}"

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .config import ModelSpec
 from .errors import ConfigError, InfrastructureError
+from .reply import completion_from_message
 from .types import BackendRequest, Completion
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -41,19 +44,57 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def grammar_schema(schema: Any, max_string: int) -> Any:
-    """The schema as sent to llama.cpp's grammar builder, with every string bounded by `max_string`
-    characters (or its own shorter maxLength). Unbounded strings let a small model ramble inside a JSON
-    string until max_tokens cuts it off; bounds of a few thousand characters make the grammar fail to
-    build, so the cap is modest. Validation after decoding applies the schema's own limits."""
+# The embedded 135M model rambles inside a JSON string until max_tokens cuts the reply, so its grammar
+# bounds the short fields of the role schemas by name. These caps exist for that model only: role
+# schemas carry no such bounds, and servers never see them (lm/structured.py `without_length_caps`).
+SHORT_FIELD_CAPS: dict[str, int] = {
+    "criterion": 120, "rationale": 160, "analysis": 200, "why_missed": 200, "principle": 160, "repair": 160,
+}
+
+
+def _string_cap(schema: dict[str, Any], name: str | None, max_string: int) -> int:
+    own = schema.get("maxLength")
+    cap = int(own) if own is not None else SHORT_FIELD_CAPS.get(name or "", max_string)
+    return min(cap, max_string)
+
+
+def grammar_schema(schema: Any, max_string: int, name: str | None = None) -> Any:
+    """The schema as sent to llama.cpp's grammar builder, with every string bounded: by its own
+    maxLength, else by SHORT_FIELD_CAPS for its property name, and never beyond `max_string`.
+    Unbounded strings let a small model ramble; bounds of a few thousand characters make the grammar
+    fail to build, so the cap is modest. Validation after decoding applies the schema's own limits."""
     if isinstance(schema, dict):
-        out = {k: grammar_schema(v, max_string) for k, v in schema.items()}
+        props = schema.get("properties")
+        out = {k: (grammar_schema(v, max_string, name) if k != "properties" else v) for k, v in schema.items()}
+        if isinstance(props, dict):
+            out["properties"] = {k: grammar_schema(v, max_string, k) for k, v in props.items()}
         if out.get("type") == "string" and "enum" not in out:
-            out["maxLength"] = min(int(out.get("maxLength", max_string)), max_string)
+            out["maxLength"] = _string_cap(out, name, max_string)
         return out
     if isinstance(schema, list):
-        return [grammar_schema(v, max_string) for v in schema]
+        return [grammar_schema(v, max_string, name) for v in schema]
     return schema
+
+
+def cut_at_grammar_cap(text: str, max_string: int) -> bool:
+    """Whether the decoded JSON holds a string as long as the grammar's longest allowed: the model was
+    still writing when the grammar closed it (a skill cut mid-sentence), which is a length stop like
+    max_tokens. Short fields reaching their small caps are expected and do not count."""
+    try:
+        value = json.loads(text, strict=False)
+    except ValueError:
+        return False
+
+    def long_string(v: Any) -> bool:
+        if isinstance(v, str):
+            return len(v) >= max_string
+        if isinstance(v, dict):
+            return any(long_string(x) for x in v.values())
+        if isinstance(v, list):
+            return any(long_string(x) for x in v)
+        return False
+
+    return long_string(value)
 
 
 class LocalBackend:
@@ -107,13 +148,11 @@ class LocalBackend:
         except ValueError as exc:  # e.g. prompt longer than the context window
             raise InfrastructureError(f"local model rejected the request: {exc}") from exc
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        return Completion(
-            text=choice["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            finish_reason=choice.get("finish_reason") or "stop",
-        )
+        completion = completion_from_message(choice["message"], out.get("usage") or {},
+                                             choice.get("finish_reason") or "stop", request.params.max_tokens)
+        if request.json_schema is not None and cut_at_grammar_cap(completion.text, self.spec.grammar_max_string):
+            completion = replace(completion, finish_reason="length")  # a string closed at the grammar's cap
+        return completion
 
     def load(self) -> None:
         """Load the weights now (otherwise the first call does)."""

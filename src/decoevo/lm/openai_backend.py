@@ -15,16 +15,37 @@ import json
 import os
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
 
 from .. import __version__
 from .config import ModelSpec
-from .errors import InfrastructureError, LMError, RefusalError, RetryableError
+from .endpoint import (
+    STRUCTURED_LADDER,
+    EndpointMemory,
+    EndpointProfile,
+    fix_for_rejection,
+    hint_for_status,
+    rejected_structured,
+    schema_instruction,
+    server_schema,
+    with_instruction,
+)
+from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
+from .ratelimit import RateInfo
 from .redact import Redactor, redact_url
+from .reply import completion_from_message
 from .retry import parse_retry_after
-from .types import BackendRequest, Completion, usage_count
+from .timeouts import Timeouts, request_timeouts
+from .types import BackendRequest, Completion
+
+TIMEOUT_FIX = {
+    "connect": "is the server up and reachable? (connect_timeout_s)",
+    "first_byte": "the server sent nothing; if it is just slow, lower min_tokens_per_s or set first_byte_timeout_s",
+    "total": "the reply did not finish in time; set timeout_s higher if the server is slow",
+}
 
 
 def env_proxy(url: str) -> str | None:
@@ -66,10 +87,24 @@ def error_message(body: bytes) -> str:
     return json.dumps(data)[:300]
 
 
+#: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
+SERVER_CONCURRENCY = 64
+
+
 def accepts_min_p(base_url: str | None) -> bool:
     """vLLM, SGLang and llama.cpp servers take `min_p`; OpenAI's own API refuses unknown sampling
     parameters, so it is left out there (the request then samples without it)."""
     return "api.openai.com" not in (base_url or "")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP answer, as far as this backend reads it."""
+
+    status: int
+    body: bytes
+    retry_after: float | None
+    rate: RateInfo | None
 
 
 class OpenAIBackend:
@@ -77,11 +112,11 @@ class OpenAIBackend:
     (the LM's semaphore admits no more requests than that). Call `aclose` (`LM.aclose`) to release
     the connections; the next request opens a new session."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ModelSpec, memory: EndpointMemory | None = None) -> None:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
         self.spec = spec
         self.identity = spec.identity()
-        self.max_concurrency = spec.max_concurrency
+        self.max_concurrency = spec.max_concurrency or SERVER_CONCURRENCY
         self._url = spec.base_url.rstrip("/") + "/chat/completions"
         self._headers = request_headers(spec.read_api_key())
         self._proxy = env_proxy(self._url)
@@ -91,6 +126,10 @@ class OpenAIBackend:
         self._where = redact_url(spec.base_url)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._memory = memory or EndpointMemory(None)
+        self.profile = EndpointProfile.initial(spec, self._memory.get(self.identity))
+        self._negotiation: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._timeout_cache: dict[int, tuple[Timeouts, aiohttp.ClientTimeout]] = {}
 
     def _http(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -99,37 +138,40 @@ class OpenAIBackend:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_concurrency),
                 headers=self._headers,
-                timeout=aiohttp.ClientTimeout(total=self.spec.timeout_s),
             )
             self._loop = loop
         return self._session
 
-    def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        if schema is None or self.spec.structured_output == "none":
-            return None
-        if self.spec.structured_output == "json_object":
-            # llama.cpp's python server turns a schema given this way into a grammar; others ignore it.
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_schema", "json_schema": {"name": "output", "schema": schema, "strict": False}}
-
-    def _body(self, request: BackendRequest) -> bytes:
-        body: dict[str, Any] = {
-            "model": self.spec.model,
-            "messages": [m.as_dict() for m in request.messages],
-            "temperature": request.params.temperature,
-            "max_tokens": request.params.max_tokens,
-            "seed": request.params.effective_seed(),
-        }
+    def _body(self, request: BackendRequest, profile: EndpointProfile | None = None) -> bytes:
+        profile = profile or self.profile  # the endpoint's current profile unless negotiation tries another
+        messages = list(request.messages)
+        mode = profile.structured or STRUCTURED_LADDER[0]
+        schema = server_schema(request.json_schema) if request.json_schema is not None else None
+        if schema is not None and mode == "none":  # no response_format: the schema goes in the prompt
+            messages = with_instruction(messages, schema_instruction(schema))
+        body: dict[str, Any] = {"model": self.spec.model, "messages": [m.as_dict() for m in messages]}
+        if profile.temperature:
+            body["temperature"] = request.params.temperature
+        body[profile.token_param] = request.params.max_tokens
+        body["seed"] = request.params.effective_seed()
         if request.params.min_p is not None and accepts_min_p(self.spec.base_url):
             body["min_p"] = request.params.min_p
-        fmt = self._response_format(request.json_schema)
-        if fmt is not None:
-            body["response_format"] = fmt
+        if self.spec.reasoning_effort is not None:
+            body["reasoning_effort"] = self.spec.reasoning_effort
+        if schema is not None and mode == "json_object":
+            # llama.cpp's python server turns a schema given this way into a grammar; others ignore it.
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None and mode == "json_schema":
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "output", "schema": schema, "strict": False}}
         # Compact UTF-8, byte for byte what the openai SDK sent (tests/test_faults.py draws faults by body hash).
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     async def complete(self, request: BackendRequest) -> Completion:
         try:
+            if request.json_schema is not None and self.profile.structured is None:
+                async with self._negotiation_lock():  # one probe at a time; the others then use its answer
+                    return await self._complete(request)
             return await self._complete(request)
         except LMError as exc:
             error = self._redactor.error(exc)
@@ -138,40 +180,104 @@ class OpenAIBackend:
                                                             f"{type(exc).__name__}: {exc}"))
         raise error from None
 
+    def _negotiation_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._negotiation is None or self._negotiation[0] is not loop:
+            self._negotiation = (loop, asyncio.Lock())
+        return self._negotiation[1]
+
     async def _complete(self, request: BackendRequest) -> Completion:
+        """Send the request as the endpoint's profile says; a refusal that names a setting we may change
+        (the token limit's name, temperature, the structured-output form) is fixed and sent again at
+        once, and what worked is remembered for the endpoint."""
+        profile = self.profile
+        negotiating = request.json_schema is not None and profile.structured is None
+        if negotiating:
+            profile = replace(profile, structured=STRUCTURED_LADDER[0])
+        # A 5xx may be a passing fault: json_schema is given up only after two in a row (a false downgrade
+        # there would cost every later call its schema); the lower forms after one.
+        server_errors = 0
+        for _ in range(8):  # bounded: each pass changes the profile, and there are few changes to make
+            reply = await self._post(request, profile)
+            status, raw = reply.status, reply.body
+            if 200 <= status < 300:
+                completion = self._decoded(raw, request)
+                if reply.rate is not None:
+                    completion = replace(completion, rate=reply.rate)
+                if profile != self.profile:
+                    self._learn(profile)
+                return completion
+            message = error_message(raw)
+            fix = fix_for_rejection(profile, self.spec, message) if status in (400, 422) else None
+            if fix is not None:
+                profile = fix.profile
+                continue
+            if negotiating and rejected_structured(status, message):
+                rung = STRUCTURED_LADDER.index(profile.structured or STRUCTURED_LADDER[0])
+                server_errors = server_errors + 1 if status >= 500 else 2
+                if server_errors < (2 if rung == 0 else 1):
+                    continue
+                if rung + 1 < len(STRUCTURED_LADDER):
+                    profile, server_errors = replace(profile, structured=STRUCTURED_LADDER[rung + 1]), 0
+                    continue
+            raise self._status_error(reply, negotiated=negotiating)
+        raise InfrastructureError(f"{self._where} kept refusing the request after every change decoevo can make: "
+                                  f"{error_message(raw)}")
+
+    def _learn(self, profile: EndpointProfile) -> None:
+        self.profile = profile
+        self._memory.remember(self.identity, profile)
+
+    async def _post(self, request: BackendRequest, profile: EndpointProfile) -> Reply:
         where = self._where
+        limits, timeout = self._timeouts(request.params.max_tokens)
         try:
-            async with self._http().post(self._url, data=self._body(request), proxy=self._proxy,
-                                         allow_redirects=False) as response:
-                status, raw = response.status, await response.read()
-                retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        except TimeoutError as exc:  # aiohttp's timeouts subclass it
-            raise RetryableError(f"timed out after {self.spec.timeout_s}s at {where}") from exc
+            async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
+                                         allow_redirects=False, timeout=timeout) as response:
+                raw = await response.read()
+                return Reply(response.status, raw, parse_retry_after(response.headers.get("Retry-After")),
+                             RateInfo.from_headers(response.headers))
+        except TimeoutError as exc:  # aiohttp's timeouts subclass it; the class says which limit fired
+            which = ("connect" if isinstance(exc, aiohttp.ConnectionTimeoutError)
+                     else "first_byte" if isinstance(exc, aiohttp.SocketTimeoutError) else "total")
+            raise RequestTimeout(f"{limits.describe(which)} at {where} for max_tokens="
+                                 f"{request.params.max_tokens}; {TIMEOUT_FIX[which]}", which=which) from exc
         except aiohttp.ClientConnectorError as exc:
             raise RetryableError(f"cannot connect to {where}: {exc}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
             raise RetryableError(f"connection to {where} failed: {exc!r}") from exc
-        if not 200 <= status < 300:
-            raise self._status_error(status, raw, retry_after)
+
+    def _timeouts(self, max_tokens: int) -> tuple[Timeouts, aiohttp.ClientTimeout]:
+        found = self._timeout_cache.get(max_tokens)
+        if found is None:  # a run uses a handful of max_tokens values: build each pair once
+            limits = request_timeouts(self.spec, max_tokens)
+            found = self._timeout_cache[max_tokens] = (limits, aiohttp.ClientTimeout(
+                total=limits.total_s, sock_connect=limits.connect_s, sock_read=limits.first_byte_s))
+        return found
+
+    def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
-            return self._completion(json.loads(raw))
+            return self._completion(json.loads(raw), request.params.max_tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
-            raise RetryableError(f"malformed response body from {where}: {exc!r}") from exc
+            raise RetryableError(f"malformed response body from {self._where}: {exc!r}") from exc
 
-    def _status_error(self, status: int, body: bytes, retry_after: float | None) -> InfrastructureError:
-        where = self._where
+    def _status_error(self, reply: Reply, *, negotiated: bool = False) -> InfrastructureError:
+        status, retry_after, where, message = reply.status, reply.retry_after, self._where, error_message(reply.body)
+        tried = f" (after trying structured output as {', '.join(STRUCTURED_LADDER)})" if negotiated else ""
+        if status == 429 and ("quota" in message.lower() or "billing" in message.lower()):
+            # OpenAI's insufficient_quota: no wait makes it pass, so it is not retried.
+            return InfrastructureError(f"HTTP 429 from {where}: {message}. The account's quota or credit is used "
+                                       "up: check its plan and billing; retrying will not help.")
         if status == 429:
-            return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after)
+            return RetryableError(f"rate limited (429) by {where}", retry_after=retry_after, throttled=True,
+                                  rate=reply.rate)
         if status >= 500 or status in (408, 409):
-            return RetryableError(f"server error {status} from {where}", retry_after=retry_after)
-        hint = ""
-        if status == 404:
-            hint = f" Is the model name '{self.spec.model}' served there? Check GET {where}/models."
-        elif status in (401, 403):
-            hint = f" Check the API key in ${self.spec.api_key_env} or api_key_file."
-        return InfrastructureError(f"HTTP {status} from {where}: {error_message(body)}.{hint}")
+            return RetryableError(f"server error {status} from {where}: {message}{tried}", retry_after=retry_after,
+                                  rate=reply.rate)
+        hint = hint_for_status(status, message, self.spec, where)
+        return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 
-    def _completion(self, body: dict[str, Any]) -> Completion:
+    def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
         choices = body.get("choices")
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices")
@@ -180,18 +286,14 @@ class OpenAIBackend:
         refusal = message.get("refusal")
         if refusal:
             raise RefusalError(f"model refused: {refusal}")
-        content = message.get("content")
-        if content is not None and not isinstance(content, str):
-            raise TypeError(f"message content is {type(content).__name__}, not a string")
-        if content and self._redactor.secrets:  # a server that echoes the key must not get it cached
-            content = self._redactor.secret_values(content)
         usage = body.get("usage") or {}
-        return Completion(
-            text=content or "",
-            prompt_tokens=usage_count(usage, "prompt_tokens"),  # a ValueError: a malformed body
-            completion_tokens=usage_count(usage, "completion_tokens"),
-            finish_reason=choice.get("finish_reason") or "stop",
-        )
+        completion = completion_from_message(message, usage, choice.get("finish_reason") or "stop",
+                                             max_tokens)
+        if self._redactor.secrets:  # a server that echoes the key must not get it cached
+            masked = self._redactor.secret_values(completion.text)
+            if masked is not completion.text:
+                completion = replace(completion, text=masked)
+        return completion
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():

@@ -70,6 +70,18 @@ def schema_for(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
+def without_length_caps(schema: Any) -> Any:
+    """The schema with no string length caps (maxLength), as servers get it. Grammar-enforcing servers
+    (vLLM, SGLang, llama.cpp) cut a string at its maxLength mid-sentence, and llama.cpp's server turns
+    long caps into grammars it cannot parse; caps are checked after decoding instead. Small minimum
+    lengths stay: they cost a grammar nothing and stop a small model from answering with empty strings."""
+    if isinstance(schema, dict):
+        return {k: without_length_caps(v) for k, v in schema.items() if k != "maxLength"}
+    if isinstance(schema, list):
+        return [without_length_caps(v) for v in schema]
+    return schema
+
+
 def repair_messages(
     messages: tuple[Message, ...], bad_output: str, problem: str, schema: dict[str, Any]
 ) -> tuple[Message, ...]:

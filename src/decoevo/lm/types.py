@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .ratelimit import RateInfo
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -49,11 +51,19 @@ class BackendRequest:
 class Completion:
     """What a backend returns for one request."""
 
-    text: str
+    text: str  # the answer only: reasoning text is removed by the backend (lm/reply.py)
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str = "stop"
     refusal: str | None = None
+    reasoning_chars: int = 0  # characters of reasoning the reply carried (stripped from `text`)
+    reasoning_tokens: int = 0  # of completion_tokens, those the server reports as reasoning
+    rate: RateInfo | None = field(default=None, compare=False)  # the reply's rate-limit headers; not cached
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut by max_tokens: the answer may be incomplete."""
+        return self.finish_reason == "length"
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,27 @@ class CallResult:
     latency_s: float = 0.0
     attempts: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str = "stop"  # of the answer returned: "length" means it hit max_tokens
+    truncated: bool = False  # the answer was cut by max_tokens
+    reasoning_tokens: int = 0  # paid reasoning tokens (not in `text`)
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One answered request, as seen by `on_call` observers (the run directory's call log)."""
+
+    role: str
+    model: str
+    key: str
+    cached: bool
+    prompt_tokens: int
+    completion_tokens: int
+    # What was asked and answered, for the run's transcript (a run is readable without the shared cache).
+    request: BackendRequest | None = field(default=None, repr=False, compare=False)
+    reply: str | None = field(default=None, repr=False, compare=False)
+    truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
+    reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
+    cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
 
 
 MAX_USAGE_TOKENS = 10**9  # one reply's count above this is a broken server, not a long answer

@@ -29,10 +29,10 @@ from pathlib import Path
 from ..benchmarks import load_healthbench
 from ..benchmarks.healthbench.grader import ItemVerdict
 from ..domain import Criterion, Question, Rubric
+from ..errors import DatasetError
 from ..roles.contrastive_audit import PreferenceOut
 from ..roles.judge import joint_schema
 from ..roles.structural_audit import StructuralOut
-from ..tasks.errors import DatasetError
 
 
 class Role(StrEnum):

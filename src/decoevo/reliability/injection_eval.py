@@ -28,13 +28,13 @@ from ..analysis.stats import PairedCI, paired_difference
 from ..benchmarks import grade, structural_spec
 from ..domain import GoldRubric, Question, Skill
 from ..engine.config import Hyper
-from ..engine.scoring import rubric_score
 from ..lm import LM, GenParams, LMError
 from ..roles.common import ECHO_MESSAGE, EchoedVerdictError
 from ..roles.contrastive_audit import blind_preference
 from ..roles.judge import judge
 from ..roles.solve import solve
 from ..roles.structural_audit import structural_audit
+from ..scoring import rubric_score
 from .injection import Case, Role, Subject, reference_rubric
 
 _DEFAULTS = Hyper()

@@ -8,10 +8,10 @@ from ..methods import METHODS
 BASELINE = "skillopt"
 PROPOSED = "decoevo"
 
-MAIN = ("zero_shot", "skillopt", "sc_coevo", "decoevo")
-ABLATIONS = ("no_structural", "no_contrastive", "no_rubric_blind", "random_pairs", "no_verification",
-             "no_distillation")
-CONTROLS = ("task_prior", "budget_matched", "direct_audit")
+# The report's sections come from each method's own group (methods.py), in the registry's order.
+MAIN = tuple(m.name for m in METHODS.values() if m.group in ("baseline", "method"))
+ABLATIONS = tuple(m.name for m in METHODS.values() if m.group == "ablation")
+CONTROLS = tuple(m.name for m in METHODS.values() if m.group == "control")
 
 _METHOD_LABELS = {
     "zero_shot": "Zero-shot", "skillopt": "SkillOpt", "sc_coevo": "SC-CoEvo", "decoevo": "DecoEvo",

@@ -4,7 +4,6 @@ reference to anything outside the file (so it opens offline, attaches to an issu
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from ..analysis.stats import MeanStd
+from ..fileio import atomic_write_text
 from .labels import benchmark_label, method_color, method_description, method_label
 from .model import Report
 
@@ -112,8 +112,5 @@ def render(report: Report) -> str:
 def write(report: Report, output: Path | str) -> Path:
     """Render and write atomically (a reader never opens half a report)."""
     path = Path(output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(render(report), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, render(report), fsync=False)
     return path

@@ -26,8 +26,11 @@ from ..rundir import (
     RunReader,
     RunReadError,
     StoppedEvent,
+    TranscriptEntry,
     parse_skill_markdown,
 )
+from ..rundir.provenance import Provenance
+from ..rundir.records import PROVENANCE
 from .files import (
     AlignmentFile,
     DynamicsFile,
@@ -158,7 +161,10 @@ class RunRecord:
     evals: Mapping[str, EvalFile]
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
+    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw
+    transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
+    provenance: Provenance | None = None  # None for runs made before provenance.json existed
 
     @property
     def finished(self) -> bool:
@@ -266,7 +272,7 @@ def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGa
         elif isinstance(e, ResumeEvent):
             incidents.append(Incident(e.event, f"next_step {e.next_step}", None, None, ""))
         elif isinstance(e, InvalidCandidateEvent):
-            incidents.append(Incident(e.event, e.kind, None, None, e.reason))
+            incidents.append(Incident(e.event, e.skill, e.problem, None, e.reason))
     return tuple(inner), tuple(outer), tuple(incidents)
 
 
@@ -440,5 +446,15 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(path, problems), evals=evals,
         dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
         alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
+        provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
+        if reader.has(PROVENANCE) else None,
         problems=tuple(problems),
     )
+
+
+def _by_phase(entries: list[TranscriptEntry]) -> dict[str, tuple[TranscriptEntry, ...]]:
+    out: dict[str, list[TranscriptEntry]] = {}
+    for e in entries:
+        out.setdefault(e.phase or "unknown", []).append(e)
+    return {k: tuple(v) for k, v in out.items()}

@@ -4,6 +4,8 @@ Scores are grouped by backbone (the solver's model), then by method and seed: in
 method spans several run directories, one per source benchmark, and its transfer evaluations live in the
 source run's eval/ folder. The per-seed average over all columns is the paper's "Avg." (computed within
 a run, then aggregated over seeds); a seed missing any column has no average, and the table says so.
+Each cell also carries its coverage (questions graded / evaluated, over its seeds), flagged below 95%; the
+paired comparisons score both methods on the questions graded in both (`report.paired`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..analysis.costs import CostTable, cost_table
-from ..analysis.stats import MeanStd, PairedCI, holm, mean_std, paired_difference, per_run_average, relative_gain
+from ..analysis.stats import (
+    Coverage,
+    MeanStd,
+    PairedCI,
+    holm,
+    mean_std,
+    paired_difference,
+    per_run_average,
+    relative_gain,
+)
+from .files import EvalFile
 from .labels import (
     ABLATIONS,
     BASELINE,
@@ -24,9 +36,11 @@ from .labels import (
     method_label,
     method_order,
 )
+from .paired import coverage, paired_scores
 from .runs import RunRecord
 
 SeedKey = tuple[str, int | None]  # (method, seed)
+Evals = Mapping[SeedKey, Mapping["Column", EvalFile]]
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ class Cell:
     stat: MeanStd | None
     missing: int  # seeds of the method without a value here
     best: bool = False
+    coverage: Coverage | None = None  # questions graded / evaluated, summed over the seeds (None: no eval)
 
 
 @dataclass(frozen=True)
@@ -92,6 +107,7 @@ class Comparison:
     p_holm: float | None
     reject: bool | None
     reason: str | None
+    questions: Coverage | None = None  # questions graded in both / evaluated, over the paired seeds and columns
 
 
 @dataclass(frozen=True)
@@ -143,6 +159,7 @@ class Section:
     costs: tuple[CostSection, ...]
     without_eval: tuple[RunRecord, ...]
     problems: tuple[str, ...] = field(default=())
+    low_coverage: tuple[str, ...] = field(default=())  # cells scored on under 95% of their questions
 
     @property
     def benchmarks(self) -> tuple[str, ...]:
@@ -153,10 +170,13 @@ class Section:
 
 
 def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
-        dict[SeedKey, dict[Column, float]], dict[SeedKey, set[Column]], list[Column]]:
-    """Per (method, seed): the score of each column, the columns evaluated but ungraded, and all columns."""
+        dict[SeedKey, dict[Column, float]], dict[SeedKey, set[Column]], list[Column],
+        dict[SeedKey, dict[Column, EvalFile]]]:
+    """Per (method, seed): the score of each column, the columns evaluated but ungraded, all columns, and
+    the evaluation file behind each column."""
     scores: dict[SeedKey, dict[Column, float]] = defaultdict(dict)
     ungraded: dict[SeedKey, set[Column]] = defaultdict(set)
+    evals: dict[SeedKey, dict[Column, EvalFile]] = defaultdict(dict)
     source: dict[tuple[SeedKey, Column], RunRecord] = {}
     columns: set[Column] = set()
     for run in runs:
@@ -172,12 +192,13 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
                                 f"{source[(key, col)].path} and {run.path}; the first is used")
                 continue
             source[(key, col)] = run
+            evals[key][col] = ev
             if ev.score is None:
                 ungraded[key].add(col)
             else:
                 scores[key][col] = ev.score
     ordered = sorted(columns, key=lambda c: (c.transfer, benchmark_order(c.benchmark)))
-    return dict(scores), dict(ungraded), ordered
+    return dict(scores), dict(ungraded), ordered, dict(evals)
 
 
 def seed_averages(scores: Mapping[SeedKey, Mapping[Column, float]], columns: Sequence[Column]
@@ -190,19 +211,23 @@ def seed_averages(scores: Mapping[SeedKey, Mapping[Column, float]], columns: Seq
     return dict(out)
 
 
-def _cell(values: list[float], n_seeds: int) -> Cell:
-    return Cell(mean_std(values) if values else None, n_seeds - len(values))
+def _cell(values: list[float], n_seeds: int, files: Sequence[EvalFile] = ()) -> Cell:
+    covered = sum((coverage(f) for f in files), Coverage(0, 0)) if files else None
+    return Cell(mean_std(values) if values else None, n_seeds - len(values), coverage=covered)
 
 
 def score_table(key: str, title: str, caption: str, methods: Sequence[str],
                 seeds: Mapping[str, list[int | None]], scores: Mapping[SeedKey, Mapping[Column, float]],
-                columns: Sequence[Column], delta_kind: str, reference: str) -> ScoreTable:
+                columns: Sequence[Column], delta_kind: str, reference: str, evals: Evals | None = None) -> ScoreTable:
     averages = seed_averages(scores, columns)
+    evals = evals or {}
     rows = []
     for method in methods:
         method_seeds = seeds[method]
         cells = tuple(_cell([scores[(method, s)][c] for s in method_seeds if c in scores.get((method, s), {})],
-                            len(method_seeds)) for c in columns)
+                            len(method_seeds),
+                            [evals[(method, s)][c] for s in method_seeds if c in evals.get((method, s), {})])
+                      for c in columns)
         avg = _cell(list(averages.get(method, {}).values()), len(method_seeds))
         rows.append(ScoreRow(method, len(method_seeds), cells, avg, None, reference=method == reference))
     ref = next((r for r in rows if r.method == reference and r.avg.stat is not None), None)
@@ -229,7 +254,7 @@ def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:
         if len(means) < 2:
             return cells
         top = max(means)
-        return [Cell(c.stat, c.missing, c.stat is not None and c.stat.mean == top) for c in cells]
+        return [Cell(c.stat, c.missing, c.stat is not None and c.stat.mean == top, c.coverage) for c in cells]
 
     by_col = [best([r.cells[i] for r in rows]) for i in range(n_cols)]
     avgs = best([r.avg for r in rows])
@@ -237,32 +262,56 @@ def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:
                           r.reference) for j, r in enumerate(rows))
 
 
-def comparisons(averages: Mapping[str, Mapping[int | None, float]], methods: Sequence[str]) -> ComparisonTable:
-    """DecoEvo − each other method on the per-seed average, paired over the seeds both have, with 95% CIs
-    and Holm's correction over the whole family (the prespecified comparisons)."""
-    measure = "per-seed average over all columns"
+def paired_averages(evals: Evals, columns: Sequence[Column], ours: str, theirs: str
+                    ) -> tuple[dict[int | None, float], dict[int | None, float], Coverage]:
+    """Per seed both methods cover in every column: each method's average over the columns, each column
+    scored on the questions graded for both methods; and the questions so paired / evaluated."""
+    seeds_ours = {s: by_col for (m, s), by_col in evals.items() if m == ours}
+    seeds_theirs = {s: by_col for (m, s), by_col in evals.items() if m == theirs}
+    a: dict[int | None, float] = {}
+    b: dict[int | None, float] = {}
+    questions = Coverage(0, 0)
+    for seed in set(seeds_ours) & set(seeds_theirs):
+        pairs = [paired_scores(seeds_ours[seed][c], seeds_theirs[seed][c]) if c in seeds_ours[seed]
+                 and c in seeds_theirs[seed] else None for c in columns]
+        if not columns or any(p is None for p in pairs):
+            continue
+        done = [p for p in pairs if p is not None]
+        a[seed] = per_run_average({c.key: p.ours for c, p in zip(columns, done, strict=True)})
+        b[seed] = per_run_average({c.key: p.theirs for c, p in zip(columns, done, strict=True)})
+        questions = sum((p.questions for p in done), questions)
+    return a, b, questions
+
+
+def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str]) -> ComparisonTable:
+    """DecoEvo − each other method on the per-seed average, paired over the seeds both have and, within a
+    column, over the questions graded in both, with 95% CIs and Holm's correction over the whole family
+    (the prespecified comparisons)."""
+    measure = "per-seed average over all columns (each column scored on the questions graded for both methods)"
     if PROPOSED not in methods:
         return ComparisonTable(PROPOSED, measure, (), note="no DecoEvo runs in this report")
-    ours = averages.get(PROPOSED, {})
     rows = []
     for m in methods:
         if m == PROPOSED:
             continue
-        theirs = averages.get(m, {})
-        common = sorted(set(ours) & set(theirs), key=lambda s: (s is None, s or 0))
-        unpaired = tuple(sorted(set(ours) ^ set(theirs), key=lambda s: (s is None, s or 0)))
+        ours, theirs, questions = paired_averages(evals, columns, PROPOSED, m)
+        all_ours = {s for (k, s) in evals if k == PROPOSED}
+        all_theirs = {s for (k, s) in evals if k == m}
+        common = sorted(ours, key=lambda s: (s is None, s or 0))
+        unpaired = tuple(sorted((all_ours | all_theirs) - set(common), key=lambda s: (s is None, s or 0)))
         if not common:
-            why = "no seed has a complete average on both sides" if ours and theirs else \
+            why = "no seed has a complete average on both sides" if all_ours and all_theirs else \
                 "no complete per-seed averages (missing evaluations)"
             rows.append(Comparison(m, (), unpaired, None, None, None, why))
             continue
         ci = paired_difference({s: ours[s] for s in common}, {s: theirs[s] for s in common})
-        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason))
+        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason, questions))
     family = {r.method: r.ci.p_value for r in rows if r.ci is not None and r.ci.p_value is not None}
     adjusted = holm(family) if family else {}
     final = tuple(Comparison(r.method, r.seeds, r.unpaired, r.ci,
                              adjusted[r.method].adjusted if r.method in adjusted else None,
-                             adjusted[r.method].reject if r.method in adjusted else None, r.reason) for r in rows)
+                             adjusted[r.method].reject if r.method in adjusted else None, r.reason, r.questions)
+                  for r in rows)
     note = None if family else "no comparison has two or more paired seeds, so there is no p-value to correct"
     return ComparisonTable(PROPOSED, measure, final, note)
 
@@ -322,7 +371,7 @@ _MAIN_CAPTION = ("Test score under the gold grader (0-100): mean ± sample stand
 
 def section(backbone: str, runs: Sequence[RunRecord]) -> Section:
     problems: list[str] = []
-    scores, _, columns = collect_scores(runs, problems)
+    scores, _, columns, evals = collect_scores(runs, problems)
     seeds: dict[str, list[int | None]] = defaultdict(list)
     for method, seed in sorted({(r.method, r.seed) for r in runs}, key=lambda k: (method_order(k[0]), k[1] or 0)):
         seeds[method].append(seed)
@@ -332,24 +381,37 @@ def section(backbone: str, runs: Sequence[RunRecord]) -> Section:
     controls = [m for m in methods if m in CONTROLS]
 
     main = score_table("main", "Main results", _MAIN_CAPTION, main_methods, seeds, scores, columns, "gain",
-                       BASELINE)
+                       BASELINE, evals)
     abl = None
     if ablations:
         rows = [m for m in (PROPOSED,) if m in seeds] + ablations
         abl = score_table("ablations", "Ablations", "Each variant removes one DecoEvo mechanism; Δ is the "
                           "difference from DecoEvo's average in points (negative: the mechanism helped).", rows,
-                          seeds, scores, columns, "points", PROPOSED)
+                          seeds, scores, columns, "points", PROPOSED, evals)
     ctl = None
     if controls:
         rows = [m for m in (BASELINE, PROPOSED) if m in seeds] + controls
         ctl = score_table("controls", "Alternative-explanation controls", "Task priors, extra solver compute and "
                           "audits routed to the solver, against SkillOpt and DecoEvo; gain is relative to "
-                          "SkillOpt's average.", rows, seeds, scores, columns, "gain", BASELINE)
-    averages = seed_averages(scores, columns)
+                          "SkillOpt's average.", rows, seeds, scores, columns, "gain", BASELINE, evals)
     return Section(
         backbone=backbone, runs=tuple(runs), main=main, ablations=abl, controls=ctl,
-        comparisons=comparisons(averages, methods), alignment=alignment_tables(runs), costs=cost_sections(runs),
-        without_eval=tuple(r for r in runs if r.test_eval is None), problems=tuple(problems))
+        comparisons=comparisons(evals, columns, methods), alignment=alignment_tables(runs),
+        costs=cost_sections(runs), without_eval=tuple(r for r in runs if r.test_eval is None),
+        problems=tuple(problems), low_coverage=low_coverage([main, abl, ctl]))
+
+
+def low_coverage(tables: Sequence[ScoreTable | None]) -> tuple[str, ...]:
+    """One line per (method, column) whose score rests on under 95% of its questions."""
+    seen: dict[tuple[str, str], str] = {}
+    for t in [t for t in tables if t is not None]:
+        for row in t.rows:
+            for col, cell in zip(t.columns, row.cells, strict=True):
+                c = cell.coverage
+                if c is not None and c.low and (row.method, col.key) not in seen:
+                    seen[(row.method, col.key)] = (f"{method_label(row.method)} on {col.label}: {c.format()} "
+                                                   f"questions graded ({100 * (c.fraction or 0):.0f}%, below 95%)")
+    return tuple(seen.values())
 
 
 def sections(runs: Sequence[RunRecord]) -> tuple[Section, ...]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -160,3 +161,22 @@ async def own_verdict(lm: LM, messages: list[Message], schema: type[T], *, role:
         raise EchoedVerdictError(f"{role}: {ECHO_MESSAGE}",
                                  raw=value.model_dump_json(), role=role, model=model)
     return value
+
+
+# ---- rewrites ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rewritten:
+    """A rewriter's proposal: the new skill text, its stated analysis, and whether the reply hit the
+    token limit (a cut-off skill is never a candidate; see engine/validity.py)."""
+
+    skill: str
+    analysis: str
+    truncated: bool = False
+
+
+async def rewrite_call(lm: LM, messages: list[Message], schema: type[BaseModel], *, role: str,
+                       params: GenParams) -> Rewritten:
+    """One structured rewrite call; `schema` has the fields analysis and skill."""
+    result = await lm.complete(messages, role=role, schema=schema, params=params)
+    return Rewritten(skill=result.value.skill.strip(), analysis=result.value.analysis.strip(),
+                     truncated=result.finish_reason == "length")

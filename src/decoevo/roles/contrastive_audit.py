@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..aio import together
 from ..domain import Judgement, QuestionView, Rubric
 from ..lm import LM, GenParams, Message
 from .common import (
@@ -29,24 +30,30 @@ STAGE2_ROLE = "contrastive_audit_reveal"
 Preference = Literal["A", "B", "equivalent"]
 
 
+# No length caps in the schemas: servers get them unbounded; the embedded model's small caps live in
+# lm/local.py.
 class PreferenceOut(BaseModel):
-    rationale: str = Field(min_length=3, json_schema_extra={"maxLength": 200})
+    rationale: str = Field(min_length=3)
     preference: Preference
 
 
 class RevealOut(BaseModel):
-    why_missed: str = Field(min_length=3, json_schema_extra={"maxLength": 200})
-    principle: str = Field(min_length=3, json_schema_extra={"maxLength": 160})
+    why_missed: str = Field(min_length=3)
+    principle: str = Field(min_length=3)
 
 
 class ContrastiveRecord(BaseModel):
-    """(q, r+, r−, ξ, κ): r+ is the response the auditor preferred blind."""
+    """(q, r+, r−, ξ, κ): r+ is the response the auditor preferred blind, `rationale` its blind reason
+    (written about r+ as response A), `missed` the distinction the rubric missed once revealed, and
+    `principle` the missing or under-weighted principle κ."""
 
     question_id: str
     preferred: str
     other: str
     rationale: str
     principle: str = ""
+    question: str = ""
+    missed: str = ""
 
 
 STAGE1_SYSTEM = f"""You compare two responses to the same question and decide which one serves the user \
@@ -54,11 +61,11 @@ better, considering correctness, safety, completeness, clarity and fit to the re
 a merit. Explain the decisive difference first, then answer A, B, or equivalent when neither is clearly \
 better. Return JSON with the fields rationale and preference. {UNTRUSTED_NOTE}"""
 
-STAGE2_SYSTEM = f"""Earlier you preferred one of two responses for the reason given. Now you see the rubric \
-that was used to score both, with each criterion's score. The rubric scored them almost the same. Explain \
-why the rubric failed to capture the difference you found, and state one general principle for writing \
-rubrics that would capture it on similar questions. Return JSON with the fields why_missed and principle. \
-{UNTRUSTED_NOTE}"""
+STAGE2_SYSTEM = f"""Earlier you preferred one of two responses for the reason given; the preferred one is \
+shown as response A, the other as response B. Now you see the rubric that was used to score both, with \
+each criterion's score. The rubric scored them almost the same. Explain why the rubric failed to capture \
+the difference you found, and state one general principle for writing rubrics that would capture it on \
+similar questions. Return JSON with the fields why_missed and principle. {UNTRUSTED_NOTE}"""
 
 
 def stage1_messages(question: QuestionView, a: str, b: str, rubric: Rubric | None = None,
@@ -77,14 +84,17 @@ async def blind_preference(
 ) -> tuple[int | None, str]:
     """Which of (first, second) is better: 0, 1, or None for equivalent. Asked in both orders; the answer
     stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation."""
-    forward = await own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut,
-                                role=STAGE1_ROLE, params=params)
-    backward = await own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut,
-                                 role=STAGE1_ROLE, params=params)
+    forward, backward = await together(
+        own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut, role=STAGE1_ROLE,
+                    params=params),
+        own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut, role=STAGE1_ROLE,
+                    params=params))
+    # The rationale handed on is the one from the order that showed the winner as response A: stage 2
+    # shows the preferred response as A, so "A" in the reason always names the response it calls preferred.
     if forward.preference == "A" and backward.preference == "B":
         return 0, forward.rationale
     if forward.preference == "B" and backward.preference == "A":
-        return 1, forward.rationale
+        return 1, backward.rationale
     return None, forward.rationale
 
 

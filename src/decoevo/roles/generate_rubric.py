@@ -15,7 +15,8 @@ ROLE = "generate_rubric"
 
 
 class CriterionOut(BaseModel):
-    criterion: str = Field(min_length=3, max_length=500, json_schema_extra={"maxLength": 120})
+    # As long as a requirement needs: no bound here; the embedded model gets a small one (lm/local.py).
+    criterion: str = Field(min_length=3)
     weight: Literal[1, 2, 3, 4, 5]
 
 

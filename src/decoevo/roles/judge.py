@@ -20,7 +20,7 @@ LEVELS = "0 = not met at all, 1 = barely, 2 = partly, 3 = mostly, 4 = fully met"
 
 
 class CriterionVerdict(BaseModel):
-    rationale: str = Field(json_schema_extra={"maxLength": 160})
+    rationale: str  # unbounded here; the embedded model's cap lives in lm/local.py
     level: Level
 
 

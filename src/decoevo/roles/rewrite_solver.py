@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from ..domain import Judgement, QuestionView, Rubric, Skill
 from ..lm import LM, GenParams, Message
-from .common import UNTRUSTED_NOTE, clip, data_block
+from .common import UNTRUSTED_NOTE, Rewritten, clip, data_block, rewrite_call
 
 ROLE = "rewrite_solver"
 SKILL_MAX_CHARS = 4000
@@ -32,7 +32,7 @@ class Failure:
 
 
 class SkillOut(BaseModel):
-    analysis: str = Field(description="recurring causes behind the failures", json_schema_extra={"maxLength": 200})
+    analysis: str = Field(description="recurring causes behind the failures")
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 
 
@@ -40,8 +40,8 @@ SYSTEM = f"""You improve a strategy document that an assistant follows when answ
 current strategy and answers that fell short of their grading criteria, with the grader's reasons. Find \
 the causes that recur across questions and rewrite the whole strategy so that it prevents them. Write \
 general, reusable rules, not fixes for one question; keep rules that still help, merge overlapping ones, \
-and stay under 300 words. Return JSON with the fields analysis and skill (the complete new strategy). \
-{UNTRUSTED_NOTE}"""
+and stay under 300 words. In the analysis, name the recurring causes; if you removed rules, say which and \
+why. Return JSON with the fields analysis and skill (the complete new strategy). {UNTRUSTED_NOTE}"""
 
 
 def render_failures(failures: list[Failure], extra_notes: list[str] | None = None) -> str:
@@ -53,8 +53,8 @@ def render_failures(failures: list[Failure], extra_notes: list[str] | None = Non
             f"{data_block('response', clip(f.response, 1500))}\n"
             f"Missed criteria, with the grader's reasons:\n{data_block('findings', missed)}"
         )
-    if extra_notes:
-        parts.append("Audit findings:\n" + data_block("findings", "\n".join(f"- {n}" for n in extra_notes)))
+    if extra_notes:  # Direct Audit: the outer round's records, for this rewrite only
+        parts.append("Audit findings:\n" + data_block("findings", "\n\n".join(extra_notes)))
     return "\n\n".join(parts)
 
 
@@ -68,5 +68,5 @@ def messages(skill: Skill, failures: list[Failure], extra_notes: list[str] | Non
 
 async def rewrite_solver(
     lm: LM, skill: Skill, failures: list[Failure], *, params: GenParams, extra_notes: list[str] | None = None
-) -> SkillOut:
-    return await lm.structured(messages(skill, failures, extra_notes), SkillOut, role=ROLE, params=params)
+) -> Rewritten:
+    return await rewrite_call(lm, messages(skill, failures, extra_notes), SkillOut, role=ROLE, params=params)

@@ -15,19 +15,22 @@ ROLE = "structural_audit"
 
 
 class StructuralOut(BaseModel):
-    rationale: str = Field(min_length=3, description="cite the question or rubric text",
-                           json_schema_extra={"maxLength": 200})
-    repair: str = Field(min_length=3, description="how rubric writing should change",
-                        json_schema_extra={"maxLength": 160})
+    rationale: str = Field(min_length=3, description="cite the question or rubric text")
+    repair: str = Field(min_length=3, description="how rubric writing should change")
     adequacy: Literal[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = Field(
         description="0 = rubric misses what matters, 10 = complete")
 
 
 class StructuralRecord(BaseModel):
+    """(q, R_q(g), u_q, ξ_q, κ_q): the question and the rubric audited travel with the finding, so the
+    generator rewriter reads what was omitted next to what was there."""
+
     question_id: str
     adequacy: float  # u_q in [0, 1]
-    rationale: str
-    repair: str
+    rationale: str  # ξ_q: the omission or ambiguity, citing the question or rubric
+    repair: str  # κ_q: how rubric writing should change
+    question: str = ""
+    rubric: str = ""  # the audited rubric, one numbered criterion per line
 
 
 SYSTEM = f"""You audit a grading rubric before any answer exists. Using the task specification, decide \
@@ -51,4 +54,4 @@ async def structural_audit(
 ) -> StructuralRecord:
     out = await own_verdict(lm, messages(spec, question, rubric), StructuralOut, role=ROLE, params=params)
     return StructuralRecord(question_id=question.id, adequacy=out.adequacy / 10, rationale=out.rationale,
-                            repair=out.repair)
+                            repair=out.repair, question=question.as_text(), rubric=render_rubric(rubric))

@@ -81,14 +81,18 @@ class InvalidCandidateEvent(_Event):
     """A rewrite that is not a usable skill (empty, cut off, a fragment, a copy): never gated or shipped."""
 
     event: Literal["invalid_candidate"] = "invalid_candidate"
-    kind: str = ""
+    skill: str  # solver | generator
+    problem: str  # truncated, fragment, empty, repetitive, copy, collapsed (engine/validity.py)
     reason: str = ""
+    text: str = ""  # the candidate (clipped); the whole text is under candidates/
 
 
 class BudgetStopEvent(_Event):
     event: Literal["budget_stop"] = "budget_stop"
     reason: str
     at_step: int
+    solver_version: int | None = None  # the version kept (the last checkpoint's); None in older runs
+    dropped_solver_version: int | None = None  # a version accepted in the step the stop cut short
 
 
 class StoppedEvent(_Failure):

@@ -31,6 +31,7 @@ from .records import (
     Summary,
 )
 from .skills import parse_skill_markdown, skill_path
+from .transcripts import TRANSCRIPTS, TranscriptEntry, read_transcripts
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -162,6 +163,10 @@ class RunReader:
                 problems.append(f"{e}; skipped")
         return out
 
+    def transcripts(self) -> list[TranscriptEntry]:
+        """Each distinct request of the run and its reply (older runs have none: [])."""
+        return read_transcripts(self.path / TRANSCRIPTS)
+
     def checkpoint(self) -> Checkpoint | None:
         return self.model(Checkpoint, CHECKPOINT) if self.has(CHECKPOINT) else None
 
@@ -200,6 +205,9 @@ class RunReader:
         checkpoint = self.checkpoint()
         if checkpoint is not None and isinstance(checkpoint.state.get(kind), dict):
             return validate_record(Skill, checkpoint.state[kind], self.path / CHECKPOINT)
+        summary = self.summary()
+        if summary is not None:  # stopped before its first checkpoint: the summary names what it kept
+            return self.skill(kind, summary.solver_version if kind == "solver" else summary.generator_version)
         versions = self.versions(kind)
         if not versions:
             raise RunReadError(f"{self.path}: no {kind} skill saved")

@@ -26,6 +26,7 @@ QUESTIONS = "questions.jsonl"  # questions given in memory to the API are kept h
 EVAL_DIR = "eval"
 INPUTS = "inputs.json"  # what the run was started from (the data's sha256); resume refuses a change
 LOCK = ".lock"
+PROVENANCE = "provenance.json"  # rundir/provenance.py
 
 
 class _Record(BaseModel):
@@ -68,6 +69,7 @@ class Summary(_Record):
     outer_rounds: int = 0
     failed_steps: int = 0
     stopped: str | None = None
+    final_solver: str | None = None  # "improved: ..." or "initial: ..." and why (what ships)
     usage: dict[str, Any] = Field(default_factory=dict)
     status: Literal["finished", "budget_stop"] | None = None  # None in format-1 runs: see `run_status`
     format_version: int = 1
@@ -89,6 +91,8 @@ class CallLine(_Record):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     truncated: bool = False  # the reply hit max_tokens
+    reasoning_tokens: int = 0  # of completion_tokens, the model's reasoning (stripped from the reply)
+    phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
 
 
 # ---- evaluation records (RUN/eval/, docs/evaluation-files.md) ---------------------------------------

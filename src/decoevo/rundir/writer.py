@@ -13,9 +13,10 @@ from typing import Any
 
 from ..domain import Skill
 from .events import RunEvent, make_event
-from .files import append_line, atomic_write, dumps_line
+from .files import append_line, atomic_write, dumps_line, sync
 from .records import CALLS, CHECKPOINT, EVENTS, FORMAT_VERSION, LEDGER, SUMMARY, CallLine, Checkpoint, Summary
 from .skills import skill_markdown, skill_path
+from .transcripts import TranscriptEntry, append_transcript
 
 
 class RunWriter:
@@ -49,7 +50,10 @@ class RunWriter:
         return event
 
     def record_call(self, line: CallLine) -> None:
-        append_line(self.path, self.path / CALLS, dumps_line(line.model_dump(mode="json")))
+        append_line(self.path, self.path / CALLS, dumps_line(line.model_dump(mode="json")), fsync=False)
+
+    def record_transcript(self, entry: TranscriptEntry) -> None:
+        append_transcript(self.path, entry)
 
     # ---- skills ----------------------------------------------------------------------------------
     def save_skill(self, skill: Skill, parent: Skill | None) -> None:
@@ -69,6 +73,7 @@ class RunWriter:
         return path.stat().st_size if path.exists() else 0
 
     def checkpoint(self, state: dict[str, Any], ledger: dict[str, Any]) -> None:
+        sync(self.path, self.path / CALLS)  # the calls this checkpoint counts are on disk before it is
         self.write_json(LEDGER, ledger)
         self.write_model(CHECKPOINT, Checkpoint(state=state, ledger=ledger, events_offset=self._size(EVENTS),
                                                 calls_offset=self._size(CALLS), format_version=FORMAT_VERSION))

@@ -159,6 +159,7 @@ def _train(request: CellRequest, run_dir: Path) -> str:
 
     from ..engine.config import RunConfig, load_config
     from ..progress import run_with_progress
+    from ..tracking import tracker_from_env
     from .plan import with_threads
 
     if (run_dir / "summary.json").is_file():
@@ -170,7 +171,13 @@ def _train(request: CellRequest, run_dir: Path) -> str:
         config = RunConfig.model_validate(with_threads(stored, request.threads))
     else:
         config = RunConfig.model_validate(with_threads(request.config, request.threads))
-    run_with_progress(config, run_dir, resume=resume, console=Console())
+    tracker = tracker_from_env()  # `decoevo sweep --track`
+    callbacks = [tracker(run_dir)] if tracker is not None else []
+    try:
+        run_with_progress(config, run_dir, resume=resume, console=Console(), callbacks=callbacks)
+    finally:
+        for callback in callbacks:
+            callback.close("FAILED")  # nothing if the run ended and closed it
     return "resume" if resume else "new"
 
 

@@ -32,9 +32,24 @@ class Executor(Protocol):
     def close(self, cancel: bool) -> None: ...
 
 
-def split_cores(cores: int, cells: int, workers: int | None, threads: int | None) -> tuple[int, int]:
-    """(workers, threads per worker): by default as many workers as cells or cores, whichever is fewer,
-    and the cores shared evenly between them, so no two cells' thread pools fight for one core."""
+#: cells per core when every cell waits on a server: a cell spends most of its time waiting for replies
+#: (about 7 CPU-seconds in a 92 s paper-scale cell), and the shared slots keep the server within its limit
+IO_CELLS_PER_CORE = 8
+#: and at most this many: a cell kept about 16 of a server's 64 slots busy at paper scale, so a few cells
+#: fill a server, and each further process only costs memory (~100 MB)
+IO_CELLS_MAX = 32
+
+
+def split_cores(cores: int, cells: int, workers: int | None, threads: int | None,
+                io_bound: bool = False) -> tuple[int, int]:
+    """(workers, threads per worker). Cells on the embedded model are core-bound: by default as many
+    workers as cells or cores, whichever is fewer, and the cores shared evenly between them, so no two
+    cells' thread pools fight for one core. Cells that only wait on servers (`io_bound`) are not limited
+    to the core count: up to IO_CELLS_PER_CORE per core (at most IO_CELLS_MAX), one thread each (threads
+    only feed a local model); the endpoints' shared slots, not the workers, bound what reaches a server."""
+    if io_bound:
+        n = workers or max(1, min(cells, cores * IO_CELLS_PER_CORE, IO_CELLS_MAX))
+        return n, threads or 1
     n = workers or max(1, min(cells, cores))
     return n, threads or max(1, cores // n)
 
@@ -45,8 +60,8 @@ class LocalExecutor:
     name = "local"
 
     def __init__(self, cells: int, workers: int | None = None, threads: int | None = None,
-                 cores: int | None = None) -> None:
-        self.slots, self.threads = split_cores(cores or available_cores(), cells, workers, threads)
+                 cores: int | None = None, io_bound: bool = False) -> None:
+        self.slots, self.threads = split_cores(cores or available_cores(), cells, workers, threads, io_bound)
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="decoevo-cell")
         self._procs: list[subprocess.Popen[bytes]] = []
         self._lock = threading.Lock()
@@ -102,7 +117,7 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, cells: int, address: str | None, workers: int | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, io_bound: bool = False) -> None:
         ray = self._ray = import_ray()
         self._connected = False
         if not ray.is_initialized():
@@ -113,12 +128,14 @@ class RayExecutor:
             self._connected = True
         total = max(1, int(ray.cluster_resources().get("CPU", 1)))
         largest = max([int(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes() if n.get("Alive")] or [1])
-        self.slots, self.threads = split_cores(total, cells, workers, threads)
+        self.slots, self.threads = split_cores(total, cells, workers, threads, io_bound)
         self.threads = min(self.threads, largest) if threads is None else self.threads
         if self.threads > largest:
             raise ConfigError(f"--threads {self.threads} is more than the largest Ray node has ({largest} CPUs); "
                               "no node could run a cell")
-        self._remote = ray.remote(execute_cell).options(num_cpus=self.threads, max_retries=0)
+        # A cell that only waits on servers takes a fraction of a CPU, so a node runs several of them.
+        cpus = 1 / IO_CELLS_PER_CORE if io_bound and threads is None else self.threads
+        self._remote = ray.remote(execute_cell).options(num_cpus=cpus, max_retries=0)
         self._outstanding: set[Any] = set()
 
     def describe(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 
 from ..engine.config import RunConfig, config_from_dict, deep_merge
+from ..engine.estimate import planned_steps
 from ..engine.run import build_splits
 from ..lm.errors import ConfigError
 from ..methods import get_method
@@ -53,10 +54,7 @@ def run_dir_of(sweep_dir: Path, benchmark: str, method: str, seed: int) -> Path:
 
 def total_steps(config: RunConfig) -> int:
     """The inner steps a run takes (as `Engine.total_steps`), for the progress display."""
-    method = get_method(config.method)
-    if not method.optimize_solver:
-        return 0
-    return config.hyper.steps * (config.hyper.budget_step_cap if method.budget_matched else 1)
+    return planned_steps(get_method(config.method), config.hyper)
 
 
 def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> list[Cell]:
@@ -93,6 +91,10 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
                     if questions is None:  # one load per benchmark; names a bad file or line before any run
                         questions = load_questions(config.data)
                     build_splits(config, get_method(method), questions)  # split sizes fit the data
+                    if spec.pilot:  # the pilot's ε, τ_tie, K for this data and seed; the spec's own hyper wins
+                        from ..pilot import with_pilot
+
+                        config = with_pilot(config, spec.pilot, explicit=set(spec.hyper), questions=questions)
                 except ConfigError as exc:
                     raise ConfigError(f"{where}: {exc}") from None
                 if "test" in spec.evaluate and config.splits.test == 0:
@@ -101,6 +103,12 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
                 cells.append(Cell(bench.name, method, seed, config.model_dump(mode="json"), deps,
                                   total_steps(config)))
     return cells
+
+
+def waits_on_servers(config: dict[str, Any]) -> bool:
+    """True when no model of the run is embedded: the cell's time goes to waiting for server replies."""
+    models = config.get("lm", {}).get("models", {}) or {"default": {}}
+    return all(spec.get("backend", "local") != "local" for spec in models.values())
 
 
 def without_threads(config: dict[str, Any]) -> dict[str, Any]:

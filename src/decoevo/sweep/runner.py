@@ -13,15 +13,17 @@ from typing import Any
 from rich.console import Console
 
 from ..lm.errors import ConfigError
+from ..lm.shared_slots import ENV as SHARED_SLOTS_ENV
 from .cell import CellOutcome, CellRequest, driver_env
 from .executors import Executor, LocalExecutor, RayExecutor
-from .plan import Cell, CellConflict, action_for, plan
+from .plan import Cell, CellConflict, action_for, plan, waits_on_servers
 from .progress import SweepProgress
 from .spec import SPEC_FILE, SweepSpec
 from .status import StatusBook
 from .steps import check_available
 
 POLL_S = 0.5
+SLOTS_DIR = ".slots"  # SWEEP/.slots/<endpoint>/slot-<i>: the endpoints' concurrency, shared by the cells
 
 
 @contextmanager
@@ -49,11 +51,12 @@ def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec
     with sweep_lock(sweep_dir):
         (sweep_dir / SPEC_FILE).write_text(spec.to_yaml(), encoding="utf-8")
         todo = sum(1 for c in cells if _planned_action(c, sweep_dir, spec.evaluate) != "skip")
+        io_bound = all(waits_on_servers(c.config) for c in cells)
         executor: Executor
         if use_ray or ray_address:
-            executor = RayExecutor(todo, ray_address, workers or spec.workers, threads)
+            executor = RayExecutor(todo, ray_address, workers or spec.workers, threads, io_bound)
         else:
-            executor = LocalExecutor(todo, workers or spec.workers, threads)
+            executor = LocalExecutor(todo, workers or spec.workers, threads, io_bound=io_bound)
         console.print(f"sweep {sweep_dir}: {len(cells)} cells, {todo} to run "
                       f"({executor.describe()}); logs in each run directory's sweep.log")
         return execute_plan(cells, sweep_dir, executor, spec.evaluate, console)
@@ -71,7 +74,8 @@ def execute_plan(cells: list[Cell], sweep_dir: Path, executor: Executor, evaluat
     book = StatusBook(sweep_dir, cells)
     waiting = list(cells)
     running: dict[Any, Cell] = {}
-    env, cwd = driver_env(), os.getcwd()
+    # The driver's own DECOEVO_SHARED_SLOTS wins: several sweeps may share one server's budget.
+    env, cwd = {SHARED_SLOTS_ENV: str(sweep_dir / SLOTS_DIR), **driver_env()}, os.getcwd()
     with SweepProgress(console, sweep_dir, len(cells)) as progress:
         try:
             while waiting or running:

@@ -61,7 +61,10 @@ class SweepSpec(BaseModel):
     initial_generator_skill: str | None = None
     evaluate: list[str] = Field(
         default_factory=lambda: ["test"], description="post-run steps each cell runs after training, in order")
-    workers: int | None = Field(None, ge=1, description="cells at once (default: min(cells, cores))")
+    workers: int | None = Field(None, ge=1, description="cells at once (default: min(cells, cores); cells that "
+                                                         "only call servers: min(cells, 8 × cores, 32))")
+    pilot: str | None = Field(None, description="a pilot.json (`decoevo pilot`): each cell takes ε, τ_tie and K "
+                              "from its benchmark's and seed's entry, unless `hyper` sets them")
 
     @field_validator("methods")
     @classmethod
@@ -151,6 +154,8 @@ def resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
         out["benchmarks"] = [
             {**b, **{k: _resolve(b[k], base) for k in ("data", "task_spec") if isinstance(b.get(k), str)}}
             if isinstance(b, dict) else b for b in raw["benchmarks"]]
+    if isinstance(raw.get("pilot"), str):
+        out["pilot"] = _resolve(raw["pilot"], base)
     return out
 
 

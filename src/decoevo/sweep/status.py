@@ -6,13 +6,13 @@ Only the sweep driver writes it (the cells report back to the driver), so there 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..fileio import atomic_write_text
 from .plan import Cell
 
 State = Literal["pending", "running", "done", "failed"]
@@ -60,7 +60,4 @@ class StatusBook:
     def write(self) -> None:
         doc = {"updated": time.time(), "counts": self.counts(),
                "cells": {k: c.model_dump() for k, c in self.cells.items()}}
-        tmp = self.path.with_name(f".{self.path.name}.tmp{os.getpid()}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic_write_text(self.path, json.dumps(doc, indent=2) + "\n", fsync=False)

@@ -6,10 +6,10 @@ the exit code is 0 for a finished cell and 1 for a failed one.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
+from ..fileio import atomic_write_text
 from .cell import OUTCOME_FILE, CellRequest, run_cell
 
 
@@ -17,9 +17,7 @@ def main() -> int:
     request = CellRequest.model_validate_json(sys.stdin.buffer.read())
     outcome = run_cell(request)
     path = Path(request.run_dir) / OUTCOME_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(outcome.model_dump_json(), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, outcome.model_dump_json())
     return 0 if outcome.ok else 1
 
 

@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from ..benchmarks import get_benchmark, load_jsonl_questions
 from ..domain import Question
-from ..engine.config import DataConfig
+
+
+class DataConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    format: str = Field("jsonl", description="a benchmark's format name (`decoevo data list`) or jsonl")
+    task: str | None = Field(None, description="task family for the structural spec; default from the data")
+    task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
+    limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        from ..benchmarks import BENCHMARKS  # the registry imports the model client; keep config light
+
+        if value not in BENCHMARKS:
+            raise ValueError(f"unknown format {value!r}; expected one of: {', '.join(map(repr, BENCHMARKS))}")
+        return value
 
 
 def load_questions(data: DataConfig) -> list[Question]:

@@ -64,8 +64,9 @@ def make_splits(questions: Sequence[Question], sizes: SplitSizes, seed: int,
         if getattr(sizes, name) == 0:
             raise ConfigError(f"split '{name}' is empty; set splits.{name} to at least 1")
     if sizes.total() > len(questions):
-        raise ConfigError(f"the splits ask for {sizes.total()} questions but the data has {len(questions)}; "
-                          "reduce the split sizes or add questions")
+        asked = ", ".join(f"{n} {getattr(sizes, n)}" for n in SPLIT_NAMES if getattr(sizes, n))
+        raise ConfigError(f"the splits ask for {sizes.total()} questions but the data has {len(questions)} "
+                          f"({asked}); reduce the split sizes (e.g. --set splits.test=N) or add questions")
     groups: dict[str, list[Question]] = {}
     for q in sorted(questions, key=lambda q: q.id):
         groups.setdefault(str(q.meta.get("question_key", q.id)), []).append(q)

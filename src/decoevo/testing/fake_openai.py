@@ -19,30 +19,40 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Reply:
-    content: str = "ok"
+    content: str | None = "ok"  # None sends `"content": null` (a reasoning model out of tokens)
     status: int = 200
     delay_s: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
     raw_body: str | None = None  # sent verbatim instead of a chat completion (for broken bodies)
+    finish_reason: str = "stop"
+    reasoning_content: str | None = None  # the `reasoning_content` field some servers (vLLM, DeepSeek) add
+    usage: dict[str, Any] | None = None  # replaces the usage object (e.g. with completion_tokens_details)
+    error_message: str | None = None  # the error body's message for a non-200 status
 
 
-def chat_body(content: str, model: str, prompt_tokens: int = 10, completion_tokens: int | None = None) -> str:
-    completion_tokens = completion_tokens if completion_tokens is not None else max(1, len(content) // 4)
+def chat_body(content: str | None, model: str, prompt_tokens: int = 10, completion_tokens: int | None = None,
+              *, finish_reason: str = "stop", reasoning_content: str | None = None,
+              usage: dict[str, Any] | None = None) -> str:
+    if completion_tokens is None:
+        completion_tokens = max(1, len(content or "") // 4 + len(reasoning_content or "") // 4)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning_content is not None:
+        message["reasoning_content"] = reasoning_content
     return json.dumps({
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 0,
         "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
+        "usage": usage or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                           "total_tokens": prompt_tokens + completion_tokens},
     })
 
 
 class FakeOpenAI:
-    def __init__(self, responder: Callable[[dict[str, Any], int], Reply]) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any], int], Reply], models: tuple[str, ...] = ("fake",)) -> None:
         self.responder = responder
+        self.models = models  # the ids GET /v1/models lists
         self.requests: list[dict[str, Any]] = []
         self._counter = itertools.count()
         self._lock = threading.Lock()
@@ -67,16 +77,20 @@ class FakeOpenAI:
                 if reply.delay_s:
                     await asyncio.sleep(reply.delay_s)
                 if reply.status != 200:
-                    return JSONResponse({"error": {"message": f"scripted {reply.status}", "type": "fake"}},
+                    message = reply.error_message or f"scripted {reply.status}"
+                    return JSONResponse({"error": {"message": message, "type": "fake"}},
                                         status_code=reply.status, headers=reply.headers)
-                text = reply.raw_body if reply.raw_body is not None else chat_body(reply.content, body.get("model", ""))
+                text = reply.raw_body if reply.raw_body is not None else chat_body(
+                    reply.content, body.get("model", ""), finish_reason=reply.finish_reason,
+                    reasoning_content=reply.reasoning_content, usage=reply.usage)
                 return Response(text, media_type="application/json", headers=reply.headers)
             finally:
                 with self._lock:
                     self._in_flight -= 1
 
         async def models(_: Request) -> Response:
-            return JSONResponse({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+            return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "decoevo-tests"}
+                                                             for m in self.models]})
 
         return Starlette(routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),

@@ -134,9 +134,12 @@ class FaultProxy:
                 structured = bool(json.loads(body or b"{}").get("response_format"))
             except (ValueError, AttributeError):
                 structured = False
-            fault = self.choose(body, structured)
+            # Only model calls are faulted and counted; a run's other requests (GET /models for its
+            # provenance) pass through as they are.
+            chat = request.method == "POST" and request.url.path.endswith("/chat/completions")
+            fault = self.choose(body, structured) if chat else None
             with self._lock:
-                self.requests += 1
+                self.requests += chat
                 self.structured += structured
                 if fault is not None:
                     self.injected[fault] += 1
@@ -152,7 +155,7 @@ class FaultProxy:
                 upstream = await client.request(request.method, f"{self.upstream}{request.url.path}",
                                                 params=request.query_params, headers=headers, content=body)
             with self._lock:
-                self.forwarded += 1
+                self.forwarded += chat
             content = upstream.content
             if fault == "truncate":
                 content = content[: len(content) // 2]

@@ -32,7 +32,7 @@ def toy_reply(body: dict[str, Any], n: int) -> Reply:
 
 
 def toy_server() -> FakeOpenAI:
-    return FakeOpenAI(toy_reply)
+    return FakeOpenAI(toy_reply, models=("toy",))  # the model name `toy_run_args` asks for
 
 
 def write_toy_questions(path: Path, n: int = 16) -> Path:
@@ -49,7 +49,7 @@ def toy_run_args(base_url: str, data: Path, runs_root: Path, name: str, *, steps
     """`decoevo run` arguments for a small DecoEvo run on the toy world served at `base_url` (…/v1)."""
     args = ["run", "--base-url", base_url, "--model", "toy", "--data", str(data), "--task", "healthbench",
             "--preset", "default", "--runs-root", str(runs_root), "--name", name, "--seeds", str(seed),
-            "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3}",
+            "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}",
             "--set", f"hyper={{steps: {steps}, batch_size: 2, audit_every: 1, rollouts: 4}}"]
     for item in sets:
         args += ["--set", item]

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...domain import GoldItem, GoldRubric, Question
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import build_question, iter_jsonl, need_id, need_points, turns_from, unique_by_line
 
 ITEM_FIELDS = frozenset({"text", "points", "tags", "extra"})

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
+from ...errors import DatasetError
 from ...lm.errors import ConfigError
-from ...tasks.errors import DatasetError
 from ..common import build, field_name, need_list, need_object, need_text, read_json, ref, unique
 
 SEED = "<SEED>"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import GoldItem, GoldRubric, Question
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import (
     build_question,
     iter_jsonl,

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import build, field_name, is_missing, need_object, need_text, read_json, ref, unique
 
 log = logging.getLogger(__name__)

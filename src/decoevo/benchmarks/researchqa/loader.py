@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
+from ...errors import DatasetError
 from ...lm.errors import ConfigError
-from ...tasks.errors import DatasetError
 from ..common import build, field_name, iter_jsonl, need, need_list, need_text, read_json, ref, unique
 
 HUB_REPO = "realliyifei/ResearchQA"

@@ -14,7 +14,7 @@ import hashlib
 from pathlib import Path
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import build, field_name, need_list, need_object, need_points, need_text, read_json, ref, unique
 
 # The official config also weighs length, expertise, citations and excerpts (kept in meta); the README's

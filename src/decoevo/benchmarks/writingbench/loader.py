@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
-from ...tasks.errors import DatasetError
+from ...errors import DatasetError
 from ..common import build, iter_jsonl, need, need_list, need_text, unique
 
 BANDS = ("1-2", "3-4", "5-6", "7-8", "9-10")

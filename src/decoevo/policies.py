@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from .scoring import mean_score
 
@@ -60,10 +60,22 @@ class GeneratorDecision:
     deltas: dict[str, float] = field(default_factory=dict)
 
 
+@runtime_checkable
 class GeneratorAcceptance(Protocol):
+    """A score-decoupled generator policy: it decides on audit objectives, which carry no solver score."""
+
     name: str
 
     def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision: ...
+
+
+@runtime_checkable
+class SolverScoreAcceptance(Protocol):
+    """A score-coupled generator policy (the SC-CoEvo baseline): it decides on the solver's aggregate score."""
+
+    name: str
+
+    def decide(self, incumbent_j: float, candidate_j: float) -> GeneratorDecision: ...
 
 
 @dataclass(frozen=True)
@@ -123,3 +135,49 @@ def select_failures(scores: dict[str, float], max_failures: int) -> list[str]:
     """The questions to learn from: those the rubric did not fully credit, lowest score first."""
     below = sorted((s, qid) for qid, s in scores.items() if s < 1.0)
     return [qid for _, qid in below[:max_failures]]
+
+
+# ---- how a method verifies a candidate generator ------------------------------------------------------
+class AcceptanceParams(Protocol):
+    """The hyperparameters the acceptance policies read (`engine.config.Hyper` has them)."""
+
+    delta: float
+    eta: float
+    sc_margin: float
+
+
+@dataclass(frozen=True)
+class VerifyByAudits:
+    """DecoEvo: the candidate and the incumbent are scored on audit objectives only (Φ_str, Φ_ctr on V_g
+    with a frozen near-tie set), and Pareto acceptance decides. Never a solver score."""
+
+    name: str = "pareto"
+    needs_generator_gate: bool = True
+
+    def policy(self, p: AcceptanceParams) -> ParetoAcceptance:
+        return ParetoAcceptance(p.delta, p.eta)
+
+
+@dataclass(frozen=True)
+class VerifyBySolverScore:
+    """SC-CoEvo: the candidate is accepted when it raises the current solver's aggregate score on V_g."""
+
+    name: str = "score_coupled"
+    needs_generator_gate: bool = True
+
+    def policy(self, p: AcceptanceParams) -> ScoreCoupledAcceptance:
+        return ScoreCoupledAcceptance(p.sc_margin)
+
+
+@dataclass(frozen=True)
+class AcceptEveryCandidate:
+    """The no-verification ablation: nothing is measured, every valid candidate is accepted."""
+
+    name: str = "accept_all"
+    needs_generator_gate: bool = False
+
+    def policy(self, p: AcceptanceParams) -> AcceptAll:
+        return AcceptAll()
+
+
+GeneratorVerification = VerifyByAudits | VerifyBySolverScore | AcceptEveryCandidate

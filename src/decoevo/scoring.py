@@ -1,10 +1,10 @@
-"""The paper's score functions (DESIGN.md §2), as pure functions on plain numbers."""
+"""The paper's score functions (eqs. 2-8: S, J, φ_str, φ_ctr, m_g), as pure functions on plain numbers."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..domain import Judgement, Rubric
+from .domain import Judgement, Rubric
 
 
 def weighted_score(weights: Sequence[float], scores: Sequence[float]) -> float:

@@ -1,0 +1,65 @@
+"""Awaiting independent steps together, with the outcome the same as awaiting them one after another.
+
+`together(a, b, ...)` runs the awaitables concurrently, waits until every one has finished (no sibling is
+left running after a failure), then raises the first exception in argument order, the one the sequential
+code would have raised, or returns the results in order. Only the wall time changes; a failure can cost
+the calls a sibling made, which the sequential code would not have made.
+
+`one_by_one()` switches it to awaiting in order within a block (and the tasks started inside it), so a
+test can compare a run against its sequential twin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, overload
+
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
+
+_SEQUENTIAL: contextvars.ContextVar[bool] = contextvars.ContextVar("decoevo_sequential_awaits", default=False)
+
+
+@contextmanager
+def one_by_one() -> Iterator[None]:
+    token = _SEQUENTIAL.set(True)
+    try:
+        yield
+    finally:
+        _SEQUENTIAL.reset(token)
+
+
+async def done(value: A) -> A:
+    """An awaitable that is already finished: a placeholder for a step a method does not take."""
+    return value
+
+
+@overload
+async def together(a: Awaitable[A], b: Awaitable[B], /) -> tuple[A, B]: ...
+@overload
+async def together(a: Awaitable[A], b: Awaitable[B], c: Awaitable[C], /) -> tuple[A, B, C]: ...
+@overload
+async def together(*aws: Awaitable[Any]) -> tuple[Any, ...]: ...
+
+
+async def together(*aws: Awaitable[Any]) -> tuple[Any, ...]:
+    if _SEQUENTIAL.get():
+        results: list[Any] = []
+        try:
+            for aw in aws:
+                results.append(await aw)
+        finally:
+            for aw in aws[len(results) + 1:]:  # never started: close them without a "never awaited" warning
+                close = getattr(aw, "close", None)
+                if close is not None:
+                    close()
+        return tuple(results)
+    outcomes = await asyncio.gather(*aws, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return tuple(outcomes)

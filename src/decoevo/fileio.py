@@ -1,0 +1,21 @@
+"""Replacing a whole file atomically: readers see the old or the new file, never half of one.
+The one helper for every file decoevo writes whole (run files go through `rundir`, which adds its
+no-symlink rule on top)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
+    """Write `text` to a temp file beside `path` (never through a link), then rename it over `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)  # replaces a link itself, never its target

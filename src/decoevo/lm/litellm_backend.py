@@ -1,0 +1,146 @@
+"""Providers without an OpenAI-compatible endpoint (Anthropic, Gemini, Bedrock, Azure deployments,
+Ollama's native API, ...) through LiteLLM (`pip install 'decoevo[litellm]'`). Model strings are
+LiteLLM's: `anthropic/claude-…`, `gemini/gemini-…`, `bedrock/…`, `azure/DEPLOYMENT`, `ollama/…`.
+
+Only the wire call is LiteLLM's: the request cache, the ledger, retries and backoff, rate limits,
+fail-closed parsing and the empty-reply and reasoning rules stay ours (LiteLLM's own retries are off).
+LiteLLM's errors carry an HTTP status, which is mapped like the openai backend's; every message leaves
+through the same redactor. The aiohttp backend stays the fast path for OpenAI-compatible servers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .config import ModelSpec
+from .endpoint import hint_for_status, schema_instruction, server_schema, with_instruction
+from .errors import ConfigError, InfrastructureError, LMError, RequestTimeout, RetryableError
+from .redact import Redactor, redact_url
+from .reply import completion_from_message
+from .retry import parse_retry_after
+from .timeouts import request_timeouts
+from .types import BackendRequest, Completion
+
+
+def load_litellm() -> Any:
+    # LiteLLM fetches catalogs (its cost map, Anthropic's beta headers) from the internet unless told to use
+    # the copies it ships; decoevo talks to the configured provider only. Set these to "false" to allow it.
+    for name in ("LITELLM_LOCAL_MODEL_COST_MAP", "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "LITELLM_OFFLINE_MODE"):
+        os.environ.setdefault(name, "True")
+    try:
+        import litellm
+    except ImportError as exc:
+        raise ConfigError("backend 'litellm' needs LiteLLM: pip install 'decoevo[litellm]'") from exc
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def api_key(spec: ModelSpec) -> str | None:
+    """The key to pass, or None to let LiteLLM read the provider's own variable (ANTHROPIC_API_KEY, ...):
+    the openai default `api_key_env` would hand an OpenAI key to another provider."""
+    if spec.api_key_file or "api_key_env" in spec.model_fields_set:
+        key = spec.read_api_key()
+        return None if key == "not-needed" else key
+    return None
+
+
+class LiteLLMBackend:
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.identity = spec.identity()
+        self.max_concurrency = spec.max_concurrency or 64  # as the openai backend: what a serving process batches
+        self._litellm = load_litellm()
+        self._key = api_key(spec)
+        self._redactor = Redactor(tuple(k for k in (self._key,) if k and len(k) >= 8))
+        self._where = redact_url(spec.base_url) if spec.base_url else spec.model.split("/", 1)[0]
+        # Providers differ in structured output; LiteLLM translates json_schema where it can. A server that
+        # refuses it gets the schema in the prompt (validated after decoding), remembered for this process.
+        self.structured = spec.structured_output if spec.structured_output != "auto" else "json_schema"
+
+    def _kwargs(self, request: BackendRequest) -> dict[str, Any]:
+        messages = list(request.messages)
+        schema = server_schema(request.json_schema) if request.json_schema is not None else None
+        kwargs: dict[str, Any] = {
+            "model": self.spec.model,
+            "temperature": request.params.temperature,
+            "max_tokens": request.params.max_tokens,
+            "seed": request.params.effective_seed(),
+            "timeout": request_timeouts(self.spec, request.params.max_tokens).total_s,
+            "num_retries": 0,  # ours retry, with the ledger counting
+            "drop_params": True,  # a provider without seed (or temperature) gets the rest
+        }
+        if schema is not None and self.structured == "none":
+            messages = with_instruction(messages, schema_instruction(schema))
+        elif schema is not None and self.structured == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+            messages = with_instruction(messages, schema_instruction(schema))
+        elif schema is not None:
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "output", "schema": schema, "strict": False}}
+        kwargs["messages"] = [m.as_dict() for m in messages]
+        if self.spec.base_url:
+            kwargs["api_base"] = self.spec.base_url
+        if self._key:
+            kwargs["api_key"] = self._key
+        if self.spec.reasoning_effort is not None:
+            kwargs["reasoning_effort"] = self.spec.reasoning_effort
+        return kwargs
+
+    async def complete(self, request: BackendRequest) -> Completion:
+        try:
+            return await self._complete(request)
+        except LMError as exc:
+            error = self._redactor.error(exc)
+        except Exception as exc:
+            error = self._redactor.error(self._translate(exc))
+        raise error from None
+
+    async def _complete(self, request: BackendRequest) -> Completion:
+        try:
+            response = await self._litellm.acompletion(**self._kwargs(request))
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            structured_refused = request.json_schema is not None and self.structured != "none" and \
+                self.spec.structured_output == "auto" and status in (400, 422, 500) and \
+                any(w in str(exc).lower() for w in ("response_format", "schema", "json"))
+            if not structured_refused:
+                raise
+            self.structured = "none"
+            response = await self._litellm.acompletion(**self._kwargs(request))
+        body = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        choices = body.get("choices") or []
+        if not choices:
+            raise RetryableError(f"response from {self._where} has no choices")
+        choice = choices[0]
+        try:
+            completion = completion_from_message(choice.get("message") or {}, body.get("usage") or {},
+                                                 choice.get("finish_reason") or "stop", request.params.max_tokens)
+        except (ValueError, TypeError) as exc:
+            raise RetryableError(f"malformed response from {self._where}: {exc}") from exc
+        return completion
+
+    def _translate(self, exc: Exception) -> LMError:
+        """LiteLLM's exception as ours: transient ones retryable, the rest with the fix to make."""
+        name, status = type(exc).__name__, getattr(exc, "status_code", None)
+        message = str(exc)[:500]
+        where = self._where
+        if "Timeout" in name:
+            return RequestTimeout(f"total timeout at {where}: {message}", which="total")
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None) or {}
+        retry_after = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
+        if (status == 429 or "RateLimit" in name) and "quota" in message.lower():
+            return InfrastructureError(f"HTTP 429 from {where}: {message}. The account's quota or credit is used "
+                                       "up: check its plan and billing; retrying will not help.")
+        if status == 429 or "RateLimit" in name:
+            return RetryableError(f"rate limited (429) by {where}: {message}", retry_after=retry_after,
+                                  throttled=True)
+        if "Connection" in name or status is None or status >= 500 or status in (408, 409):
+            return RetryableError(f"{name} from {where}: {message}", retry_after=retry_after)
+        hint = hint_for_status(status, message, self.spec, where)
+        return InfrastructureError(f"HTTP {status} from {where}: {message}. {hint}".rstrip())
+
+    async def aclose(self) -> None:
+        return None

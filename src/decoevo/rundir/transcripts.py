@@ -1,0 +1,71 @@
+"""Each model request a run made and the reply it got, kept in the run itself (`transcripts.jsonl.gz`),
+so a run copied to another machine can be inspected and reported without the shared request cache.
+
+One entry per distinct request (its cache key), tagged with the phase that made it ("step 3",
+"outer 1", "start"). Every entry is its own gzip member appended to the file: a gzip reader reads the
+members as one stream, and a kill can only tear the last member, which the reader drops.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .files import _check_no_links, dumps_line
+
+TRANSCRIPTS = "transcripts.jsonl.gz"
+
+
+class TranscriptEntry(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    key: str
+    role: str
+    model: str
+    phase: str | None = None
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+    structured: bool = False
+    reply: str = ""
+
+
+def append_transcript(root: Path, entry: TranscriptEntry) -> None:
+    path = root / TRANSCRIPTS
+    _check_no_links(root, path)
+    member = gzip.compress((dumps_line(entry.model_dump(mode="json")) + "\n").encode("utf-8"), mtime=0)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, member)  # not fsynced: a transcript is for reading; the call log is the record
+    finally:
+        os.close(fd)
+
+
+def read_transcripts(path: Path) -> list[TranscriptEntry]:
+    """Every complete entry; a torn last member (a kill mid-append) and bad lines are skipped."""
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    text = b""
+    while data:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            chunk = d.decompress(data)
+        except zlib.error:
+            break
+        if not d.eof:  # cut short
+            break
+        text += chunk
+        data = d.unused_data
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(TranscriptEntry.model_validate(json.loads(line)))
+        except ValueError:
+            continue
+    return out

@@ -1,0 +1,246 @@
+"""Experiment tracking: a run callback that mirrors a decoevo run into an MLflow run.
+
+    tracker = MlflowTracker(run_dir)                  # MLFLOW_TRACKING_URI, or tracking_uri=...
+    decoevo.optimize(questions, run_dir=run_dir, callbacks=[tracker]); tracker.close()
+
+What it logs: the resolved configuration as parameters (flattened, `hyper.epsilon`); per inner step the
+gate's J for the incumbent and the candidate, its decision and the solver version; per outer round the
+generator decision, its audit objectives' deltas and record counts (the decision itself, with the
+policy's reason, as `decisions/round_NNN.json`); usage (paid and cached calls and tokens); every
+accepted skill version, the final skill, summary and provenance as artifacts; method, seed and run
+directory as tags. A resumed run continues the MLflow run tagged with the same run directory.
+
+The engine calls callbacks on its event loop, so logging happens on one worker thread, in order. A
+tracking failure after the start is reported once on stderr and logging stops; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .engine.state import LoopState
+from .errors import UserError
+from .lm import CallRecord
+from .rundir import (
+    FinishEvent,
+    InnerStepEvent,
+    InnerStepFailedEvent,
+    OuterRoundEvent,
+    OuterRoundFailedEvent,
+    ResumeEvent,
+    RunEvent,
+    RunReader,
+    StartEvent,
+    StoppedEvent,
+)
+from .rundir.records import FINAL_SKILL, PROVENANCE, SUMMARY
+
+TRACKERS = ("mlflow",)
+TRACK_ENV, TRACK_URI_ENV = "DECOEVO_TRACK", "DECOEVO_TRACK_URI"  # a sweep's setting, read by its cells
+RUN_DIR_TAG = "decoevo.run_dir"
+PARAM_MAX = 500  # MLflow keeps up to 6000 characters; skill texts belong in artifacts, not parameters
+_BATCH = 100  # MLflow's limit of parameters per log_batch call
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """`{"hyper": {"epsilon": 0.02}}` -> `{"hyper.epsilon": "0.02"}`; lists as JSON; long values cut."""
+    out: dict[str, str] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{name}."))
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            out[name] = text if len(text) <= PARAM_MAX else text[: PARAM_MAX - 1] + "…"
+    return out
+
+
+class MlflowTracker:
+    """A `RunCallback` logging one decoevo run (`run_dir`) to MLflow. Call `close()` when the run ends
+    (it is also closed by the run's finish, budget stop or error stop)."""
+
+    def __init__(self, run_dir: Path | str, *, tracking_uri: str | None = None, experiment: str | None = None,
+                 client: Any = None) -> None:
+        try:
+            from mlflow.tracking import MlflowClient
+        except ImportError:
+            raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
+        self.run_dir = Path(run_dir).resolve()
+        self.client = client or MlflowClient(tracking_uri=tracking_uri)  # None: MLFLOW_TRACKING_URI or default
+        name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
+        try:
+            found = self.client.get_experiment_by_name(name)
+            experiment_id = found.experiment_id if found is not None else self.client.create_experiment(name)
+            self.run_id, self._new = self._open_run(experiment_id)
+        except Exception as exc:  # before the run starts: a wrong URI is the user's to fix
+            raise UserError(f"MLflow tracking ({self.client.tracking_uri}): {type(exc).__name__}: {exc}") from None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoevo-mlflow")
+        self._lock = threading.Lock()
+        self._failed = False
+        self._closed = False
+        self.usage = {"calls_paid": 0, "calls_cached": 0, "tokens_paid": 0, "tokens_cached": 0}
+
+    def _open_run(self, experiment_id: str) -> tuple[str, bool]:
+        """The MLflow run already tagged with this run directory (a resume), else a new one."""
+        path = str(self.run_dir)
+        if "'" not in path:
+            runs = self.client.search_runs([experiment_id], filter_string=f"tags.`{RUN_DIR_TAG}` = '{path}'",
+                                           max_results=1)
+            if runs:
+                self.client.update_run(runs[0].info.run_id, status="RUNNING")
+                return runs[0].info.run_id, False
+        run = self.client.create_run(experiment_id, run_name=self.run_dir.name,
+                                     tags={RUN_DIR_TAG: path, "decoevo.version": __version__})
+        return run.info.run_id, True
+
+    # ---- the callback ------------------------------------------------------------------------------
+    def on_call(self, record: CallRecord) -> None:
+        tokens = record.prompt_tokens + record.completion_tokens
+        kind = "cached" if record.cached else "paid"
+        with self._lock:
+            self.usage[f"calls_{kind}"] += 1
+            self.usage[f"tokens_{kind}"] += tokens
+
+    def on_event(self, event: RunEvent, state: LoopState) -> None:
+        # Read everything from `state` now: the engine changes it after this returns.
+        if isinstance(event, StartEvent | ResumeEvent):
+            if isinstance(event, ResumeEvent):
+                self._seed_usage()
+            self._submit(self._log_start, state.solver.text, state.generator.text, state.solver.version,
+                         state.generator.version)
+        elif isinstance(event, InnerStepEvent):
+            metrics = {"solver_accepted": float(event.accepted), "solver_version": float(event.solver_version)}
+            if event.J_incumbent is not None:
+                metrics["J_incumbent"] = event.J_incumbent
+            if event.J_candidate is not None:
+                metrics["J_candidate"] = event.J_candidate
+            skill = f"skills/solver/v{state.solver.version:03d}.md" if event.accepted else None
+            self._submit(self._log_step, event.step, metrics, skill, state.solver.text)
+        elif isinstance(event, OuterRoundEvent):
+            metrics = {"generator_version": float(event.generator_version),
+                       "audit.structural_records": float(event.structural_records),
+                       "audit.contrastive_records": float(event.contrastive_records),
+                       **{f"audit.delta.{k}": float(v) for k, v in event.deltas.items()}}
+            if event.accepted is not None:
+                metrics["generator_accepted"] = float(event.accepted)
+            decision = event.model_dump(mode="json")
+            skill = f"skills/generator/v{state.generator.version:03d}.md" if event.accepted else None
+            self._submit(self._log_round, event.round, state.next_step, metrics, decision, skill,
+                         state.generator.text)
+        elif isinstance(event, InnerStepFailedEvent | OuterRoundFailedEvent):
+            self._submit(self._log_metrics, {"failed_steps": float(state.failed_steps)}, state.next_step)
+        if isinstance(event, FinishEvent | StoppedEvent):  # a budget stop is followed by its finish event
+            self._submit(self._log_metrics, {}, state.next_step)  # the closing usage
+            if isinstance(event, FinishEvent):
+                self._submit(self._log_finish)
+            self.close("FAILED" if isinstance(event, StoppedEvent) else "FINISHED")
+
+    def close(self, status: str = "FINISHED") -> None:
+        """Wait for pending logging and end the MLflow run (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=True)
+        if not self._failed:
+            self._guard(lambda: self.client.set_terminated(self.run_id, status=status))
+
+    # ---- on the worker thread ----------------------------------------------------------------------
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        if not self._closed and not self._failed:
+            self._pool.submit(self._guard, lambda: fn(*args))
+
+    def _guard(self, fn: Callable[[], None]) -> None:
+        if self._failed:
+            return
+        try:
+            fn()
+        except Exception as exc:
+            self._failed = True
+            print(f"decoevo: MLflow tracking stopped ({type(exc).__name__}: {exc}); the run goes on",
+                  file=sys.stderr)
+
+    def _seed_usage(self) -> None:
+        """A resumed run's usage so far, from its ledger (read-only)."""
+        try:
+            total = (RunReader(self.run_dir).ledger() or {}).get("total") or {}
+        except Exception:
+            return
+        with self._lock:
+            self.usage["calls_paid"] = int(total.get("calls", 0))
+            self.usage["calls_cached"] = int(total.get("cache_hits", 0))
+            self.usage["tokens_paid"] = int(total.get("prompt_tokens", 0)) + int(total.get("completion_tokens", 0))
+
+    def _log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        from mlflow.entities import Metric
+
+        with self._lock:
+            metrics = {**metrics, **{f"usage.{k}": float(v) for k, v in self.usage.items()}}
+        stamp = int(time.time() * 1000)
+        self.client.log_batch(self.run_id, metrics=[Metric(k, v, stamp, step) for k, v in metrics.items()])
+
+    def _log_start(self, solver: str, generator: str, solver_v: int, generator_v: int) -> None:
+        from mlflow.entities import Param, RunTag
+
+        reader = RunReader(self.run_dir)
+        config = reader.config_dict()
+        if self._new:  # a continued MLflow run has them already
+            params = [Param(k, v) for k, v in flatten(config).items()]
+            for i in range(0, len(params), _BATCH):
+                self.client.log_batch(self.run_id, params=params[i:i + _BATCH])
+            self.client.log_text(self.run_id, solver, f"skills/solver/v{solver_v:03d}.md")
+            self.client.log_text(self.run_id, generator, f"skills/generator/v{generator_v:03d}.md")
+            if reader.has(PROVENANCE):
+                self.client.log_artifact(self.run_id, str(self.run_dir / PROVENANCE))
+        tags = {"decoevo.method": config.get("method"), "decoevo.seed": config.get("seed")}
+        self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items() if v is not None])
+
+    def _log_step(self, step: int, metrics: dict[str, float], skill: str | None, text: str) -> None:
+        self._log_metrics(metrics, step)
+        if skill is not None:
+            self.client.log_text(self.run_id, text, skill)
+
+    def _log_round(self, index: int, step: int, metrics: dict[str, float], decision: dict[str, Any],
+                   skill: str | None, text: str) -> None:
+        self._log_metrics(metrics, step)
+        self.client.log_text(self.run_id, json.dumps(decision, indent=1), f"decisions/round_{index:03d}.json")
+        if skill is not None:
+            self.client.log_text(self.run_id, text, skill)
+
+    def _log_finish(self) -> None:
+        for rel in (FINAL_SKILL, SUMMARY):
+            if (self.run_dir / rel).is_file():
+                self.client.log_artifact(self.run_id, str(self.run_dir / rel))
+
+
+def export_tracking(kind: str | None, uri: str | None) -> None:
+    """`decoevo sweep --track`: checked here, then handed to every cell through the DECOEVO_* environment
+    the sweep forwards (also to Ray cells on other machines), where `tracker_from_env` picks it up."""
+    if make_tracker(kind, uri) is not None:
+        os.environ[TRACK_ENV] = str(kind)
+        uri = uri or os.environ.get("MLFLOW_TRACKING_URI")
+        if uri:
+            os.environ[TRACK_URI_ENV] = uri
+
+
+def tracker_from_env() -> Callable[[Path], MlflowTracker] | None:
+    return make_tracker(os.environ.get(TRACK_ENV) or None, os.environ.get(TRACK_URI_ENV) or None)
+
+
+def make_tracker(kind: str | None, uri: str | None) -> Callable[[Path], MlflowTracker] | None:
+    """What `--track`/`--track-uri` ask for: a factory of one tracker per run directory, or None."""
+    if kind is None:
+        if uri is not None:
+            raise UserError("--track-uri needs --track mlflow")
+        return None
+    if kind not in TRACKERS:
+        raise UserError(f"--track {kind!r}: choose one of: {', '.join(TRACKERS)}")
+    return lambda run_dir: MlflowTracker(run_dir, tracking_uri=uri)

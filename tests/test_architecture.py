@@ -1,0 +1,121 @@
+"""The package's import graph, walked from the source: imports point down (docs/architecture.md).
+
+Every import counts, also those inside functions (they are still dependencies; deferring one only
+changes when it is paid for)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "decoevo"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+                if base.startswith("decoevo"):
+                    targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names}
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names if a.name.startswith("decoevo")}
+        graph[name] = {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "decoevo"
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for source, targets in graph.items():
+        for target in targets:
+            a, b = package_of(source), package_of(target)
+            if a != b and b != "decoevo":  # `from .. import __version__` is no dependency on the whole
+                out.setdefault(a, set()).add(b)
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+GRAPH = import_graph()
+PACKAGES = package_graph(GRAPH)
+
+
+def test_the_walk_sees_the_package() -> None:
+    assert len(GRAPH) > 80 and "decoevo.engine.run" in GRAPH["decoevo.api"]  # not vacuous
+
+
+def test_no_import_cycle_between_modules_or_packages() -> None:
+    assert cycles(GRAPH) == []
+    assert cycles(PACKAGES) == []
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    ("rundir", {"lm", "engine", "roles", "evaluation", "report", "sweep", "api", "cli"}),
+    ("report", {"engine", "evaluation", "roles", "lm", "sweep", "api", "cli"}),
+    ("sweep", {"cli"}),
+    ("engine", {"evaluation", "report", "sweep", "api", "cli"}),
+    ("roles", {"engine", "evaluation", "report", "sweep", "api", "cli", "rundir"}),
+    ("lm", {"engine", "roles", "evaluation", "report", "sweep", "api", "cli", "rundir", "domain"}),
+    ("api", {"cli"}),
+])
+def test_imports_point_down(package: str, forbidden: set[str]) -> None:
+    assert PACKAGES.get(package, set()) & forbidden == set()
+
+
+def test_only_the_cli_imports_typer() -> None:
+    users = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        if "typer" in names:
+            users.append(module_name(path))
+    assert set(users) <= {"decoevo.cli", "decoevo.data_cli"}, users

@@ -1,0 +1,98 @@
+"""Timeouts sized to the request, naming the limit that fired, and a hung server given up on quickly."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from decoevo.lm import InfrastructureError, Message, ModelSpec
+from decoevo.lm.timeouts import request_timeouts
+
+
+def spec(**kwargs) -> ModelSpec:
+    return ModelSpec(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", **kwargs)
+
+
+def test_default_limits_grow_with_max_tokens_and_a_hung_server_is_left_within_minutes():
+    short, long = request_timeouts(spec(), 256), request_timeouts(spec(), 4096)
+    assert short.first_byte_s < long.first_byte_s and short.total_s < long.total_s
+    assert short.connect_s == 10.0 and short.first_byte_s < short.total_s
+    default = spec()
+    # The old default held a call 6 x 120 s = 12 minutes; now (timeout_retries + 1) attempts of the sized total.
+    worst = (default.timeout_retries + 1) * request_timeouts(default, 512).total_s
+    assert worst < 200
+    # Explicit settings win, and no limit exceeds the total.
+    fixed = request_timeouts(spec(timeout_s=5, first_byte_timeout_s=60, connect_timeout_s=30), 4096)
+    assert (fixed.connect_s, fixed.first_byte_s, fixed.total_s) == (5, 5, 5)
+
+
+async def _raw_server(handler):
+    server = await asyncio.start_server(handler, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+async def test_a_server_that_never_answers_fails_on_the_first_byte_timeout_after_few_attempts(cache, openai_lm):
+    seen = 0
+
+    async def hang(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal seen
+        await reader.readuntil(b"\r\n\r\n")
+        seen += 1
+        await asyncio.sleep(30)  # accepts the request, never answers
+
+    server, url = await _raw_server(hang)
+    try:
+        lm = openai_lm(url, cache, first_byte_timeout_s=0.3, max_retries=5, timeout_retries=1)
+        started = time.monotonic()
+        with pytest.raises(InfrastructureError, match=r"timed out 2 time\(s\): first-byte timeout \(0\.3s\)") as info:
+            await lm.complete([Message("user", "q")], role="solve")
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    assert seen == 2 and elapsed < 3  # timeout_retries=1: two attempts, not max_retries + 1 = 6
+    assert "max_tokens=512" in str(info.value)
+    assert lm.ledger.rows[("solve", "default")].failures["infrastructure"] == 1
+
+
+async def test_a_reply_that_trickles_in_fails_on_the_total_timeout(cache, openai_lm):
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+        for _ in range(100):
+            writer.write(b" ")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+
+    server, url = await _raw_server(trickle)
+    try:
+        lm = openai_lm(url, cache, timeout_s=0.5, first_byte_timeout_s=0.4, max_retries=0)
+        with pytest.raises(InfrastructureError, match=r"total timeout \(0\.5s\)"):
+            await lm.complete([Message("user", "q")], role="solve")
+    finally:
+        server.close()
+
+
+async def test_a_listener_that_never_accepts_fails_on_the_connect_timeout(openai_lm):
+    """A socket whose accept queue is full: the kernel drops further SYNs, so connecting hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # fill the accept queue (its real length is backlog + 1 or so)
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        fillers.append(s)
+    try:
+        lm = openai_lm(f"http://127.0.0.1:{port}", None, connect_timeout_s=0.3, max_retries=0)
+        started = time.monotonic()
+        with pytest.raises(InfrastructureError, match=r"connect timeout \(0\.3s\)"):
+            await lm.complete([Message("user", "q")], role="solve")
+        assert time.monotonic() - started < 3
+    finally:
+        for s in [*fillers, listener]:
+            s.close()

