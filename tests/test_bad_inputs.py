@@ -107,7 +107,7 @@ DATA_CASES = [
     ("healthbench-empty-rubrics", "healthbench", "hb.jsonl", jl(HB_GOOD, {**HB_GOOD, "prompt_id": "h2", "rubrics": []}),
      ["{p}, line 2, field 'rubrics'", "empty"]),
     ("healthbench-rubric-no-points", "healthbench", "hb.jsonl", jl({**HB_GOOD, "rubrics": [{"criterion": "c"}]}),
-     ["{p}, line 1, field 'rubrics'", "points"]),
+     ["{p}, line 1, field 'rubrics[0].points'", "missing"]),
     ("healthbench-missing-prompt-id", "healthbench", "hb.jsonl", jl({k: v for k, v in HB_GOOD.items()
                                                                       if k != "prompt_id"}),
      ["{p}, line 1, field 'prompt_id'", "missing"]),

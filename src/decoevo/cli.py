@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .boundary import command_boundary, run_guarded
 from .data_cli import choose_data as _choose_data
 from .data_cli import data_app
 from .errors import ConfigError, UserError
@@ -47,6 +48,9 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+guarded = command_boundary(fail)  # every command's body: any failure is one line, never a traceback
+
+
 def model_spec_from_flags(model: str | None, base_url: str | None) -> ModelSpec:
     if base_url:
         return ModelSpec(backend="openai", model=model or "default", base_url=base_url)
@@ -64,6 +68,7 @@ def model_config_from_flags(model: str | None, base_url: str | None, no_cache: b
 
 
 @app.command()
+@guarded
 def doctor(
     model: str = typer.Option(None, help="A GGUF path (local) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
@@ -105,6 +110,7 @@ def doctor(
 
 
 @app.command("methods")
+@guarded
 def list_methods() -> None:
     """List the methods (a method is a configuration of the one engine)."""
     from .methods import METHODS
@@ -119,7 +125,6 @@ def list_methods() -> None:
 
 def _overrides(method: str | None, data: str | None, fmt: str | None, task: str | None, task_spec: str | None,
                steps: int | None, max_calls: int | None, max_tokens: int | None, sets: list[str]) -> dict[str, Any]:
-    import yaml
 
     out: dict[str, Any] = {}
     if method:
@@ -133,15 +138,36 @@ def _overrides(method: str | None, data: str | None, fmt: str | None, task: str 
     if budget:
         out["budget"] = budget
     for item in sets:
-        if "=" not in item:
-            fail(f"--set expects KEY=VALUE with a dotted key, e.g. hyper.epsilon=0.02; got '{item}'")
-        key, value = item.split("=", 1)
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(value)
+        apply_set(out, item)
     return out
+
+
+def apply_set(out: dict[str, Any], item: str) -> None:
+    """One `--set KEY=VALUE` into `out`: a dotted key, a YAML value; a later --set wins, except that a
+    key holding a plain value cannot also be given sub-keys (`--set a=3 --set a.b=1`)."""
+    import yaml
+
+    if "=" not in item:
+        fail(f"--set expects KEY=VALUE with a dotted key, e.g. hyper.epsilon=0.02; got '{item}'")
+    key, text = item.split("=", 1)
+    parts = key.strip().split(".")
+    if not all(p.strip() for p in parts):
+        fail(f"--set '{item}': the key must be dotted names, e.g. hyper.epsilon; got '{key}'")
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        fail(f"--set {key}: the value is not valid YAML ({problem}); quote it, e.g. --set '{key}=\"...\"'")
+    except RecursionError:
+        fail(f"--set {key}: the value is nested too deeply")
+    node = out
+    for i, part in enumerate(parts[:-1]):
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            fail(f"--set {key}: '{'.'.join(parts[: i + 1])}' was already given the value {child!r} "
+                 "(by another --set or a flag); give it either a value or sub-keys")
+        node = child
+    node[parts[-1]] = value
 
 
 def _absolute_paths(config: Any) -> Any:
@@ -164,14 +190,15 @@ def _seeds(seeds: str) -> list[int]:
     return out
 
 
-def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> None:
+def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False) -> None:
     from .progress import run_with_progress
 
     run_dir = Path(run_dir)
     callbacks = [tracker(run_dir)] if tracker is not None else []
     ended = "FAILED"  # what a tracker that saw no finish event records
     try:
-        run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks)
+        run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks,
+                          accept_changed_data=accept_changed_data)
         ended = "FINISHED"
     except LMError as exc:
         then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
@@ -186,13 +213,8 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None) -> N
 
 
 def _guard(fn: Any, *args: Any) -> None:
-    """Turn known failures into one-paragraph messages: exit 2 for input, configuration or state."""
-    try:
-        fn(*args)
-    except UserError as exc:
-        fail(str(exc))
-    except LMError as exc:
-        fail(f"a model call failed ({exc.category}): {exc}", code=1 if exc.category != "infrastructure" else 2)
+    """Any failure becomes a one-paragraph message and exit 2 for input, configuration or state."""
+    run_guarded(lambda: fn(*args), fail)
 
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")
@@ -277,11 +299,10 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
          max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
          pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None)) -> None:
-    import yaml
-
-    from .engine.config import config_from_dict, deep_merge
+    from .engine.config import config_from_dict, deep_merge, lm_with_flags
     from .presets import PRESETS, bundled_healthbench
     from .tracking import make_tracker
+    from .userfiles import load_yaml_mapping
 
     tracker = make_tracker(*track)
 
@@ -290,24 +311,13 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     base: dict[str, Any] = deep_merge({}, PRESETS[preset])
     source = "the command-line flags"
     if config_file is not None:
-        if not config_file.is_file():
-            fail(f"config file {config_file} not found")
-        try:
-            loaded = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            fail(f"{config_file}: not valid YAML: {exc}")
-        if not isinstance(loaded, dict):
-            fail(f"{config_file}: the top level must be a mapping")
-        base, source = deep_merge(base, loaded), str(config_file)
+        base, source = deep_merge(base, load_yaml_mapping(config_file)), str(config_file)
     if "data" not in base or data or benchmark:
         data, fmt = _choose_data(data, fmt, benchmark)
     if "data" not in base and not data:
         base["data"] = {"path": bundled_healthbench(), "format": "healthbench"}
-    if model or base_url or no_cache:
-        lm = model_config_from_flags(model, base_url, no_cache)
-        base["lm"] = deep_merge(base.get("lm", {}), lm.model_dump(mode="json", exclude_unset=True))
-        base["lm"]["models"] = lm.model_dump(mode="json")["models"]
-        base["lm"]["use_cache"] = not no_cache
+    if model or base_url or no_cache:  # they change the default model only (a file's role map stays)
+        base["lm"] = lm_with_flags(base.get("lm"), model, base_url, no_cache)
     over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
@@ -331,7 +341,7 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     if pilot is not None:  # what the user set explicitly keeps its value
         from .pilot import with_pilot
 
-        from_file = yaml.safe_load(config_file.read_text(encoding="utf-8")) if config_file else {}
+        from_file = load_yaml_mapping(config_file) if config_file else {}
         explicit = set(over.get("hyper", {})) | set(from_file.get("hyper", {}))
         configs = [with_pilot(c, pilot, explicit) for c in configs]
     for config in configs:
@@ -342,20 +352,27 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
 
 
 @app.command()
-def resume(run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
-           track: str = TrackOption, track_uri: str = TrackUriOption) -> None:
-    """Continue a stopped or killed run from its last completed step; paid calls come from the cache."""
-    _guard(_resume, run_dir, track, track_uri)
+def resume(
+    run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
+    accept_changed_data: bool = typer.Option(False, "--accept-changed-data", help="Continue even though the "
+                                             "data file (its sha256) or the splits it gives changed since the start."),
+    track: str = TrackOption, track_uri: str = TrackUriOption,
+) -> None:
+    """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
+    A changed method or seed is refused; a changed data file or splits too, unless --accept-changed-data."""
+    _guard(_resume, run_dir, accept_changed_data, track, track_uri)
 
 
-def _resume(run_dir: Path, track: str | None = None, track_uri: str | None = None) -> None:
+def _resume(run_dir: Path, accept_changed_data: bool = False, track: str | None = None,
+            track_uri: str | None = None) -> None:
     from .engine.config import load_config
     from .tracking import make_tracker
 
     tracker = make_tracker(track, track_uri)
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
-    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, tracker=tracker)
+    _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, tracker=tracker,
+             accept_changed_data=accept_changed_data)
 
 
 @app.command()
@@ -409,6 +426,8 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
            no_cache: bool, sets: list[str], pilot: Path | None = None) -> None:
     from .sweep import build_spec, run_sweep
 
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        fail(f"{sweep_dir} exists and is not a directory; name a sweep directory")
     over = _overrides(None, None, None, None, None, steps, max_calls, max_tokens, sets)
     if pilot is not None:
         over["pilot"] = str(pilot.resolve())
@@ -434,10 +453,7 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
                  **({"task": task} if task else {})}
     elif fmt or task:
         fail("--format and --task describe --data; pass --data too, or --benchmark NAME[:split] alone")
-    models = None
-    if model or base_url:
-        models = {"default": model_spec_from_flags(model, base_url).model_dump(mode="json", exclude_unset=True)}
-    spec, source = build_spec(sweep_dir, spec_file, overrides=over, benchmark=bench, models=models)
+    spec, source = build_spec(sweep_dir, spec_file, overrides=over, benchmark=bench, model=model, base_url=base_url)
     book = run_sweep(spec, sweep_dir, source=source, workers=workers, threads=threads, ray_address=ray_address,
                      console=console)
     counts = book.counts()
@@ -451,6 +467,7 @@ def _sweep(sweep_dir: Path, spec_file: Path | None, methods: str | None, seeds: 
 
 
 @app.command()
+@guarded
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
@@ -469,10 +486,14 @@ def export(
         sys.stdout.write(text.strip() + "\n")
 
 
-def check_output(output: Path) -> None:
-    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line."""
+def check_output(output: Path, replaced: bool = False) -> None:
+    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line.
+    `replaced`: the file is written atomically (a new file renamed over it), so a device or a pipe
+    there would be replaced, not written to."""
     if output.is_dir():
         fail(f"-o {output}: is a directory; name a file")
+    if replaced and output.exists() and not output.is_file():
+        fail(f"-o {output}: is not a regular file; name a file")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -553,6 +574,7 @@ Force = typer.Option(False, "--force", help="Replace an earlier result even if t
 
 
 @app.command("eval")
+@guarded
 def eval_(
     run_dirs: list[Path] = RunDirs,
     split: str = typer.Option("test", help="The run's split to grade on (test by default)."),
@@ -560,8 +582,8 @@ def eval_(
     fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. llmeval_med, eqbench_cw)."),
     benchmark: str = typer.Option(None, "--benchmark", help="Transfer: grade on a fetched public benchmark, "
                                   "NAME[:split], instead of --data."),
-    limit: int = typer.Option(None, help="Transfer: use only the first N questions (sorted by id)."),
-    skill_version: int = typer.Option(None, help="Grade this solver version instead of the final one."),
+    limit: int = typer.Option(None, min=1, help="Transfer: use only the first N questions (sorted by id)."),
+    skill_version: int = typer.Option(None, min=0, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
     force: bool = Force,
@@ -591,6 +613,7 @@ def eval_(
 
 
 @app.command()
+@guarded
 def dynamics(
     run_dirs: list[Path] = RunDirs,
     split: str = typer.Option("diagnostic", help="The held-out split to track (diagnostic by default)."),
@@ -613,6 +636,7 @@ def dynamics(
 
 
 @app.command()
+@guarded
 def align(
     run_dirs: list[Path] = RunDirs,
     split: str = typer.Option("test", help="Questions whose rubrics are compared (test by default)."),
@@ -639,6 +663,7 @@ def align(
 
 
 @app.command()
+@guarded
 def report(
     paths: list[Path] = typer.Argument(..., help="Run directories and/or sweep directories (SWEEP/runs/*/*)."),
     output: Path = typer.Option(Path("report.html"), "--output", "-o", help="The HTML file to write."),
@@ -654,7 +679,7 @@ def report(
         return
     for problem in built.problems:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False)
-    check_output(output)
+    check_output(output, replaced=True)
     try:
         written = write(built, output)
     except OSError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.table import Table
 from .benchmarks import datastore
 from .benchmarks.download import FetchError
 from .benchmarks.record import DataFile
+from .boundary import command_boundary
 from .lm.errors import ConfigError
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
@@ -22,9 +24,12 @@ console = Console(log_path=False)
 err_console = Console(stderr=True)
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
+
+
+guarded = command_boundary(_fail)
 
 
 @contextmanager
@@ -52,6 +57,7 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tup
 
 
 @data_app.command("list")
+@guarded
 def list_() -> None:
     """Benchmarks and their splits: size, licence, source, and whether they are downloaded."""
     table = Table(title=f"benchmark data (cache: {datastore.data_root()})")
@@ -71,6 +77,7 @@ def list_() -> None:
 
 
 @data_app.command()
+@guarded
 def fetch(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT, e.g. healthbench:hard"),
           force: bool = typer.Option(False, "--force", help="Download again even when the files are here.")) -> None:
     """Download a benchmark's files (resumes a broken download, verifies sha256)."""
@@ -85,6 +92,7 @@ def fetch(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT, e.g. healthb
 
 
 @data_app.command()
+@guarded
 def path(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT")) -> None:
     """Print the local path of a fetched benchmark (what --data would take)."""
     try:
@@ -94,6 +102,7 @@ def path(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT")) -> None:
 
 
 @data_app.command()
+@guarded
 def verify(spec: str = typer.Argument(None, help="NAME or NAME:SPLIT; default: every downloaded file")) -> None:
     """Check the sha256 of downloaded files against the pinned (or first-fetch) checksums."""
     try:

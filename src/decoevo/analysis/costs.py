@@ -175,11 +175,15 @@ def _ratio(x: float | None) -> str:
 def _read(path: Path, kind: str) -> Any:
     if not path.is_file():
         raise RunUsageError(f"{path}: missing")
-    text = path.read_text(encoding="utf-8")
     try:
+        text = path.read_text(encoding="utf-8")
         return json.loads(text) if kind == "json" else yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunUsageError(f"{path}: cannot be read ({e})") from e
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         raise RunUsageError(f"{path}: not valid {kind.upper()} ({e})") from e
+    except RecursionError as e:
+        raise RunUsageError(f"{path}: nested too deeply to read") from e
 
 
 def _count(path: Path, where: str, row: Mapping[str, Any], key: str) -> int:

@@ -17,17 +17,60 @@ from pydantic import ValidationError
 
 from ..domain import Question, Turn
 from ..errors import DatasetError
+from ..userfiles import surrogate_at
 
 
 def read_text_file(path: Path) -> str:
     """A data file's text, or a DatasetError naming the problem (missing, or the line that is not UTF-8)."""
     if not path.is_file():
         raise DatasetError(path, None, None, "file not found")
+    data = path.read_bytes()
     try:
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8-sig")  # a leading byte-order mark (Windows editors) is not data
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        line = data[: exc.start].count(b"\n") + 1
         raise DatasetError(path, line, None, "not valid UTF-8; re-save the file as UTF-8") from None
+
+
+def parse_json(path: Path, line: int | None, text: str) -> Any:
+    """One JSON document (a JSONL line, or a whole file when `line` is None), refused with its location
+    when it is not JSON, is nested too deeply for the parser, or holds text that is not valid Unicode."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(path, line if line is not None else exc.lineno, None,
+                           f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise DatasetError(path, line, None, "nested too deeply to read (JSON nesting in the thousands)") from None
+    bad = surrogate_at(obj)
+    if bad is not None:
+        raise DatasetError(path, line, bad or None, "holds a lone UTF-16 surrogate (e.g. \\ud800), which is not "
+                           "valid Unicode text; fix the escape")
+    return obj
+
+
+MAX_POINTS = 1e6  # far above any benchmark's scale; keeps sums of points finite (no inf/inf = NaN scores)
+
+
+def need_points(path: Path, line: int | None, name: str, value: Any, *, positive: bool = False) -> float:
+    """A criterion's points or weight: a finite number within ±MAX_POINTS (positive when asked)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise DatasetError(path, line, name, "must be a number")
+    if abs(value) > MAX_POINTS:
+        raise DatasetError(path, line, name, f"{value:g} is out of range; points must be within ±{MAX_POINTS:g}")
+    if positive and not value > 0:
+        raise DatasetError(path, line, name, "must be a positive number")
+    return float(value)
+
+
+def need_id(path: Path, line: int | None, name: str, value: Any) -> str:
+    """A question id: a non-empty string or an integer. null, true, numbers with a fraction, lists and
+    objects are refused, not turned into "None" or "True"."""
+    if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
+        shown = ("null" if value is None else "an empty string" if isinstance(value, str) else
+                 {bool: str(value).lower(), dict: "an object", list: "a list"}.get(type(value), repr(value)[:40]))
+        raise DatasetError(path, line, name, f"must be a non-empty string or an integer (got {shown})")
+    return str(value)
 
 
 def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -36,10 +79,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for n, raw in enumerate(text.split("\n"), 1):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(path, n, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        obj = parse_json(path, n, raw)
         if not isinstance(obj, dict):
             raise DatasetError(path, n, None, "each line must be a JSON object")
         yield n, obj
@@ -61,11 +101,7 @@ def turns_from(path: Path, line: int, prompt: Any) -> tuple[Turn, ...]:
 
 
 def read_json(path: Path) -> Any:
-    text = read_text_file(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DatasetError(path, exc.lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return parse_json(path, None, read_text_file(path))
 
 
 def ref(*parts: str | int) -> str:

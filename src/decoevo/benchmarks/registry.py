@@ -11,6 +11,7 @@ from pathlib import Path
 from ..domain import Question
 from ..lm.errors import ConfigError
 from . import custom, eqbench_cw, healthbench, llmeval_med, researchqa, scholarqa_cs, writingbench
+from .custom import loader as custom_loader
 from .record import Benchmark
 
 _ALL: tuple[Benchmark, ...] = (
@@ -25,6 +26,7 @@ _ALL: tuple[Benchmark, ...] = (
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in _ALL}
 BY_SCHEME: dict[str, Benchmark] = {b.scheme: b for b in _ALL}
+custom_loader.KNOWN_SCHEMES = tuple(BY_SCHEME)  # users' gold rubrics are checked against these at load
 
 
 def get_benchmark(name: str) -> Benchmark:

@@ -12,6 +12,7 @@ from ..lm import LMConfig
 from ..lm.errors import ConfigError
 from ..tasks.load import DataConfig
 from ..tasks.splits import SplitSizes
+from ..userfiles import load_yaml_mapping, surrogate_at
 
 
 class Hyper(BaseModel):
@@ -63,7 +64,7 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: str = "decoevo"
-    seed: int = 0
+    seed: int = Field(0, gt=-(10**18), lt=10**18, description="part of the run directory name; kept short")
     data: DataConfig
     splits: SplitSizes = SplitSizes()
     hyper: Hyper = Hyper()
@@ -111,7 +112,8 @@ def with_backend_token_limits(config: RunConfig) -> RunConfig:
 def describe_validation_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
+                       for p in err["loc"])
         msg = "unknown key (check the spelling; see `decoevo run --help`)" if err["type"] == "extra_forbidden" \
             else err["msg"]
         parts.append(f"{loc}: {msg}")
@@ -119,20 +121,19 @@ def describe_validation_error(source: str, exc: ValidationError) -> str:
 
 
 def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {path} not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    return config_from_dict(raw, overrides, source=str(path))
+    return config_from_dict(load_yaml_mapping(path), overrides, source=str(path))
+
+
+PATH_KEYS = frozenset({"path", "task_spec", "gguf_path", "api_key_file", "cache_path", "match_run"})
 
 
 def config_from_dict(raw: dict[str, Any], overrides: dict[str, Any] | None = None, source: str = "config") -> RunConfig:
     merged = deep_merge(raw, overrides or {})
+    # e.g. "\ud800" in YAML would fail later, in a request; file names may hold undecodable bytes
+    bad = surrogate_at(merged, skip=PATH_KEYS)
+    if bad is not None:
+        raise ConfigError(f"{source}: {bad or '(top level)'}: holds a lone UTF-16 surrogate, which is not valid "
+                          "Unicode text")
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as exc:
@@ -143,4 +144,36 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in extra.items():
         out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def default_model_from_flags(current: Any, model: str | None, base_url: str | None) -> dict[str, Any]:
+    """The `default` model after --model/--base-url, which change that model only (a config file's
+    other models and its role map stay). --base-url: an OpenAI-compatible server, keeping the file's
+    settings for it (key, timeouts, retries) when its default already was one. --model alone: the model
+    name at the file's server, or a GGUF path when the default is the embedded backend."""
+    cur = dict(current) if isinstance(current, dict) else {}
+    served = cur.get("backend") == "openai"
+    if base_url:
+        kept = cur if served else {}
+        return {**kept, "backend": "openai", "base_url": base_url, "model": model or kept.get("model", "default")}
+    if not model:
+        return cur
+    if served:
+        return {**cur, "model": model}
+    kept = {k: v for k, v in cur.items() if k not in ("gguf_path", "model")}
+    return {**kept, "gguf_path": model, "model": Path(model).stem}
+
+
+def lm_with_flags(lm: Any, model: str | None, base_url: str | None, no_cache: bool = False) -> Any:
+    """A configuration's `lm` section with the command-line model flags merged in (see above)."""
+    if not (model or base_url or no_cache) or (lm is not None and not isinstance(lm, dict)):
+        return lm  # nothing to merge, or not a mapping: validation names it
+    out = dict(lm or {})
+    if model or base_url:
+        models = dict(out["models"]) if isinstance(out.get("models"), dict) else {}
+        models["default"] = default_model_from_flags(models.get("default"), model, base_url)
+        out["models"] = models
+    if no_cache:
+        out["use_cache"] = False
     return out

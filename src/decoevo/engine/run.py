@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -24,18 +25,21 @@ from ..rundir import (
     RunLock,
     RunReader,
     RunWriter,
+    StartEvent,
     Summary,
     TranscriptEntry,
     prepare_resume,
 )
-from ..rundir.records import PROVENANCE
+from ..rundir.records import INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
+from ..userfiles import check_lm_files, read_user_text
 from .config import RunConfig, with_backend_token_limits
 from .context import EngineContext
 from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
+from .inputs import RunInputs, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
 from .state import LoopState
 from .validity import Validity
@@ -98,7 +102,7 @@ def spec_lookup(config: RunConfig) -> Callable[[str], str]:
         path = Path(config.data.task_spec)
         if not path.is_file():
             raise DatasetError(path, None, None, "task_spec file not found")
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_user_text(path, "task_spec file").strip()
         if not text:
             raise DatasetError(path, None, None, "task_spec file is empty")
         return lambda task: text
@@ -138,11 +142,14 @@ def final_solver_note(state: LoopState, optimized: bool = True) -> str:
 class Engine:
     def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
-                 on_call: Callable[[CallRecord], None] | None = None) -> None:
+                 on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False) -> None:
         config = self.config = with_backend_token_limits(config)  # recorded in config.yaml as resolved
+        self.accept_changed_data = accept_changed_data  # resume: continue on changed data / splits
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
+        if lm is None:
+            check_lm_files(config.lm)
         self.lm = lm or LM(config.lm)
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
@@ -175,7 +182,38 @@ class Engine:
         if self.observer is not None:
             self.observer(event, state)
 
+    def _check_inputs(self) -> None:
+        """A resume continues the recorded run: an edited method or seed is refused; changed data or
+        splits too, unless accepted explicitly (then the record is updated to what is used now)."""
+        reader = RunReader(self.run.path)
+        if reader.checkpoint() is None:
+            return  # no step completed: the run starts over from the configuration as it is now
+        start = next((e for e in reader.events(problems=[]) if isinstance(e, StartEvent)), None)
+        inputs = reader.model(Inputs, INPUTS) if reader.has(INPUTS) else None
+        now = RunInputs(self.method.name, self.config.seed, data_sha256(self.config.data.path), self.splits.ids())
+        recorded = RunInputs(start.method if start else now.method, start.seed if start else now.seed,
+                             inputs.data_sha256 if inputs else None,
+                             reader.split_ids() if reader.has(SPLITS) else now.splits)
+        where = f"cannot resume {self.run.path}: "
+        identity = identity_changes(recorded, now)
+        if identity:
+            raise ConfigError(where + "; ".join(identity) + "; a run keeps its method and seed (start a new run "
+                              "for another)")
+        changes = data_changes(recorded, now, self.config.data.path)
+        if changes and not self.accept_changed_data:
+            raise ConfigError(where + "; ".join(changes) + "; restore the data, or pass --accept-changed-data to "
+                              "continue on it")
+        if changes:
+            self.run.write_json(SPLITS, now.splits)
+        if changes or inputs is None:
+            self._record_inputs(now.data_sha256)
+
+    def _record_inputs(self, sha: str | None) -> None:
+        self.run.write_model(INPUTS, Inputs(data_path=self.config.data.path, data_sha256=sha))
+
     def _start(self, resume: bool) -> LoopState:
+        if resume:
+            self._check_inputs()
         point = prepare_resume(self.run.path) if resume else None
         if point is not None:
             # Calls paid after the last checkpoint (before a kill or an error stop) are not in its ledger:
@@ -194,7 +232,8 @@ class Engine:
             return state
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
-        self.run.write_json("splits.json", self.splits.ids())
+        self.run.write_json(SPLITS, self.splits.ids())
+        self._record_inputs(data_sha256(self.config.data.path))
         self.run.write_model(PROVENANCE, gather_provenance(self.config.lm, self.config.data.path,
                                                            self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
@@ -263,6 +302,12 @@ class Engine:
             self._emit("stopped", state, category=exc.category.value, role=exc.role, error=str(exc)[:500],
                        at_step=state.next_step)
             self.run.write_json("ledger.json", self.lm.ledger.to_dict())
+            raise
+        except Exception as exc:  # not a model failure (bad input met mid-run, a full disk, a bug): say why
+            with contextlib.suppress(Exception):  # the log may be what failed; the original error matters
+                self._emit("stopped", state, category="error", role="", error=f"{type(exc).__name__}: {exc}"[:500],
+                           at_step=state.next_step)
+                self.run.write_json("ledger.json", self.lm.ledger.to_dict())
             raise
         self._finish(state)
         return RunResult(self.run.path, state, self.lm.ledger)

@@ -37,7 +37,7 @@ from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .shared_slots import FileSlots, SharedSlots
 from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
-from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message
+from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message, checked_completion
 
 __all__ = ["LM", "Budget", "BudgetExceeded", "CallRecord", "make_backend", "repair_params"]
 
@@ -339,6 +339,10 @@ class LM:
                 started = time.monotonic()
                 try:
                     completion = await self._send(backend, model_name, request)
+                    try:
+                        completion = checked_completion(completion)
+                    except ValueError as exc:  # spend we cannot count must not pass the budget
+                        raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
                 except RetryableError as exc:
                     limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
                                     retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),

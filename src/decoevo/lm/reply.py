@@ -70,6 +70,7 @@ def token_count(usage: dict[str, Any], name: str) -> int:
     """A usage count; a negative, fractional-infinite or non-numeric one is a malformed reply (ValueError),
     since budgets add these numbers up."""
     value = usage.get(name) or 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**53:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**53
+            or value != int(value)):  # a fraction of a token is a broken count, not a rounding matter
         raise ValueError(f"usage.{name} is {value!r}, not a token count")
     return int(value)

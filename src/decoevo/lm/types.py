@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .ratelimit import RateInfo
@@ -99,3 +100,34 @@ class CallRecord:
     truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
     reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
     cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
+
+
+MAX_USAGE_TOKENS = 10**9  # one reply's count above this is a broken server, not a long answer
+
+
+def usage_count(usage: Any, name: str) -> int:
+    """A token count from a server's `usage` object: absent is 0; anything but a non-negative whole
+    number up to MAX_USAGE_TOKENS is a ValueError (a negative, NaN or infinite count would let spend
+    bypass --max-tokens or poison the ledger)."""
+    value = usage.get(name) if isinstance(usage, dict) else None
+    if value is None:
+        return 0
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or value != int(value) or not 0 <= value <= MAX_USAGE_TOKENS):
+        raise ValueError(f"usage.{name} is {value!r}; expected a whole number of tokens from 0 to "
+                         f"{MAX_USAGE_TOKENS:,}")
+    return int(value)
+
+
+def checked_completion(completion: Completion) -> Completion:
+    """What any backend returned, before it reaches the ledger, the budget and the cache: the counts
+    must be valid (a ValueError otherwise); lone UTF-16 surrogates in the text (invalid Unicode that a
+    JSON reply can carry as `\\ud800`) become U+FFFD, as a decoder would make them."""
+    for name in ("prompt_tokens", "completion_tokens"):
+        usage_count({name: getattr(completion, name)}, name)
+    try:
+        completion.text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = completion.text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return replace(completion, text=text)
+    return completion

@@ -35,6 +35,8 @@ def read_json(path: Path) -> Any:
         raise ReportInputError(f"{path}: cannot be read ({e})") from e
     except json.JSONDecodeError as e:
         raise ReportInputError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from e
+    except RecursionError as e:
+        raise ReportInputError(f"{path}: nested too deeply to read") from e
 
 
 def read_yaml(path: Path) -> Any:
@@ -46,6 +48,8 @@ def read_yaml(path: Path) -> Any:
         raise ReportInputError(f"{path}: cannot be read ({e})") from e
     except yaml.YAMLError as e:
         raise ReportInputError(f"{path}: not valid YAML ({e})") from e
+    except RecursionError as e:
+        raise ReportInputError(f"{path}: nested too deeply to read") from e
 
 
 def read_jsonl(path: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
@@ -65,8 +69,9 @@ def read_jsonl(path: Path, problems: list[str] | None = None) -> list[dict[str, 
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise ReportInputError(f"{path}:{n}: expected a JSON object")
-        except (json.JSONDecodeError, ReportInputError) as e:
-            error = e if isinstance(e, ReportInputError) else ReportInputError(f"{path}:{n}: not valid JSON ({e.msg})")
+        except (json.JSONDecodeError, RecursionError, ReportInputError) as e:
+            error = e if isinstance(e, ReportInputError) else ReportInputError(
+                f"{path}:{n}: not valid JSON ({getattr(e, 'msg', 'nested too deeply')})")
             if problems is None:
                 raise error from e
             problems.append(f"{error}; line skipped")

@@ -97,6 +97,8 @@ class RunReader:
             return yaml.safe_load(self.text(rel))
         except yaml.YAMLError as e:
             raise RunReadError(f"{self.path / rel}: not valid YAML ({e})") from None
+        except RecursionError:
+            raise RunReadError(f"{self.path / rel}: YAML nested too deeply") from None
 
     def jsonl(self, rel: str, problems: list[str] | None = None) -> list[dict[str, Any]]:
         """The complete lines of a JSONL file as objects ([] when absent). A bad line is an error naming

@@ -24,6 +24,7 @@ SUMMARY = "summary.json"
 FINAL_SKILL = "final_solver_skill.md"
 QUESTIONS = "questions.jsonl"  # questions given in memory to the API are kept here
 EVAL_DIR = "eval"
+INPUTS = "inputs.json"  # what the run was started from (the data's sha256); resume refuses a change
 LOCK = ".lock"
 PROVENANCE = "provenance.json"  # rundir/provenance.py
 
@@ -42,6 +43,14 @@ class Checkpoint(_Record):
     events_offset: int = Field(ge=0)
     calls_offset: int | None = Field(None, ge=0)  # None in format-1 runs
     format_version: int = 1
+
+
+class Inputs(_Record):
+    """`inputs.json`, written at start: the data the splits were made from. Runs made before it
+    existed have none and still resume (without the data check)."""
+
+    data_path: str
+    data_sha256: str | None = None  # None: the data was not a readable file or folder at start
 
 
 RunStatus = Literal["finished", "budget_stop", "stopped", "incomplete"]

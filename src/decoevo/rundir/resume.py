@@ -40,6 +40,8 @@ def _refuse_links(root: Path) -> None:
 
 def prepare_resume(path: Path | str) -> ResumePoint:
     root = Path(path)
+    if root.is_symlink():  # the run's own directory too: its writes would land wherever the link points
+        raise UnsafeRunPath(f"{root}: is a symbolic link to {root.resolve()}; resume the run there by its own path")
     _refuse_links(root)
     _cut_torn_tail(root, CALLS)
     _cut_torn_tail(root, EVENTS)

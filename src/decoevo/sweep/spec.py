@@ -14,14 +14,16 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..engine.config import deep_merge
+from ..engine.config import deep_merge, lm_with_flags
 from ..lm.errors import ConfigError
 from ..methods import get_method
 from ..presets import PRESETS
+from ..userfiles import read_user_text
 from .steps import STEPS
 
 SPEC_FILE = "sweep.yaml"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a benchmark name is a directory name
+MAX_SEED = 10**18
 
 
 class BenchmarkEntry(BaseModel):
@@ -29,7 +31,7 @@ class BenchmarkEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(pattern=NAME_PATTERN, description="directory name under SWEEP/runs/")
+    name: str = Field(pattern=NAME_PATTERN, max_length=100, description="directory name under SWEEP/runs/")
     data: str = Field(description="the question file")
     format: str = "jsonl"  # checked with the rest of the run configuration when the grid is planned
     task: str | None = None
@@ -78,6 +80,9 @@ class SweepSpec(BaseModel):
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        for seed in seeds:  # a seed is part of a directory name (METHOD-sSEED)
+            if abs(seed) >= MAX_SEED:
+                raise ValueError(f"seed {seed} is out of range; seeds are integers below {MAX_SEED:.0e} in size")
         return _unique(seeds, "seed")
 
     @field_validator("preset")
@@ -97,7 +102,8 @@ class SweepSpec(BaseModel):
 
     @model_validator(mode="after")
     def _unique_benchmarks(self) -> SweepSpec:
-        _unique([b.name for b in self.benchmarks], "benchmark name")
+        # names are directories: 'HB' and 'hb' are one directory on case-insensitive file systems
+        _unique([b.name.lower() for b in self.benchmarks], "benchmark name (ignoring case)")
         return self
 
     def shared(self) -> dict[str, Any]:
@@ -127,8 +133,10 @@ def describe_spec_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = "unknown key (check the spelling; see docs/sweeps.md)" if err["type"] == "extra_forbidden" \
-            else err["msg"].removeprefix("Value error, ")
+        msg = {"extra_forbidden": "unknown key (check the spelling; see docs/sweeps.md)",
+               "string_pattern_mismatch": f"{err['input']!r} is not a directory name: use letters, digits and "
+                                          ". _ - (starting with a letter or digit)"}.get(
+            err["type"], err["msg"].removeprefix("Value error, "))
         parts.append(f"{loc}: {msg}")
     return f"{source}: invalid sweep spec: " + "; ".join(parts)
 
@@ -162,12 +170,13 @@ def spec_from_dict(raw: Any, source: str, base: Path, overrides: dict[str, Any] 
 
 
 def read_yaml(path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"sweep spec {path} not found")
+    text = read_user_text(path, "sweep spec")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to read") from None
 
 
 def load_spec(path: Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
@@ -182,11 +191,12 @@ def default_benchmark() -> dict[str, Any]:
 
 
 def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, Any] | None = None,
-               benchmark: dict[str, Any] | None = None, models: dict[str, Any] | None = None
+               benchmark: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None
                ) -> tuple[SweepSpec, str]:
     """The spec of `decoevo sweep`: --spec FILE, else SWEEP/sweep.yaml of an earlier invocation, else the
     flags alone (default: DecoEvo, seed 0, the bundled HealthBench sample). Flags override the file:
-    `benchmark` replaces its benchmarks, `models` its lm.models, `overrides` are merged into it."""
+    `benchmark` replaces its benchmarks, `model`/`base_url` change its default model only
+    (`lm_with_flags`), `overrides` are merged into it."""
     stored = sweep_dir / SPEC_FILE
     if spec_file is not None:
         raw, source, base = read_yaml(spec_file), str(spec_file), spec_file.resolve().parent
@@ -200,8 +210,9 @@ def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, 
     raw = dict(raw)
     if benchmark is not None:
         raw["benchmarks"] = [benchmark]
-    if models is not None:
-        raw["lm"] = {**(raw.get("lm") or {}), "models": models}
-    if source != "the command-line flags" and (overrides or benchmark is not None or models is not None):
+    flags = bool(model or base_url)
+    if flags:
+        raw["lm"] = lm_with_flags(raw.get("lm"), model, base_url)
+    if source != "the command-line flags" and (overrides or benchmark is not None or flags):
         source += " or the command-line flags"
     return spec_from_dict(raw, source, base, overrides), source

@@ -7,7 +7,6 @@ Plain JSONL, one question per line:
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,18 @@ from pydantic import ValidationError
 
 from ...domain import GoldItem, GoldRubric, Question
 from ...errors import DatasetError
-from ..common import build_question, iter_jsonl, turns_from, unique_by_line
+from ..common import build_question, iter_jsonl, need_id, need_points, turns_from, unique_by_line
+
+ITEM_FIELDS = frozenset({"text", "points", "tags", "extra"})
+
+
+# The gold schemes a grader exists for, checked at load rather than at eval. The registry fills this in
+# when it is built (it imports this loader, so the loader cannot import it back).
+KNOWN_SCHEMES: tuple[str, ...] = ()
+
+
+def known_schemes() -> tuple[str, ...]:
+    return KNOWN_SCHEMES
 
 
 def _gold(path: Path, line: int, g: Any) -> GoldRubric:
@@ -24,8 +34,12 @@ def _gold(path: Path, line: int, g: Any) -> GoldRubric:
     if not isinstance(items, list) or not items:
         raise DatasetError(path, line, "gold.items", "a gold rubric needs at least one item")
     scheme = g.get("scheme", "weighted")
-    if not isinstance(scheme, str) or not scheme.strip():
-        raise DatasetError(path, line, "gold.scheme", "must be a non-empty string, e.g. \"weighted\"")
+    if not isinstance(scheme, str) or scheme not in known_schemes():
+        raise DatasetError(path, line, "gold.scheme", f"unknown grading scheme {scheme!r}; known: "
+                           + ", ".join(known_schemes()))
+    unknown = sorted(set(g) - {"scheme", "items"})
+    if unknown:
+        raise DatasetError(path, line, f"gold.{unknown[0]}", "unknown field; gold has scheme and items")
     out = []
     for i, item in enumerate(items):
         where = f"gold.items[{i}]"
@@ -34,9 +48,11 @@ def _gold(path: Path, line: int, g: Any) -> GoldRubric:
         text = item.get("text")
         if not isinstance(text, str) or not text.strip():
             raise DatasetError(path, line, f"{where}.text", "must be a non-empty string")
-        points = item.get("points", 1.0)
-        if isinstance(points, bool) or not isinstance(points, int | float) or not math.isfinite(points):
-            raise DatasetError(path, line, f"{where}.points", "must be a number")
+        unknown = sorted(set(item) - ITEM_FIELDS)
+        if unknown:  # e.g. "weight" for "points": read silently, it would count as the default 1 point
+            raise DatasetError(path, line, f"{where}.{unknown[0]}", "unknown field; an item has "
+                               + ", ".join(sorted(ITEM_FIELDS)) + " (its value is \"points\")")
+        need_points(path, line, f"{where}.points", item.get("points", 1.0))
         try:
             out.append(GoldItem(**item))
         except (TypeError, ValidationError) as exc:
@@ -58,7 +74,7 @@ def load_jsonl_questions(path: Path | str, task: str = "generic") -> list[Questi
             if key not in obj:
                 raise DatasetError(path, n, key, "is missing")
         gold = _gold(path, n, obj["gold"]) if obj.get("gold") is not None else None
-        out.append((n, build_question(path, n, id=str(obj["id"]), task=obj.get("task", task),
+        out.append((n, build_question(path, n, id=need_id(path, n, "id", obj["id"]), task=obj.get("task", task),
                               turns=turns_from(path, n, obj["prompt"]), gold=gold, meta=obj.get("meta", {}))))
     if not out:
         raise DatasetError(path, None, None, "contains no questions")

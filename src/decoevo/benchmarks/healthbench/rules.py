@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ...grading.rules import mean
@@ -16,9 +17,10 @@ def healthbench_fraction(points: Sequence[float], met: Sequence[bool]) -> float 
     if len(points) != len(met):
         raise ValueError("healthbench: points and met differ in length")
     possible = sum(p for p in points if p > 0)
-    if possible <= 0:
+    if possible <= 0 or not math.isfinite(possible):  # points beyond float range: no ratio, never NaN
         return None
-    return sum(p for p, m in zip(points, met, strict=True) if m) / possible
+    fraction = sum(p for p, m in zip(points, met, strict=True) if m) / possible
+    return fraction if math.isfinite(fraction) else None
 
 
 def healthbench_aggregate(fractions: Sequence[float]) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ...domain import GoldItem, GoldRubric, Question, Turn
 from ...errors import DatasetError
-from ..common import build, field_name, need_list, need_object, need_text, read_json, ref, unique
+from ..common import build, field_name, need_list, need_object, need_points, need_text, read_json, ref, unique
 
 # The official config also weighs length, expertise, citations and excerpts (kept in meta); the README's
 # rule scores only the annotated criteria, which is what our grader does.
@@ -46,14 +46,13 @@ def load_scholarqa_cs(path: Path | str) -> list[Question]:
             prop = need_object(path, None, pwhere, prop)
             criterion = need_text(path, None, pwhere, prop, "criterion")
             weight = prop.get("weight")
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0:
-                raise DatasetError(path, None, field_name(pwhere, "weight"), "must be a positive number")
+            points = need_points(path, None, field_name(pwhere, "weight"), weight, positive=True)
             evidence = prop.get("evidence", [])
             if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
                 raise DatasetError(path, None, field_name(pwhere, "evidence"), "must be a list of strings")
             name = str(prop.get("name", f"item_{j}"))
             kind = "nice_to_have" if name.startswith("nice_to_have") else "most_important"
-            items.append(GoldItem(text=criterion, points=float(weight), tags=(kind,),
+            items.append(GoldItem(text=criterion, points=points, tags=(kind,),
                                   extra={"name": name, "evidence": evidence}))
         meta = {"case_id": case_id, "question_key": question_key(prompt), "annotator": obj.get("annotator"),
                 "agreement": obj.get("agreement"), "metric_name": mc.get("name"),

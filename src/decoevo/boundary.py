@@ -1,0 +1,90 @@
+"""What a command prints when an exception reaches it: one line and an exit code, never a traceback.
+
+Known failures name what to fix (`UserError` carries its own message; a model call failure its
+category). The rest are translated by class: a file the system refused (OSError names it), text that is
+not UTF-8, input nested too deeply for the parsers, a request cache that cannot be opened. Anything else
+is a bug in decoevo: one line that says so (exit 1); `DECOEVO_DEBUG=1` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import click
+import typer
+
+from .errors import UserError
+from .lm import LMError
+
+DEBUG_ENV = "DECOEVO_DEBUG"
+
+
+@dataclass(frozen=True)
+class Failure:
+    message: str
+    code: int  # 2: input, configuration or state the user can fix; 1: a model failure or a bug
+
+
+def describe(exc: BaseException) -> Failure:
+    failure = _describe(exc)
+    if "\n" in failure.message or "\r" in failure.message:  # one line, whatever a parser or the data said
+        return Failure(" ".join(failure.message.split()), failure.code)
+    return failure
+
+
+def _describe(exc: BaseException) -> Failure:
+    if isinstance(exc, UserError):
+        return Failure(str(exc), 2)
+    if isinstance(exc, LMError):
+        return Failure(f"a model call failed ({exc.category}): {exc}", 2 if exc.category == "infrastructure" else 1)
+    if isinstance(exc, UnicodeDecodeError):
+        return Failure(f"an input file is not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save it as UTF-8", 2)
+    if isinstance(exc, UnicodeEncodeError):
+        return Failure(f"a text holds characters that are not valid Unicode ({exc.reason}: "
+                       f"{exc.object[exc.start:exc.end]!a}); fix the input that carries it", 2)
+    if isinstance(exc, RecursionError):
+        return Failure("an input is nested too deeply to read (JSON or YAML nesting in the thousands); "
+                       "flatten it", 2)
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return Failure(f"{where}{exc.strerror or exc}", 2)
+    if isinstance(exc, sqlite3.Error):
+        return Failure(f"the request cache cannot be used ({exc}); check DECOEVO_CACHE or lm.cache_path "
+                       "(a writable file path), or pass --no-cache", 2)
+    return Failure(f"internal error, a bug in decoevo ({type(exc).__name__}: {exc}); please report it; "
+                   f"set {DEBUG_ENV}=1 to see the traceback", 1)
+
+
+def debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def run_guarded(fn: Callable[[], Any], fail: Callable[[str, int], NoReturn]) -> None:
+    """Run a command's body; any exception ends in `fail(message, code)` (typer's own exits pass)."""
+    try:
+        fn()
+    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+        raise
+    except Exception as exc:
+        if debug():
+            raise
+        failure = describe(exc)
+        fail(failure.message, failure.code)
+
+
+def command_boundary(fail: Callable[[str, int], NoReturn]) -> Callable[[Any], Any]:
+    """A decorator for typer commands: the body runs under `run_guarded`; the signature stays typer's."""
+
+    def decorate(command: Any) -> Any:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> None:
+            run_guarded(lambda: command(*args, **kwargs), fail)
+
+        return wrapper
+
+    return decorate

@@ -1,0 +1,158 @@
+"""`decoevo resume` continues the recorded run or refuses (issue 12 item 8): an edited method or seed is
+never continued; a data file whose sha256 changed, or splits that now come out differently, are refused
+with the difference named unless --accept-changed-data; a run recorded before inputs.json existed resumes.
+Also issue 11 item 3: --model/--base-url merge with a --config file instead of replacing its models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from decoevo.cli import app
+from decoevo.testing.fake_openai import FakeOpenAI, Reply
+from decoevo.testing.server import free_port, serve_app
+from decoevo.testing.toy_server import toy_reply, toy_run_args, toy_server, write_toy_questions
+
+pytest.importorskip("uvicorn")
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+
+
+def invoke(args) -> tuple[int, str]:
+    result = runner.invoke(app, [str(a) for a in args])
+    return result.exit_code, " ".join(result.output.split())
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory) -> tuple[Path, int]:
+    """A run stopped by 503s after its first step (a checkpoint, not finished) and the port it used."""
+    root = tmp_path_factory.mktemp("stopped")
+    data = write_toy_questions(root / "toy.jsonl")
+    port = free_port()
+    server = FakeOpenAI(lambda body, n: toy_reply(body, n) if n < 200 else Reply(status=503))
+    with serve_app(server.app(), port=port) as url:
+        code, output = invoke([*toy_run_args(f"{url}/v1", data, root, "r", steps=3,
+                                             sets=("lm.models.default.max_retries=0",)), "--no-cache"])
+    assert code == 2, output
+    run = root / "r"
+    assert json.loads((run / "checkpoint.json").read_text())["state"]["next_step"] >= 1
+    return run, port
+
+
+@pytest.fixture
+def run(tmp_path, stopped_run) -> tuple[Path, int]:
+    original, port = stopped_run
+    copy = tmp_path / "r"
+    shutil.copytree(original, copy)
+    shutil.copy(original.parent / "toy.jsonl", tmp_path / "toy.jsonl")
+    config = copy / "config.yaml"
+    config.write_text(config.read_text().replace(str(original.parent), str(tmp_path)))
+    return copy, port
+
+
+def edit_config(run_dir: Path, old: str, new: str) -> None:
+    path = run_dir / "config.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_inputs_are_recorded_at_start(run):
+    run_dir, _ = run
+    inputs = json.loads((run_dir / "inputs.json").read_text())
+    assert len(inputs["data_sha256"]) == 64 and inputs["data_path"].endswith("toy.jsonl")
+
+
+@pytest.mark.parametrize("old,new,fragment", [("seed: 3", "seed: 4", "seed is 4 in config.yaml, but the run started "
+                                                                     "with seed 3"),
+                                              ("method: decoevo", "method: skillopt", "method is 'skillopt'")])
+def test_edited_seed_or_method_is_refused_even_when_accepting_data(run, old, new, fragment):
+    run_dir, _ = run
+    edit_config(run_dir, old, new)
+    before = (run_dir / "events.jsonl").read_bytes()
+    for extra in ([], ["--accept-changed-data"]):
+        code, output = invoke(["resume", run_dir, *extra])
+        assert code == 2 and fragment in output and "Traceback" not in output, output
+    assert (run_dir / "events.jsonl").read_bytes() == before
+
+
+def test_changed_data_is_refused_then_accepted_explicitly(run):
+    run_dir, port = run
+    data = run_dir.parent / "toy.jsonl"
+    lines = data.read_text().splitlines(True)
+    data.write_text("".join(lines[:-1]))  # one question fewer: another sha256 and other splits
+    splits_before = (run_dir / "splits.json").read_text()
+    code, output = invoke(["resume", run_dir])
+    assert code == 2 and f"the data {data} changed since the run started" in output, output
+    assert "the splits made now differ from splits.json" in output and "--accept-changed-data" in output
+    assert (run_dir / "splits.json").read_text() == splits_before
+    with serve_app(toy_server().app(), port=port):
+        code, output = invoke(["resume", run_dir, "--accept-changed-data"])
+    assert code == 0, output
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+    recorded = json.loads((run_dir / "inputs.json").read_text())["data_sha256"]
+    import hashlib
+    assert recorded == hashlib.sha256(data.read_bytes()).hexdigest()
+    assert (run_dir / "splits.json").read_text() != splits_before
+
+
+def test_same_ids_other_text_names_the_data_only(run):
+    run_dir, _ = run
+    data = run_dir.parent / "toy.jsonl"
+    data.write_text(data.read_text().replace("case 1.", "case one."))
+    code, output = invoke(["resume", run_dir])
+    assert code == 2 and "changed since the run started" in output and "splits" not in output, output
+
+
+def test_a_run_without_inputs_json_still_resumes_and_gets_one(run):
+    run_dir, port = run
+    (run_dir / "inputs.json").unlink()
+    with serve_app(toy_server().app(), port=port):
+        code, output = invoke(["resume", run_dir])
+    assert code == 0, output
+    assert len(json.loads((run_dir / "inputs.json").read_text())["data_sha256"]) == 64
+
+
+# ---- issue 11 item 3 ------------------------------------------------------------------------------------
+def test_model_flags_merge_with_a_config_file(tmp_path):
+    """A config file with a grader model and a role map: --base-url/--model change `default` only; the
+    grader model and the role that names it stay (it used to fail: "roles... names model 'grader',
+    which is not in models")."""
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "lm:\n  models:\n    default: {backend: openai, base_url: 'http://127.0.0.1:9/v1', model: x, max_retries: 1}\n"
+        "    grader: {backend: openai, base_url: 'http://127.0.0.1:9/v1', model: g}\n"
+        "  roles: {judge: grader}\n  use_cache: false\n")
+    with serve_app(toy_server().app()) as url:
+        args = toy_run_args(f"{url}/v1", data, tmp_path, "m", steps=0)
+        code, output = invoke([*args, "--config", config, "--set", f"lm.models.grader.base_url={url}/v1"])
+    assert code == 0, output
+    recorded = (tmp_path / "m" / "config.yaml").read_text()
+    import yaml
+    lm = yaml.safe_load(recorded)["lm"]
+    assert lm["models"]["default"]["base_url"] == f"{url}/v1" and lm["models"]["default"]["model"] == "toy"
+    assert lm["models"]["default"]["max_retries"] == 1  # the file's settings for its server are kept
+    assert lm["models"]["grader"]["model"] == "g" and lm["roles"] == {"judge": "grader"}
+    assert lm["use_cache"] is False  # a flag that was not given does not reset the file's choice
+
+
+def test_model_flag_alone_names_the_model_at_the_files_server():
+    from decoevo.engine.config import default_model_from_flags, lm_with_flags
+
+    served = {"backend": "openai", "base_url": "http://h/v1", "model": "a", "api_key_env": "K"}
+    assert default_model_from_flags(served, "b", None) == {**served, "model": "b"}
+    assert default_model_from_flags({"n_ctx": 4096}, "/m/x.gguf", None) == {"n_ctx": 4096, "gguf_path": "/m/x.gguf",
+                                                                          "model": "x"}
+    assert default_model_from_flags({"gguf_path": "/m/y.gguf"}, None, "http://s/v1") == {
+        "backend": "openai", "base_url": "http://s/v1", "model": "default"}
+    assert lm_with_flags(None, None, None, no_cache=True) == {"use_cache": False}
+    assert lm_with_flags(3, "m", None) == 3  # not a mapping: validation names it
