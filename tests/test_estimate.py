@@ -11,10 +11,10 @@ import pytest
 
 from decoevo.engine.config import config_from_dict, deep_merge
 from decoevo.engine.estimate import estimate_calls, expected_rounds
-from decoevo.policies import should_audit
 from decoevo.engine.run import Engine
 from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.methods import get_method
+from decoevo.policies import should_audit
 from decoevo.presets import PRESETS
 from decoevo.progress import describe_estimate
 from decoevo.testing.sim_backend import SimBackend, run_virtual
