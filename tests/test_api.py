@@ -141,3 +141,14 @@ def test_optimize_on_the_embedded_model(tmp_path: Path, monkeypatch: pytest.Monk
                                      "max_tokens_rewrite": 200})
     assert seen[0] == "start" and seen[-1] == "finish" and ("inner_step" in seen or "inner_step_failed" in seen)
     assert RunReader(result.run_dir).status() == "finished" and result.ledger.total().calls > 0
+
+
+def test_evaluate_names_a_bad_data_field_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    with serve_app(toy_server().app()) as url:
+        lm = decoevo.ModelSpec(backend="openai", base_url=f"{url}/v1", model="toy")
+        result = decoevo.optimize([{"id": f"q{i}", "prompt": "x"} for i in range(12)], lm=lm, preset="quick",
+                                  hyper={"steps": 1}, run_dir=tmp_path / "r")
+    with pytest.raises(ConfigError) as caught:
+        decoevo.evaluate(result, data={"path": "x.jsonl", "limit": -1})
+    assert "limit" in str(caught.value) and "\n" not in str(caught.value)

@@ -142,3 +142,27 @@ def test_sweep_track_gives_each_cell_its_mlflow_run(tmp_path: Path, store: str,
     assert sorted(r.data.tags["decoevo.seed"] for r in runs) == ["0", "1"]
     assert {r.info.status for r in runs} == {"FINISHED"}
     assert all(client.get_metric_history(r.info.run_id, "solver_version") for r in runs)
+
+
+def test_two_trackers_racing_to_create_the_experiment_both_get_it(tmp_path, monkeypatch):
+    """Sweep cells start together: the one that loses the race to create the experiment uses it."""
+    import mlflow.tracking
+
+    from decoevo.tracking import MlflowTracker
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = f"file:{tmp_path / 'mlruns'}"
+    real = mlflow.tracking.MlflowClient.get_experiment_by_name
+    calls = {"n": 0}
+
+    def late(self, name):  # the first lookup misses; another cell creates it before our create
+        calls["n"] += 1
+        if calls["n"] == 1:
+            mlflow.tracking.MlflowClient(uri).create_experiment(name)
+            return None
+        return real(self, name)
+
+    monkeypatch.setattr(mlflow.tracking.MlflowClient, "get_experiment_by_name", late)
+    tracker = MlflowTracker(tmp_path / "run", tracking_uri=uri)
+    assert tracker.run_id and calls["n"] == 2
+    tracker.close()

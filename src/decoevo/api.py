@@ -234,7 +234,9 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
     """Grade a run's final (or a given) solver skill with the benchmark's official rule, on the run's
     `split` or, for transfer, on `data` (a DataConfig mapping: path, format, limit). Writes and returns
     RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`."""
-    from .engine.config import DataConfig
+    from pydantic import ValidationError
+
+    from .engine.config import DataConfig, describe_validation_error
     from .evaluation import EvalSession, EvalTarget, RunView
     from .evaluation import evaluate as grade_run
 
@@ -242,6 +244,8 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
     view = RunView(path)
     try:
         target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None)
+    except ValidationError as exc:  # one line, naming the field, as for a configuration file
+        raise ConfigError(describe_validation_error("evaluate(data=...)", exc)) from None
     except ValueError as exc:
         raise ConfigError(f"evaluate: data: {exc}") from None
     session = EvalSession(view, grader=grader, force=force)

@@ -78,8 +78,7 @@ class MlflowTracker:
         self.client = client or MlflowClient(tracking_uri=tracking_uri)  # None: MLFLOW_TRACKING_URI or default
         name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
         try:
-            found = self.client.get_experiment_by_name(name)
-            experiment_id = found.experiment_id if found is not None else self.client.create_experiment(name)
+            experiment_id = self._experiment(name)
             self.run_id, self._new = self._open_run(experiment_id)
         except Exception as exc:  # before the run starts: a wrong URI is the user's to fix
             raise UserError(f"MLflow tracking ({self.client.tracking_uri}): {type(exc).__name__}: {exc}") from None
@@ -88,6 +87,20 @@ class MlflowTracker:
         self._failed = False
         self._closed = False
         self.usage = {"calls_paid": 0, "calls_cached": 0, "tokens_paid": 0, "tokens_cached": 0}
+
+    def _experiment(self, name: str) -> str:
+        """The experiment's id, made if missing. Sweep cells start together: when another cell creates it
+        between the lookup and the create, MLflow refuses the create, and the lookup then finds it."""
+        found = self.client.get_experiment_by_name(name)
+        if found is not None:
+            return str(found.experiment_id)
+        try:
+            return str(self.client.create_experiment(name))
+        except Exception:
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            return str(found.experiment_id)
 
     def _open_run(self, experiment_id: str) -> tuple[str, bool]:
         """The MLflow run already tagged with this run directory (a resume), else a new one."""

@@ -1,6 +1,7 @@
 """The paper's cost table (Table 4): calls and tokens per method and per role, relative to SkillOpt.
 
-Costs come from each run directory's `ledger.json` (what `UsageLedger.to_dict()` writes); the method
+Costs come from each run directory's `ledger.json` (what `UsageLedger.to_dict()` writes), read back
+strictly into `lm.ledger.Usage`, the same counts and effective totals the live ledger has; the method
 and seed come from `summary.json` (written when a run ends) or else `config.yaml`.
 
 A method's cost is its *effective* usage: the backend calls it paid for plus the cache hits on answers
@@ -23,52 +24,20 @@ from typing import Any
 
 import yaml
 
+from ..lm.ledger import Usage
 from ..methods import METHODS
+
+__all__ = ["BASELINE", "CostRow", "CostTable", "MethodCost", "RunUsage", "RunUsageError", "Usage", "cost_table",
+           "load_run_usage", "load_runs"]
 
 BASELINE = "skillopt"
 _COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "inherited_calls", "inherited_tokens")
 # Ledgers written before cache inheritance was tracked have no such fields: nothing was inherited.
+# Nor, before prices existed, dollars: nothing was priced.
 _OPTIONAL = frozenset({"inherited_calls", "inherited_tokens", "unpriced_calls"})
-# Dollars (ledgers before prices existed have none: nothing was priced).
-_DOLLARS = ("cost_usd", "inherited_cost_usd", "unpriced_calls")
-
 
 class RunUsageError(ValueError):
     """A run directory whose usage cannot be read; the message names the file."""
-
-
-@dataclass(frozen=True)
-class Usage:
-    calls: int = 0  # paid backend calls
-    cache_hits: int = 0  # all hits, inherited ones included
-    prompt_tokens: int = 0  # of the paid calls
-    completion_tokens: int = 0
-    inherited_calls: int = 0  # hits on answers another run paid for (in and out tokens are not split)
-    inherited_tokens: int = 0
-    cost_usd: float = 0.0  # dollars of the paid calls (priced models only)
-    inherited_cost_usd: float = 0.0
-    unpriced_calls: int = 0  # calls to a model with no price: the dollars are a lower bound
-
-    @property
-    def tokens(self) -> int:
-        """Paid input + output tokens."""
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def effective_calls(self) -> int:
-        """What this run would have paid for alone (the ledger's `effective_calls`)."""
-        return self.calls + self.inherited_calls
-
-    @property
-    def effective_tokens(self) -> int:
-        return self.tokens + self.inherited_tokens
-
-    @property
-    def effective_cost_usd(self) -> float:
-        return self.cost_usd + self.inherited_cost_usd
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(*(getattr(self, k) + getattr(other, k) for k in (*_COUNTS, *_DOLLARS)))
 
 
 @dataclass(frozen=True)

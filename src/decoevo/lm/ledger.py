@@ -4,13 +4,61 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from .errors import FailureCategory
 
 
+class EffectiveUsage:
+    """What a run would have spent alone: its paid calls plus the answers it inherited from a cache
+    another run paid for. Shared by the live ledger row and the frozen counts a cost table sums."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    inherited_calls: int
+    inherited_tokens: int
+    cost_usd: float
+    inherited_cost_usd: float
+
+    @property
+    def tokens(self) -> int:
+        """Paid input + output tokens."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def effective_calls(self) -> int:
+        return self.calls + self.inherited_calls
+
+    @property
+    def effective_tokens(self) -> int:
+        return self.tokens + self.inherited_tokens
+
+    @property
+    def effective_cost_usd(self) -> float:
+        return self.cost_usd + self.inherited_cost_usd
+
+
+@dataclass(frozen=True)
+class Usage(EffectiveUsage):
+    """Frozen usage counts (a ledger row as read back from `ledger.json`), summable with `+`."""
+
+    calls: int = 0  # paid backend calls
+    cache_hits: int = 0  # all hits, inherited ones included
+    prompt_tokens: int = 0  # of the paid calls
+    completion_tokens: int = 0
+    inherited_calls: int = 0  # hits on answers another run paid for (in and out tokens are not split)
+    inherited_tokens: int = 0
+    cost_usd: float = 0.0  # dollars of the paid calls (priced models only)
+    inherited_cost_usd: float = 0.0
+    unpriced_calls: int = 0  # calls to a model with no price: the dollars are a lower bound
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Usage)))
+
+
 @dataclass
-class UsageRow:
+class UsageRow(EffectiveUsage):
     calls: int = 0  # backend calls that returned a completion (each one was paid for)
     cache_hits: int = 0
     prompt_tokens: int = 0
@@ -29,22 +77,6 @@ class UsageRow:
     inherited_cost_usd: float = 0.0  # what the inherited answers cost whoever paid them
     unpriced_calls: int = 0  # paid or inherited calls to a model with no price: the cost is a lower bound
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @property
-    def effective_calls(self) -> int:
-        return self.calls + self.inherited_calls
-
-    @property
-    def effective_tokens(self) -> int:
-        return self.tokens + self.inherited_tokens
-
-    @property
-    def effective_cost_usd(self) -> float:
-        return self.cost_usd + self.inherited_cost_usd
 
     def add(self, other: UsageRow) -> None:
         self.calls += other.calls
