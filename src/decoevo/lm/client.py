@@ -310,6 +310,9 @@ class LM:
                 return answer, True
             # the holder failed or died without an answer: claim it for this process
         try:
+            answer = cache.get(key)  # another process may have paid and released since this one looked
+            if answer is not None:
+                return answer, True
             completion = await self._call_with_retries(backend, model_name, role, request)
             cache.put(key, backend.identity, completion)  # before the release, so a waiter finds it
             return completion, False
