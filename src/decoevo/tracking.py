@@ -242,6 +242,23 @@ def export_tracking(kind: str | None, uri: str | None) -> None:
         uri = uri or os.environ.get("MLFLOW_TRACKING_URI")
         if uri:
             os.environ[TRACK_URI_ENV] = uri
+        ensure_experiment(uri)
+
+
+def ensure_experiment(uri: str | None, name: str | None = None) -> str:
+    """Make the experiment before a sweep's cells start: cells that each made it at once could leave
+    two experiments of one name (MLflow's file store does not serialise that), splitting the sweep."""
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
+    client = MlflowClient(tracking_uri=uri)
+    name = name or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
+    try:
+        found = client.get_experiment_by_name(name)
+        return str(found.experiment_id) if found is not None else str(client.create_experiment(name))
+    except Exception as exc:  # before the sweep starts: a wrong URI is the user's to fix
+        raise UserError(f"MLflow tracking ({client.tracking_uri}): {type(exc).__name__}: {exc}") from None
 
 
 def tracker_from_env() -> Callable[[Path], MlflowTracker] | None:
