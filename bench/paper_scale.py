@@ -69,7 +69,7 @@ async def _run(cell: dict[str, Any], workdir: Path, backend: Any) -> dict[str, A
             cache=RequestCache(workdir / "cache.sqlite"))
     marks: list[tuple[str, float]] = []
     engine = Engine(config, workdir / "run", lm=lm,
-                    observer=lambda kind, data, state: marks.append((kind, asyncio.get_running_loop().time())))
+                    observer=lambda event, state: marks.append((event.event, asyncio.get_running_loop().time())))
     t0, cpu0 = asyncio.get_running_loop().time(), time.process_time()
     try:
         result = await engine.run_async()
@@ -89,25 +89,12 @@ def _server(url: str, path: str, post: bool = False) -> dict[str, Any]:
         return out
 
 
-def _no_fsync_per_call() -> None:
-    """The run directory's call log without an fsync per line (the `--no-call-fsync` what-if)."""
-    from decoevo.store import run_dir
-
-    def append(path: Path, obj: dict[str, Any]) -> None:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-    run_dir._append_line = append
-
-
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     from decoevo.lm.client import make_backend
     from decoevo.testing.sim_backend import SimBackend, run_virtual
     from decoevo.testing.sim_model import LatencyModel
 
     latency = LatencyModel(**cell["latency"])
-    if cell.get("no_call_fsync"):
-        _no_fsync_per_call()
     limit = make_backend(_config(cell).lm.models["default"]).max_concurrency  # this code version's default
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -216,8 +203,6 @@ def main() -> None:
     parser.add_argument("--tail-p", type=float, default=0.05, help="share of requests with a Pareto-tail delay")
     parser.add_argument("--slots", type=int, default=64)
     parser.add_argument("--questions", type=int, default=300)
-    parser.add_argument("--no-call-fsync", action="store_true",
-                        help="what-if: the run directory's call log is appended without an fsync per call")
     parser.add_argument("--out", type=Path, default=RESULTS / "paper_scale.json")
     args = parser.parse_args()
     if args.cell:
@@ -226,7 +211,7 @@ def main() -> None:
     methods = [m for m in METHODS if m in args.methods.split(",")]  # decoevo before budget_matched
     seeds = [int(s) for s in args.seeds.split(",")]
     latency = {"base_s": args.base_ms / 1000, "per_token_s": args.per_token_ms / 1000, "tail_p": args.tail_p}
-    server_config = {"sim_seed": 0, "slots": args.slots, "latency": latency, "no_call_fsync": args.no_call_fsync}
+    server_config = {"sim_seed": 0, "slots": args.slots, "latency": latency}
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, sim_server_process(server_config) as url:
         data = write_toy_questions(Path(tmp) / "questions.jsonl", args.questions)
