@@ -27,8 +27,21 @@ def test_a_lease_is_exclusive_and_ends_with_its_holder(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     conn = a._conn()
-    conn.execute("INSERT INTO leases VALUES ('orphan', 'x', ?, ?, ?)", (a.host, dead.pid, time.time() + 600))
+    conn.execute("INSERT INTO request_leases VALUES ('orphan', 'x', ?, ?, ?)", (a.host, dead.pid, time.time() + 600))
     assert not b.held_elsewhere("orphan") and b.claim("orphan", 60)  # its holder died: taken over at once
+
+
+def test_an_answer_stored_with_release_ends_the_lease_in_the_same_write(tmp_path: Path) -> None:
+    from decoevo.lm.types import Completion
+
+    a, b = RequestCache(tmp_path / "c.sqlite"), RequestCache(tmp_path / "c.sqlite")
+    answer = Completion(text="42", prompt_tokens=3, completion_tokens=1, finish_reason="stop")
+    assert a.claim("k", 60) and not b.claim("k", 60)
+    a.put("k", "m", answer, release=True)
+    assert not b.held_elsewhere("k") and b.get("k") == answer
+    assert a.claim("kept", 60)
+    a.put("kept", "m", answer)  # without release the lease stays until released
+    assert b.held_elsewhere("kept")
 
 
 def test_three_identical_runs_at_once_pay_each_request_once(tmp_path: Path) -> None:

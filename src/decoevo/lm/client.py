@@ -309,15 +309,19 @@ class LM:
             if answer is not None:
                 return answer, True
             # the holder failed or died without an answer: claim it for this process
+        stored = False
         try:
             answer = cache.get(key)  # another process may have paid and released since this one looked
             if answer is not None:
                 return answer, True
             completion = await self._call_with_retries(backend, model_name, role, request)
-            cache.put(key, backend.identity, completion)  # before the release, so a waiter finds it
+            # The answer lands as the lease ends, in one transaction: a waiter never finds neither.
+            cache.put(key, backend.identity, completion, release=True)
+            stored = True
             return completion, False
         finally:
-            cache.release(key)
+            if not stored:
+                cache.release(key)
 
     async def _call_with_retries(
         self, backend: Backend, model_name: str, role: str, request: BackendRequest
