@@ -2,7 +2,8 @@
 (docs/cost.md) off and on: in process on the simulated model and a virtual clock (`bench/paper_scale.py`'s
 first run: the same calls as over HTTP, in seconds of CPU).
 
-    .venv/bin/python bench/cost_levers.py --seeds 0,1   # -> bench/results/cost_levers.json
+    .venv/bin/python bench/cost_levers.py --seeds 0,1,2   # -> bench/results/cost_levers.json
+    .venv/bin/python bench/cost_levers.py --variants default,since_last_round --out /tmp/x.json
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ from decoevo.presets import PRESETS
 from decoevo.testing.sim_backend import run_virtual
 from decoevo.testing.toy_server import write_toy_questions
 
-VARIANTS: dict[str, dict[str, bool]] = {
+ALL_THREE = {"reuse_frozen_set": True, "reuse_probe_draws": True, "rollouts_early_stop": True}
+VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "reuse_frozen_set": {"reuse_frozen_set": True},
     "reuse_both": {"reuse_frozen_set": True, "reuse_probe_draws": True},
     "rollouts_early_stop": {"rollouts_early_stop": True},
-    "all": {"reuse_frozen_set": True, "reuse_probe_draws": True, "rollouts_early_stop": True},
+    "all": ALL_THREE,
+    "since_last_round": {"audit_schedule": "since_last_round"},
+    "all_and_since_last_round": {**ALL_THREE, "audit_schedule": "since_last_round"},
 }
 
 
-def _cell(data: Path, tmp: Path, method: str, seed: int, hyper: dict[str, bool]) -> dict[str, Any]:
+def _cell(data: Path, tmp: Path, method: str, seed: int, hyper: dict[str, Any]) -> dict[str, Any]:
     config = config_from_dict(deep_merge(PRESETS["paper"], {
         "method": method, "seed": seed, "data": {"path": str(data), "format": "jsonl"}, "hyper": hyper}))
     tmp.mkdir()
@@ -43,15 +47,17 @@ def _cell(data: Path, tmp: Path, method: str, seed: int, hyper: dict[str, bool])
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: %(default)s")
     parser.add_argument("--out", type=Path, default=RESULTS / "cost_levers.json")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    variants = {name: VARIANTS[name] for name in args.variants.split(",")}
     out: dict[str, Any] = {"preset": "paper", "seeds": seeds, "skillopt": {}, "decoevo": {}}
     with tempfile.TemporaryDirectory() as tmp:
         data = write_toy_questions(Path(tmp) / "questions.jsonl", 300)
         for seed in seeds:
             out["skillopt"][seed] = _cell(data, Path(tmp) / f"skillopt-{seed}", "skillopt", seed, {})
-            for name, hyper in VARIANTS.items():
+            for name, hyper in variants.items():
                 out["decoevo"].setdefault(name, {})[seed] = _cell(data, Path(tmp) / f"{name}-{seed}", "decoevo",
                                                                   seed, hyper)
                 print(name, seed, {k: v for k, v in out["decoevo"][name][seed].items() if k != "roles"}, flush=True)
@@ -59,7 +65,7 @@ def main() -> None:
     print("| DecoEvo variant | " + " | ".join(f"seed {s} calls ÷ | seed {s} tokens ÷ | rounds" for s in seeds)
           + " | mean calls ÷ | mean tokens ÷ |")
     print("|---|" + "---:|---:|---:|" * len(seeds) + "---:|---:|")
-    for name in VARIANTS:
+    for name in variants:
         cells, calls, tokens = [], [], []
         for s in seeds:
             d, k = out["decoevo"][name][s], out["skillopt"][s]

@@ -4,6 +4,7 @@ claim to save without dropping an audit."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from decoevo.testing.toy_server import write_toy_questions
 def test_levers_are_off_by_default():
     h = Hyper()
     assert not (h.reuse_frozen_set or h.reuse_probe_draws or h.rollouts_early_stop)
+    assert h.audit_schedule == "fixed"
 
 
 def test_frozen_set_sample_is_one_range_per_skill_pair():
@@ -109,3 +111,40 @@ def test_early_stop_draws_fewer_rollouts_only_for_near_tie_selection(tmp_path):
     _, r_off = _run(tmp_path / "random_off", method="random_pairs")
     _, r_on = _run(tmp_path / "random_on", method="random_pairs", rollouts_early_stop=True)
     assert r_on == r_off  # random pairs need no scores to stop on: the option does nothing there
+
+
+def _round_steps(run_dir: Path) -> tuple[list[bool], list[int]]:
+    """Each inner step's acceptance, and the steps after which an outer round ran (from events.jsonl)."""
+    accepted: list[bool] = []
+    rounds: list[int] = []
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "inner_step":
+            accepted.append(event["accepted"])
+        elif event["event"] == "outer_round":
+            rounds.append(len(accepted) - 1)
+    return accepted, rounds
+
+
+@pytest.mark.parametrize("schedule", ["fixed", "since_last_round"])
+def test_the_engine_runs_its_rounds_where_the_schedule_says(tmp_path, schedule):
+    import asyncio
+
+    from decoevo.policies import should_audit
+
+    from .engine_helpers import toy_engine
+
+    engine, _ = toy_engine(tmp_path, "decoevo", steps=8, audit_every=4, max_stalls=2, audit_schedule=schedule)
+    asyncio.run(engine.run_async())
+    accepted, rounds = _round_steps(engine.run.path)
+    expected, stalls, last = [], 0, -1
+    for step, ok in enumerate(accepted):
+        stalls = 0 if ok else stalls + 1
+        if should_audit(step, 4, stalls, 2, last_round=last if schedule == "since_last_round" else None):
+            expected.append(step)
+            stalls, last = 0, step
+    assert rounds == expected and len(accepted) == 8
+    if schedule == "since_last_round":  # K counts from the last round: no scheduled round right after one
+        assert all(b - a >= 2 for a, b in pairwise(rounds))
+    else:  # on the toy world a stall round after step 2 is followed by the scheduled one after step 3
+        assert any(b - a == 1 for a, b in pairwise(rounds))

@@ -24,21 +24,31 @@ from decoevo.testing.toy_server import write_toy_questions
 from .engine_helpers import toy_engine
 
 
-def _rounds_all_rejected(steps: int, k: int, m: int) -> int:
+def _rounds_all_rejected(steps: int, k: int, m: int, schedule: str = "fixed") -> int:
     rounds = stalls = 0
+    last = -1
     for step in range(steps):
         stalls += 1
-        if should_audit(step, k, stalls, m):
-            rounds, stalls = rounds + 1, 0
+        if should_audit(step, k, stalls, m, last_round=last if schedule == "since_last_round" else None):
+            rounds, stalls, last = rounds + 1, 0, step
     return rounds
 
 
+@pytest.mark.parametrize("schedule", ["fixed", "since_last_round"])
 @pytest.mark.parametrize(("steps", "k", "m"), [(20, 4, 3), (8, 2, 2), (7, 3, 1), (5, 10, 2)])
-def test_expected_rounds_spans_the_schedule(steps, k, m):
-    assert expected_rounds(steps, k, m, 0.0) == pytest.approx(steps // k)  # no stall ever
-    assert expected_rounds(steps, k, m, 1.0) == pytest.approx(_rounds_all_rejected(steps, k, m))
-    mid = expected_rounds(steps, k, m, 0.5)
-    assert steps // k <= mid <= _rounds_all_rejected(steps, k, m)
+def test_expected_rounds_spans_the_schedule(steps, k, m, schedule):
+    assert expected_rounds(steps, k, m, 0.0, schedule) == pytest.approx(steps // k)  # no stall ever
+    assert expected_rounds(steps, k, m, 1.0, schedule) == pytest.approx(_rounds_all_rejected(steps, k, m, schedule))
+    mid = expected_rounds(steps, k, m, 0.5, schedule)
+    assert steps // k <= mid <= _rounds_all_rejected(steps, k, m, schedule)
+
+
+def test_counting_from_the_last_round_never_runs_more_rounds():
+    # the paper preset's schedule: T = 20, K = 4, M = 3
+    assert _rounds_all_rejected(20, 4, 3, "fixed") == 10
+    assert _rounds_all_rejected(20, 4, 3, "since_last_round") == 6
+    for p in (0.2, 0.5, 0.8):
+        assert expected_rounds(20, 4, 3, p, "since_last_round") < expected_rounds(20, 4, 3, p, "fixed")
 
 
 @pytest.mark.parametrize("method", ["skillopt", "decoevo", "sc_coevo", "no_contrastive", "direct_audit"])

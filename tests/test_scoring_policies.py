@@ -96,6 +96,13 @@ def test_outer_loop_trigger():
     assert should_audit(0, 3, 2, 2)
 
 
+def test_outer_loop_trigger_counting_from_the_last_round():
+    # a stall-triggered round after step 1 moves the next scheduled one from step 2 to step 4
+    assert [should_audit(t, 3, 0, 2, last_round=1) for t in range(2, 6)] == [False, False, True, True]
+    assert [should_audit(t, 3, 0, 2, last_round=-1) for t in range(4)] == [False, False, True, True]
+    assert should_audit(2, 3, 2, 2, last_round=1)  # M stalls still trigger at once
+
+
 def test_near_tie_pairs_smallest_gaps_first_no_reuse_at_most_h():
     scores = [0.50, 0.52, 0.90, 0.51, 0.10, 0.88]
     # gaps: (0,3)=.01 (1,3)=.01 (0,1)=.02 (2,5)=.02 ...; (0,3) taken first, then (1,3) blocked, (0,1) blocked

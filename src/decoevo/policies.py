@@ -126,9 +126,18 @@ class ScoreCoupledAcceptance:
                                  {"solver_score": d})
 
 
-def should_audit(step: int, audit_every: int, consecutive_rejections: int, max_stalls: int) -> bool:
-    """The outer loop runs every K inner steps (after steps K, 2K, ...) or after M consecutive rejections."""
-    return (step + 1) % audit_every == 0 or consecutive_rejections >= max_stalls
+def should_audit(step: int, audit_every: int, consecutive_rejections: int, max_stalls: int, *,
+                 last_round: int | None = None) -> bool:
+    """The outer loop runs every K inner steps (after steps K, 2K, ...) or after M consecutive rejections.
+
+    With `last_round` (the step of the last outer round, -1 before any: `audit_schedule: since_last_round`)
+    the K steps count from the last round, so a round brought forward by a stall moves the next scheduled
+    one instead of being followed by it one step later, with neither skill changed in between."""
+    if consecutive_rejections >= max_stalls:
+        return True
+    if last_round is None:
+        return (step + 1) % audit_every == 0
+    return step - last_round >= audit_every
 
 
 def select_failures(scores: dict[str, float], max_failures: int) -> list[str]:

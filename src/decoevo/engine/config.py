@@ -48,6 +48,9 @@ class Hyper(BaseModel):
                                     "neither skill changed sees the same pairs and records as the last one")
     rollouts_early_stop: bool = Field(False, description="draw a question's rollouts 2H first and the rest "
                                       "only if those hold fewer than H near-tie pairs")
+    audit_schedule: Literal["fixed", "since_last_round"] = Field(
+        "fixed", description="fixed: rounds after steps K, 2K, ... and after M stalls; since_last_round: K "
+        "counts from the last round, so a stall-triggered round moves the next scheduled one")
 
 
 class BudgetConfig(BaseModel):

@@ -97,22 +97,24 @@ def planned_steps(method: MethodSpec, hyper: Hyper) -> int:
     return hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
 
 
-def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: float) -> float:
+def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: float,
+                    schedule: str = "fixed") -> float:
     """Expected outer rounds of the schedule (`should_audit`) when each rewrite is rejected with
-    `reject_prob`: exact, over the distribution of the consecutive-rejection count."""
-    dist = {0: 1.0}
+    `reject_prob`: exact, over the distribution of (consecutive rejections, step of the last round)."""
+    dist: dict[tuple[int, int], float] = {(0, -1): 1.0}
     rounds = 0.0
     for step in range(steps):
-        nxt: dict[int, float] = {}
-        for stalls, p in dist.items():
+        nxt: dict[tuple[int, int], float] = {}
+        for (stalls, last), p in dist.items():
             for rejected, q in ((True, reject_prob), (False, 1.0 - reject_prob)):
                 if q == 0.0:
                     continue
-                count = stalls + 1 if rejected else 0
-                if should_audit(step, audit_every, count, max_stalls):
+                count, since = (stalls + 1 if rejected else 0), last
+                if should_audit(step, audit_every, count, max_stalls,
+                                last_round=last if schedule == "since_last_round" else None):
                     rounds += p * q
-                    count = 0
-                nxt[count] = nxt.get(count, 0.0) + p * q
+                    count, since = 0, step
+                nxt[(count, since)] = nxt.get((count, since), 0.0) + p * q
         dist = nxt
     return rounds
 
@@ -185,6 +187,6 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
         once[role] = once.get(role, 0) + n
     return CallEstimate(
         sum(step.values()), sum(rnd.values()), steps, steps // hyper.audit_every,
-        round(expected_rounds(steps, hyper.audit_every, hyper.max_stalls, 1.0)),
-        expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob),
+        round(expected_rounds(steps, hyper.audit_every, hyper.max_stalls, 1.0, hyper.audit_schedule)),
+        expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob, hyper.audit_schedule),
         sum(once.values()), cached_step, cached_round, step, rnd, once, high_round)

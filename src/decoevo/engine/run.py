@@ -276,8 +276,10 @@ class Engine:
                 except (ParseError, RefusalError) as exc:
                     self._step_failed(state, "inner_step_failed", exc, step=step)
                     state.consecutive_rejections += 1
+                last_round = state.last_round_step if h.audit_schedule == "since_last_round" else None
                 if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
-                                                            h.max_stalls):
+                                                            h.max_stalls, last_round=last_round):
+                    state.last_round_step = step
                     self.phase = f"outer {state.outer_rounds}"
                     try:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,

@@ -13,6 +13,7 @@ class LoopState(BaseModel):
     generator: Skill
     consecutive_rejections: int = 0
     outer_rounds: int = 0
+    last_round_step: int = -1  # the inner step after which the last outer round ran
     solver_accepts: int = 0
     generator_accepts: int = 0
     audit_notes: list[str] = Field(default_factory=list)
