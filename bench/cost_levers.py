@@ -31,12 +31,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all": ALL_THREE,
     "since_last_round": {"audit_schedule": "since_last_round"},
     "all_and_since_last_round": {**ALL_THREE, "audit_schedule": "since_last_round"},
+    # Not an option but smaller sizes (docs/cost.md, "What reaches 1.5×"): SkillOpt runs with the same splits.
+    "smaller_sizes": {"audit_schedule": "since_last_round", "audit_every": 10, "max_stalls": 5, "rollouts": 4,
+                      "splits": {"probe": 6, "generator_gate": 10}},
 }
 
 
-def _cell(data: Path, tmp: Path, method: str, seed: int, hyper: dict[str, Any]) -> dict[str, Any]:
+def _cell(data: Path, tmp: Path, method: str, seed: int, variant: dict[str, Any]) -> dict[str, Any]:
+    hyper = {k: v for k, v in variant.items() if k != "splits"}
     config = config_from_dict(deep_merge(PRESETS["paper"], {
-        "method": method, "seed": seed, "data": {"path": str(data), "format": "jsonl"}, "hyper": hyper}))
+        "method": method, "seed": seed, "data": {"path": str(data), "format": "jsonl"}, "hyper": hyper,
+        "splits": variant.get("splits", {})}))
     tmp.mkdir()
     roles, _ = run_virtual(_run(config, tmp))
     return {"calls": sum(r["calls"] for r in roles.values()), "tokens": sum(r["tokens"] for r in roles.values()),
@@ -57,9 +62,12 @@ def main() -> None:
         data = write_toy_questions(Path(tmp) / "questions.jsonl", 300)
         for seed in seeds:
             out["skillopt"][seed] = _cell(data, Path(tmp) / f"skillopt-{seed}", "skillopt", seed, {})
-            for name, hyper in variants.items():
+            for name, variant in variants.items():
                 out["decoevo"].setdefault(name, {})[seed] = _cell(data, Path(tmp) / f"{name}-{seed}", "decoevo",
-                                                                  seed, hyper)
+                                                                  seed, variant)
+                if "splits" in variant:  # SkillOpt on the same splits
+                    out.setdefault("skillopt_same_splits", {}).setdefault(name, {})[seed] = _cell(
+                        data, Path(tmp) / f"{name}-skillopt-{seed}", "skillopt", seed, variant)
                 print(name, seed, {k: v for k, v in out["decoevo"][name][seed].items() if k != "roles"}, flush=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     print("| DecoEvo variant | " + " | ".join(f"seed {s} calls ÷ | seed {s} tokens ÷ | rounds" for s in seeds)
@@ -68,7 +76,8 @@ def main() -> None:
     for name in variants:
         cells, calls, tokens = [], [], []
         for s in seeds:
-            d, k = out["decoevo"][name][s], out["skillopt"][s]
+            d = out["decoevo"][name][s]
+            k = out.get("skillopt_same_splits", {}).get(name, {}).get(s) or out["skillopt"][s]
             calls.append(d["calls"] / k["calls"])
             tokens.append(d["tokens"] / k["tokens"])
             cells.append(f"{calls[-1]:.2f}× | {tokens[-1]:.2f}× | {d['outer_rounds']}")
