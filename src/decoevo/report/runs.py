@@ -186,7 +186,7 @@ def _parse_skill_md(text: str) -> tuple[int | None, int | None, str, str]:
 
 
 def _read_text(reader: RunReader, rel: str, problems: list[str]) -> str | None:
-    return _attempt(lambda: reader.text(rel), problems, None)
+    return _attempt(partial(reader.text, rel), problems, None)
 
 
 def _lineage(reader: RunReader, kind: str, problems: list[str]) -> tuple[SkillVersion, ...]:
