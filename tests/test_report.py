@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from decoevo.cli import app
 from decoevo.report import ReportInputError, build_report, render, write
-from decoevo.report.files import DynamicsFile
 from decoevo.report.plots import band, dynamics_figure
 from decoevo.report.tables import Column
+from decoevo.rundir.records import DynamicsFile
 
 from .report_helpers import GRADER, browser_probe, make_sweep, run_chromium, score, write_eval
 

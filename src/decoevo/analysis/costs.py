@@ -15,17 +15,15 @@ Pass runs of one benchmark and one base model: the table averages over whatever 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from ..lm.ledger import Usage
 from ..methods import METHODS
+from ..rundir.files import RunReadError, read_json, read_yaml
 
 __all__ = ["BASELINE", "CostRow", "CostTable", "MethodCost", "RunUsage", "RunUsageError", "Usage", "cost_table",
            "load_run_usage", "load_runs"]
@@ -142,17 +140,11 @@ def _ratio(x: float | None) -> str:
 
 
 def _read(path: Path, kind: str) -> Any:
-    if not path.is_file():
-        raise RunUsageError(f"{path}: missing")
+    """A run file through the run directory's one parser, its message (naming the file) kept."""
     try:
-        text = path.read_text(encoding="utf-8")
-        return json.loads(text) if kind == "json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as e:
-        raise RunUsageError(f"{path}: cannot be read ({e})") from e
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise RunUsageError(f"{path}: not valid {kind.upper()} ({e})") from e
-    except RecursionError as e:
-        raise RunUsageError(f"{path}: nested too deeply to read") from e
+        return read_json(path) if kind == "json" else read_yaml(path)
+    except RunReadError as e:
+        raise RunUsageError(str(e)) from None
 
 
 def _count(path: Path, where: str, row: Mapping[str, Any], key: str) -> int:

@@ -3,7 +3,7 @@
 collect (discover, runs) -> compute (tables, plots) -> `Report` (model) -> HTML (render, templates/).
 """
 
-from .files import ReportInputError
+from .discover import ReportInputError
 from .model import Report, build_report
 from .render import render, write
 

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .files import ReportInputError, read_json
+from ..rundir import RunReadError
+from ..rundir.files import read_json
+
+
+class ReportInputError(ValueError):
+    """An argument that is no run or sweep directory, or no run at all: the report cannot be made."""
 
 
 @dataclass(frozen=True)
@@ -50,8 +55,8 @@ def _sweep_status(sweep: Path, n_runs: int) -> SweepInfo:
     if not path.is_file():
         return SweepInfo(sweep, n_runs, {}, (), note="no status.json")
     try:
-        cells = _cells(read_json(path))
-    except ReportInputError as e:
+        cells = _cells(read_json(path))  # the run directory's own JSON parser, so one message per fault
+    except RunReadError as e:
         return SweepInfo(sweep, n_runs, {}, (), note=str(e))
     if cells is None:
         return SweepInfo(sweep, n_runs, {}, (), note=f"{path}: not a mapping of cells to their status")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
-from .discover import SweepInfo, discover
+from .discover import ReportInputError, SweepInfo, discover
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
 from .plots import InlineFigure, cost_figure, dynamics_figure
 from .runs import RunRecord, load_run
@@ -188,8 +188,6 @@ def _dynamics(section: Section) -> tuple[DynamicsView, ...]:
 def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> Report:
     """Read every run under `paths` and compute the report. Raises ReportInputError when an argument is
     not a run or sweep directory, or when there is no run at all; damaged runs become listed problems."""
-    from .files import ReportInputError
-
     inputs = tuple(str(p) for p in paths)
     locations, sweeps = discover(inputs)
     if not locations:

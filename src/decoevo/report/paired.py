@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from ..analysis.stats import Coverage, graded_in_both
 from ..benchmarks import aggregate
 from ..grading.result import GradeResult
-from .files import EvalFile
+from ..rundir.records import EvalFile
 
 
 @dataclass(frozen=True)

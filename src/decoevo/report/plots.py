@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from scipy import stats as _sp
 
 from ..analysis.costs import CostTable
-from .files import DynamicsFile
+from ..rundir.records import DynamicsFile
 from .labels import ROLE_COLORS, method_color, method_label, method_order
 
 if TYPE_CHECKING:  # newer matplotlib only; annotations are never evaluated at run time here

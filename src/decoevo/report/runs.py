@@ -1,8 +1,8 @@
-"""One run directory, read into what the report shows about it.
+"""One run directory, read through `rundir.RunReader` into what the report shows about it.
 
-Reading never raises for a damaged or partial run: each unreadable piece becomes a named problem and the
-rest of the run is still reported. Only a directory that is no run at all (no config.yaml) is refused,
-by `discover`.
+Reading never raises for a damaged or partial run: each unreadable piece becomes a named problem (the
+reader's message, naming the file and the line or field) and the rest of the run is still reported. Only
+a directory that is no run at all (no config.yaml) is refused, by `discover`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,18 +31,7 @@ from ..rundir import (
     parse_skill_markdown,
 )
 from ..rundir.provenance import Provenance
-from ..rundir.records import PROVENANCE
-from .files import (
-    AlignmentFile,
-    DynamicsFile,
-    EvalFile,
-    ReportInputError,
-    load_alignment,
-    load_dynamics,
-    load_eval,
-    read_json,
-    read_jsonl,
-)
+from ..rundir.records import ALIGNMENT, DYNAMICS, EVAL_DIR, PROVENANCE, AlignmentFile, DynamicsFile, EvalFile
 from .labels import is_tiny_embedded
 
 T = TypeVar("T")
@@ -195,47 +185,43 @@ def _parse_skill_md(text: str) -> tuple[int | None, int | None, str, str]:
     return skill.version, skill.parent, skill.reason.strip(), skill.text.strip()
 
 
-def _read_text(path: Path, problems: list[str]) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        problems.append(f"{path}: cannot be read ({e})")
-        return None
+def _read_text(reader: RunReader, rel: str, problems: list[str]) -> str | None:
+    return _attempt(partial(reader.text, rel), problems, None)
 
 
-def _lineage(run: Path, kind: str, problems: list[str]) -> tuple[SkillVersion, ...]:
-    folder = run / "skills" / kind
+def _lineage(reader: RunReader, kind: str, problems: list[str]) -> tuple[SkillVersion, ...]:
     out: list[SkillVersion] = []
-    for md in sorted(folder.glob("v*.md")):
-        text = _read_text(md, problems)
+    for rel in reader.files(f"skills/{kind}/v*.md"):
+        text = _read_text(reader, rel, problems)
         if text is None:
             continue
         version, parent, reason, body = _parse_skill_md(text)
         if version is None:
-            problems.append(f"{md}: no skill header; shown as plain text")
-            digits = md.stem.lstrip("v")
+            problems.append(f"{reader.path / rel}: no skill header; shown as plain text")
+            digits = Path(rel).stem.lstrip("v")
             version = int(digits) if digits.isdigit() else len(out)
-        diff_path = md.with_suffix(".diff")
-        diff = _read_text(diff_path, problems) if diff_path.is_file() else None
+        diff_rel = rel.removesuffix(".md") + ".diff"
+        diff = _read_text(reader, diff_rel, problems) if reader.has(diff_rel) else None
         out.append(SkillVersion(kind, version, parent, reason, body, diff))
     return tuple(sorted(out, key=lambda s: s.version))
 
 
-def _candidates(run: Path, lineages: Mapping[str, tuple[SkillVersion, ...]],
+def _candidates(reader: RunReader, lineages: Mapping[str, tuple[SkillVersion, ...]],
                 problems: list[str]) -> tuple[Candidate, ...]:
     out = []
-    for md in sorted((run / "candidates").glob("*.md")):
-        text = _read_text(md, problems)
+    for rel in reader.files("candidates/*.md"):
+        text = _read_text(reader, rel, problems)
         if text is None:
             continue
-        kind, _, label = md.stem.partition("_")
+        stem = Path(rel).stem
+        kind, _, label = stem.partition("_")
         version, parent, reason, body = _parse_skill_md(text)
         diff = None
         parents = {s.version: s for s in lineages.get(kind, ())}
         if parent is not None and parent in parents:
             diff = "\n".join(difflib.unified_diff(parents[parent].text.splitlines(), body.splitlines(),
                                                   f"v{parent:03d}", f"candidate {label}", lineterm=""))
-        out.append(Candidate(kind, label or md.stem, version, parent, reason, body, diff))
+        out.append(Candidate(kind, label or stem, version, parent, reason, body, diff))
     return tuple(out)
 
 
@@ -276,21 +262,16 @@ def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGa
     return tuple(inner), tuple(outer), tuple(incidents)
 
 
-def _audits(run: Path, problems: list[str]) -> tuple[AuditRound, ...]:
+def _audits(reader: RunReader, problems: list[str]) -> tuple[AuditRound, ...]:
     out: list[AuditRound] = []
-    for folder in sorted((run / "audits").glob("outer_*")):
-        digits = folder.name.removeprefix("outer_")
-        try:
-            records = {name: tuple(read_jsonl(folder / f"{name}.jsonl"))
-                       for name in ("structural_probe", "contrastive_probe", "frozen_pairs")}
-            ver_path = folder / "verification.json"
-            verification = read_json(ver_path) if ver_path.is_file() else None
-        except ReportInputError as e:
-            problems.append(str(e))
+    for rel in reader.audit_rounds():
+        folder = _attempt(partial(reader.audit_round, rel), problems, None)
+        if folder is None:
             continue
-        out.append(AuditRound(int(digits) if digits.isdigit() else len(out), records["structural_probe"],
+        records = {name: tuple(lines) for name, lines in folder.records.items()}
+        out.append(AuditRound(folder.index if folder.index is not None else len(out), records["structural_probe"],
                               records["contrastive_probe"], records["frozen_pairs"],
-                              verification if isinstance(verification, dict) else None))
+                              folder.verification if isinstance(folder.verification, dict) else None))
     return tuple(out)
 
 
@@ -361,35 +342,30 @@ def _identity(config: Mapping[str, Any], summary: Mapping[str, Any] | None, path
     return method, seed
 
 
-def _eval_files(run: Path, method: str, seed: int | None, problems: list[str]) -> dict[str, EvalFile]:
+def _eval_files(reader: RunReader, method: str, seed: int | None, problems: list[str]) -> dict[str, EvalFile]:
     out: dict[str, EvalFile] = {}
-    for path in sorted((run / "eval").glob("*.json")):
-        if path.stem in ("dynamics", "alignment") or path.stem.startswith("ledger-"):  # not gradings
-            continue
-        try:
-            ev = load_eval(path)
-        except ReportInputError as e:
-            problems.append(str(e))
+    for name in reader.eval_names():
+        ev = _attempt(partial(reader.eval, name), problems, None)
+        if ev is None:
             continue
         if (ev.method, ev.seed) != (method, seed):
-            problems.append(f"{path}: evaluates {ev.method}/seed {ev.seed}, but the run is {method}/seed {seed}; "
-                            "left out")
+            problems.append(f"{reader.path / EVAL_DIR / f'{name}.json'}: evaluates {ev.method}/seed {ev.seed}, but "
+                            f"the run is {method}/seed {seed}; left out")
             continue
         out[ev.name] = ev
     return out
 
 
-def _optional(loader: Any, path: Path, method: str, seed: int | None, problems: list[str]) -> Any:
-    if not path.is_file():
-        return None
-    try:
-        data = loader(path)
-    except ReportInputError as e:
-        problems.append(str(e))
-        return None
-    if (data.method, data.seed) != (method, seed):
-        problems.append(f"{path}: belongs to {data.method}/seed {data.seed}, but the run is {method}/seed {seed}; "
-                        "left out")
+R = TypeVar("R", DynamicsFile, AlignmentFile)
+
+
+def _own(read: Callable[[], R | None], rel: str, reader: RunReader, method: str, seed: int | None,
+         problems: list[str]) -> R | None:
+    """An optional record of the run (None when absent or unreadable), if it is this run's own."""
+    data = _attempt(read, problems, None)
+    if data is not None and (data.method, data.seed) != (method, seed):
+        problems.append(f"{reader.path / rel}: belongs to {data.method}/seed {data.seed}, but the run is "
+                        f"{method}/seed {seed}; left out")
         return None
     return data
 
@@ -414,7 +390,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         raw_summary = _attempt(lambda: reader.json("summary.json"), [], None)
         summary = raw_summary if isinstance(raw_summary, dict) else None
     method, seed = _identity(config, summary, path, problems)
-    events = _attempt(lambda: reader.events(problems), problems, [])
+    events: list[RunEvent] = _attempt(lambda: reader.events(problems), problems, [])
     inner, outer, incidents = _gates(events)
     usage = None
     ledger_total = None
@@ -424,8 +400,8 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         ledger_total = total if isinstance(total, dict) else None
     except (RunUsageError, RunReadError) as e:
         problems.append(str(e))
-    lineages = {kind: _lineage(path, kind, problems) for kind in ("solver", "generator")}
-    evals = _eval_files(path, method, seed, problems)
+    lineages = {kind: _lineage(reader, kind, problems) for kind in ("solver", "generator")}
+    evals = _eval_files(reader, method, seed, problems)
     test = evals.get("test")
     final = lineages["solver"][-1].version if lineages["solver"] else None
     if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
@@ -442,10 +418,10 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         backbone=solver_model, sweep=sweep, config=config, summary=summary, status=status, status_detail=detail,
         models=models, judge_model=judge, budget={k: v for k, v in budget.items() if v is not None},
         usage=usage, ledger_total=ledger_total, solver=lineages["solver"], generator=lineages["generator"],
-        candidates=_candidates(path, lineages, problems), inner_gates=inner, outer_gates=outer,
-        incidents=incidents, audits=_audits(path, problems), evals=evals,
-        dynamics=_optional(load_dynamics, path / "eval" / "dynamics.json", method, seed, problems),
-        alignment=_optional(load_alignment, path / "eval" / "alignment.json", method, seed, problems),
+        candidates=_candidates(reader, lineages, problems), inner_gates=inner, outer_gates=outer,
+        incidents=incidents, audits=_audits(reader, problems), evals=evals,
+        dynamics=_own(reader.dynamics, DYNAMICS, reader, method, seed, problems),
+        alignment=_own(reader.alignment, ALIGNMENT, reader, method, seed, problems),
         transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,

@@ -25,7 +25,7 @@ from ..analysis.stats import (
     per_run_average,
     relative_gain,
 )
-from .files import EvalFile
+from ..rundir.records import EvalFile
 from .labels import (
     ABLATIONS,
     BASELINE,

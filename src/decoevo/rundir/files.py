@@ -1,6 +1,10 @@
 """Low-level file operations inside a run directory: atomic whole-file writes, fsynced appends, and
 reads that never write. No write follows a symbolic link: a run directory whose files point elsewhere
-(copied with links, or planted) must not get those files overwritten or truncated."""
+(copied with links, or planted) must not get those files overwritten or truncated.
+
+The reads here are the one parser of decoevo's JSON, YAML and JSONL files: `RunReader` reads a run
+through them, and the report reads the few files beside runs (a sweep's status.json) with them too.
+Each raises `RunReadError` with a message naming the file (and line), never a bare parser error."""
 
 from __future__ import annotations
 
@@ -9,8 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import UserError
 from ..fileio import atomic_write_text
+
+
+class RunReadError(UserError):
+    """A file of a run directory that cannot be read as what it should be; the message names it."""
 
 
 class UnsafeRunPath(UserError):
@@ -87,4 +97,57 @@ def complete_lines(data: bytes) -> list[bytes]:
 
 
 def read_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunReadError(f"{path}: missing") from None
+    except UnicodeDecodeError as e:
+        raise RunReadError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise RunReadError(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise RunReadError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise RunReadError(f"{path}: JSON nested too deeply") from None
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(read_text(path))
+    except yaml.YAMLError as e:
+        raise RunReadError(f"{path}: not valid YAML ({e})") from None
+    except RecursionError:
+        raise RunReadError(f"{path}: YAML nested too deeply") from None
+
+
+def read_jsonl(path: Path, problems: list[str] | None = None, *, log: bool = True) -> list[dict[str, Any]]:
+    """The records of a JSONL file as objects ([] when absent). A bad line is an error naming its number
+    or, when `problems` is given, is recorded there and skipped. For a `log` (appended line by line) a
+    last line without its newline is a write cut by a kill and is left out; a file written whole has no
+    such tail, so there every line counts."""
+    if not path.is_file():
+        return []
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise RunReadError(f"{path}: cannot be read ({e.strerror or e})") from None
+    lines = complete_lines(data) if log else [line for line in data.split(b"\n") if line.strip()]
+    out = []
+    for n, raw in enumerate(lines, 1):
+        try:
+            record = json.loads(raw)
+            message = "" if isinstance(record, dict) else f"{path}:{n}: expected a JSON object"
+        except (ValueError, RecursionError) as e:
+            message = f"{path}:{n}: not valid JSON ({str(e)[:80]})"
+        if message:
+            if problems is None:
+                raise RunReadError(message)
+            problems.append(f"{message}; line skipped")
+            continue
+        out.append(record)
+    return out

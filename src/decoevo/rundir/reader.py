@@ -5,28 +5,37 @@ reporting or exporting a run (even a live one) leaves every byte of it as it was
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..domain import Skill
-from ..errors import UserError
 from .events import EventError, RunEvent, parse_event
-from .files import complete_lines
+from .files import RunReadError, complete_lines, read_json, read_jsonl, read_text, read_yaml
 from .records import (
+    ALIGNMENT,
+    AUDIT_LOGS,
+    AUDITS_DIR,
     CALLS,
     CHECKPOINT,
     CONFIG,
+    DYNAMICS,
+    EVAL_DIR,
+    EVAL_LEDGER_PREFIX,
     EVENTS,
     FINAL_SKILL,
     LEDGER,
     SPLITS,
     SUMMARY,
+    VERIFICATION,
+    AlignmentFile,
     CallLine,
     Checkpoint,
+    DynamicsFile,
+    EvalFile,
     RunStatus,
     Summary,
 )
@@ -34,10 +43,6 @@ from .skills import parse_skill_markdown, skill_path
 from .transcripts import TRANSCRIPTS, TranscriptEntry, read_transcripts
 
 M = TypeVar("M", bound=BaseModel)
-
-
-class RunReadError(UserError):
-    """A file of a run directory that cannot be read as what it should be; the message names it."""
 
 
 def validate_record(model: type[M], data: Any, where: Path | str) -> M:
@@ -62,6 +67,16 @@ def parse_call_lines(data: bytes, where: Path) -> list[CallLine]:
     return out
 
 
+@dataclass(frozen=True)
+class AuditFolder:
+    """One outer round's `audits/outer_NNN/`: its audit records as written (their writer validated them)
+    and its verification.json as it is (None when the round stopped before verifying)."""
+
+    index: int | None  # NNN; None when the folder's name has no number
+    records: Mapping[str, list[dict[str, Any]]]  # by name, each of AUDIT_LOGS ([] when absent)
+    verification: Any
+
+
 class RunReader:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -73,57 +88,23 @@ class RunReader:
     def has(self, rel: str) -> bool:
         return (self.path / rel).is_file()
 
+    def files(self, pattern: str) -> list[str]:
+        """The run's files matching a glob `pattern` (relative to the run), as sorted relative paths."""
+        return sorted(p.relative_to(self.path).as_posix() for p in self.path.glob(pattern) if p.is_file())
+
     def text(self, rel: str) -> str:
-        path = self.path / rel
-        try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise RunReadError(f"{path}: missing") from None
-        except UnicodeDecodeError as e:
-            raise RunReadError(f"{path}: not UTF-8 text (byte {e.start})") from None
-        except OSError as e:
-            raise RunReadError(f"{path}: cannot be read ({e.strerror or e})") from None
+        return read_text(self.path / rel)
 
     def json(self, rel: str) -> Any:
-        try:
-            return json.loads(self.text(rel))
-        except json.JSONDecodeError as e:
-            raise RunReadError(f"{self.path / rel}: not valid JSON (line {e.lineno}: {e.msg})") from None
-        except RecursionError:
-            raise RunReadError(f"{self.path / rel}: JSON nested too deeply") from None
+        return read_json(self.path / rel)
 
     def yaml(self, rel: str) -> Any:
-        try:
-            return yaml.safe_load(self.text(rel))
-        except yaml.YAMLError as e:
-            raise RunReadError(f"{self.path / rel}: not valid YAML ({e})") from None
-        except RecursionError:
-            raise RunReadError(f"{self.path / rel}: YAML nested too deeply") from None
+        return read_yaml(self.path / rel)
 
-    def jsonl(self, rel: str, problems: list[str] | None = None) -> list[dict[str, Any]]:
-        """The complete lines of a JSONL file as objects ([] when absent). A bad line is an error naming
-        its number or, when `problems` is given, is recorded there and skipped."""
-        path = self.path / rel
-        if not path.is_file():
-            return []
-        try:
-            lines = complete_lines(path.read_bytes())
-        except OSError as e:
-            raise RunReadError(f"{path}: cannot be read ({e.strerror or e})") from None
-        out = []
-        for n, raw in enumerate(lines, 1):
-            try:
-                record = json.loads(raw)
-                message = "" if isinstance(record, dict) else f"{path}:{n}: expected a JSON object"
-            except (ValueError, RecursionError) as e:
-                message = f"{path}:{n}: not valid JSON ({str(e)[:80]})"
-            if message:
-                if problems is None:
-                    raise RunReadError(message)
-                problems.append(f"{message}; line skipped")
-                continue
-            out.append(record)
-        return out
+    def jsonl(self, rel: str, problems: list[str] | None = None, *, log: bool = True) -> list[dict[str, Any]]:
+        """The records of a JSONL file ([] when absent); a torn last line of a `log` is left out. A bad
+        line is an error naming its number or, when `problems` is given, is recorded there and skipped."""
+        return read_jsonl(self.path / rel, problems, log=log)
 
     def model(self, model: type[M], rel: str) -> M:
         return validate_record(model, self.json(rel), self.path / rel)
@@ -187,6 +168,38 @@ class RunReader:
             return summary.run_status
         events = self.events(problems=[])
         return "stopped" if events and events[-1].event == "stopped" else "incomplete"
+
+    # ---- evaluation files (RUN/eval/, docs/evaluation-files.md) -----------------------------------
+    def eval_names(self) -> list[str]:
+        """The gradings under eval/ by name (test, transfer, other splits): every eval/*.json but the
+        dynamics and alignment records and the evaluations' own ledgers."""
+        skip = {Path(DYNAMICS).name, Path(ALIGNMENT).name}
+        return [Path(rel).stem for rel in self.files(f"{EVAL_DIR}/*.json")
+                if Path(rel).name not in skip and not Path(rel).name.startswith(EVAL_LEDGER_PREFIX)]
+
+    def eval(self, name: str) -> EvalFile:
+        return self.model(EvalFile, f"{EVAL_DIR}/{name}.json")
+
+    def dynamics(self) -> DynamicsFile | None:
+        return self.model(DynamicsFile, DYNAMICS) if self.has(DYNAMICS) else None
+
+    def alignment(self) -> AlignmentFile | None:
+        return self.model(AlignmentFile, ALIGNMENT) if self.has(ALIGNMENT) else None
+
+    # ---- audits ----------------------------------------------------------------------------------
+    def audit_rounds(self) -> list[str]:
+        """The outer rounds' audit folders (audits/outer_NNN), in order."""
+        folder = self.path / AUDITS_DIR
+        return sorted(p.relative_to(self.path).as_posix() for p in folder.glob("outer_*") if p.is_dir())
+
+    def audit_round(self, rel: str) -> AuditFolder:
+        """One audit folder; any bad line or file is an error naming it (the round is then unreadable,
+        not shown with records missing)."""
+        digits = Path(rel).name.removeprefix("outer_")
+        # written whole (not appended), so a last line without its newline still counts
+        records = {name: self.jsonl(f"{rel}/{name}.jsonl", log=False) for name in AUDIT_LOGS}
+        verification = self.json(f"{rel}/{VERIFICATION}") if self.has(f"{rel}/{VERIFICATION}") else None
+        return AuditFolder(int(digits) if digits.isdigit() else None, records, verification)
 
     # ---- skills ----------------------------------------------------------------------------------
     def skill(self, kind: str, version: int) -> Skill:
