@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from ..engine.config import RunConfig, config_from_dict, deep_merge
 from ..engine.estimate import planned_steps
 from ..engine.run import build_splits
 from ..lm.errors import ConfigError
 from ..methods import get_method
+from ..rundir import RunReader
 from ..tasks.load import load_questions
 from .spec import SweepSpec
 from .steps import pending_steps
@@ -143,10 +142,10 @@ class CellConflict(ConfigError):
 def action_for(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> Action:
     """What a cell still needs, read from its run directory: nothing, its post-run steps, a resume, or a run."""
     run_dir = cell.run_dir(sweep_dir)
-    config_file = run_dir / "config.yaml"
-    if not config_file.is_file():
+    reader = RunReader(run_dir)
+    if not reader.exists():
         return "new"
-    stored = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+    stored = reader.config_dict()
     diff = _differences(without_threads(stored), without_threads(cell.config))
     if diff:
         raise CellConflict(f"{run_dir} holds a run with a different configuration (differs at: "

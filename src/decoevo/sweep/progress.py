@@ -3,7 +3,6 @@ cell's checkpoint, which works the same for a local child and a Ray task on a sh
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from ..rundir import RunReader, RunReadError
 from .cell import CellOutcome
 from .plan import Cell
 
@@ -59,7 +59,9 @@ class SweepProgress:
                 self.progress.update(row, completed=max(cell.total_steps, 1), status="post-run steps")
                 continue
             try:
-                step = json.loads((run_dir / "checkpoint.json").read_text(encoding="utf-8"))["state"]["next_step"]
-            except (OSError, ValueError, KeyError):
-                continue  # not started yet, or a checkpoint being replaced
-            self.progress.update(row, completed=step, status="training")
+                checkpoint = RunReader(run_dir).checkpoint()
+            except RunReadError:
+                continue  # a checkpoint being replaced: the next poll reads the new one
+            step = checkpoint.state.get("next_step") if checkpoint is not None else None
+            if isinstance(step, int):  # None: the cell has not checkpointed yet
+                self.progress.update(row, completed=step, status="training")
