@@ -86,7 +86,8 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: str = Field("decoevo", description="the method to run (`decoevo methods`)")
-    seed: int = Field(0, gt=-(10**18), lt=10**18, description="part of the run directory name; kept short")
+    seed: int = Field(0, gt=-(10**18), lt=10**18, description="draws the splits and batches and seeds "
+                      "sampling; part of the run directory name, hence bounded")
     data: DataConfig
     splits: SplitSizes = SplitSizes()
     hyper: Hyper = Hyper()

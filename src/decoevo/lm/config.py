@@ -47,7 +47,7 @@ class ModelSpec(BaseModel):
         "auto", description="openai: the token limit's name; auto: max_completion_tokens for o-series/gpt-5, "
                             "or when the server asks for it")
     send_temperature: bool | None = Field(
-        None, description="openai: send temperature; None: not to o-series/gpt-5, nor after a server refuses it")
+        None, description="openai: send temperature; unset: not to o-series/gpt-5, nor after a server refuses it")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
         None, description="openai: reasoning_effort for reasoning models")
     max_concurrency: int | None = Field(
