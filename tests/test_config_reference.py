@@ -12,7 +12,9 @@ from typing import Literal
 import pytest
 import yaml
 from pydantic import BaseModel, Field
+from typer.testing import CliRunner
 
+import decoevo.cli as cli
 import decoevo.roles
 from decoevo.engine import config_reference as ref
 from decoevo.engine.config import RunConfig, config_from_dict
@@ -105,3 +107,23 @@ def test_an_unknown_key_points_at_the_page() -> None:
 def test_the_page_names_no_internal_paths() -> None:
     page = PAGE.read_text(encoding="utf-8")
     assert "DESIGN.md" not in page and "../shared" not in page
+
+
+def test_the_command_line_merges_in_the_order_the_page_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[RunConfig] = []
+    monkeypatch.setattr(cli, "_execute", lambda config, *args, **kwargs: seen.append(config))
+    config = tmp_path / "run.yaml"
+    config.write_text("seed: 7\nsplits: {train: 30}\nhyper: {steps: 5, rollouts: 3}\nlm: {models: {default: "
+                      "{backend: openai, base_url: 'http://127.0.0.1:9/v1', model: file-model, max_retries: 1}}}\n")
+    result = CliRunner().invoke(cli.app, [
+        "run", "--preset", "paper", "--config", str(config), "--model", "flag-model", "--steps", "6",
+        "--set", "hyper.steps=8", "--set", "hyper.steps=9", "--set", "seed=5", "--seeds", "3",
+        "--runs-root", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    (run,) = seen
+    assert run.splits.train == 30 and run.splits.test == 100  # the file over the preset, key by key
+    assert run.hyper.rollouts == 3 and run.hyper.batch_size == 6
+    assert run.hyper.steps == 9  # the last --set over --steps over the file
+    assert run.seed == 3  # --seeds over the file and --set
+    default = run.lm.models["default"]  # --model changes the default model's name only
+    assert (default.model, default.max_retries, default.base_url) == ("flag-model", 1, "http://127.0.0.1:9/v1")
