@@ -243,7 +243,8 @@ def check_new_run_dir(run_dir: Path) -> None:
 
 @app.command()
 def run(
-    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration."),
+    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML run configuration (every key: "
+                                     "docs/configuration.md)."),
     method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
     data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
                              "hf://datasets/OWNER/NAME/FILE. Default: bundled sample."),

@@ -16,6 +16,8 @@ from ..userfiles import load_yaml_mapping, surrogate_at
 
 
 class Hyper(BaseModel):
+    """The method's hyperparameters (symbols as in the paper) and the call sizes of each role."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     steps: int = Field(4, ge=0, description="T: inner-loop steps")
@@ -25,21 +27,32 @@ class Hyper(BaseModel):
     epsilon: float = Field(0.01, gt=0, description="ε: solver-gate margin on J_Vs")
     max_failures: int = Field(3, ge=1, description="failures shown to the solver rewriter per step")
     rollouts: int = Field(4, ge=2, description="L: solver rollouts per question for the near-tie audit")
-    rollout_temperature: float = Field(0.8, gt=0, le=2)
+    rollout_temperature: float = Field(0.8, gt=0, le=2, description="sampling temperature of the L solver "
+                                       "rollouts of the near-tie audits (and the pilot); every other call uses 0")
     tau_tie: float = Field(0.15, ge=0, le=1, description="τ_tie: near-tie threshold on rubric scores")
     pairs_per_question: int = Field(2, ge=1, description="H: near-tie pairs kept per question")
     gamma: float = Field(0.05, gt=0, le=1, description="γ: margin for a pair to count as resolved")
     delta: float = Field(0.02, gt=0, description="δ: Pareto improvement margin")
     eta: float = Field(0.02, ge=0, description="η: Pareto regression tolerance")
     sc_margin: float = Field(0.0, ge=0, description="SC-CoEvo: required rise of the solver score")
-    judge_mode: Literal["joint", "per_criterion"] = "joint"
+    judge_mode: Literal["joint", "per_criterion"] = Field(
+        "joint", description="joint: the judge scores every criterion of a rubric in one call; per_criterion: "
+        "one call per criterion")
     max_criteria: int = Field(8, ge=1, le=20, description="most criteria a generated rubric may have")
     budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
-    max_tokens_solve: int = Field(320, ge=16)
-    max_tokens_rubric: int = Field(400, ge=16)
-    max_tokens_judge: int = Field(700, ge=16)
-    max_tokens_rewrite: int = Field(800, ge=16)
-    max_tokens_audit: int = Field(400, ge=16)
+    # The token limits' defaults fit the embedded model; unset, a role served by a server gets
+    # SERVER_TOKEN_LIMITS below instead (see with_backend_token_limits).
+    max_tokens_solve: int = Field(320, ge=16, description="token limit of a solver answer; unset and `solve` "
+                                  "served by openai/litellm: 2048")
+    max_tokens_rubric: int = Field(400, ge=16, description="token limit of a generated rubric; unset and "
+                                   "`generate_rubric` served by openai/litellm: 1500")
+    max_tokens_judge: int = Field(700, ge=16, description="token limit of a judgement; unset and `judge` served "
+                                  "by openai/litellm: 3000")
+    max_tokens_rewrite: int = Field(800, ge=16, description="token limit of a solver or generator rewrite; unset "
+                                    "and `rewrite_solver` served by openai/litellm: 2000")
+    max_tokens_audit: int = Field(400, ge=16, description="token limit of a structural audit and of both "
+                                  "contrastive-audit stages; unset and `structural_audit` served by "
+                                  "openai/litellm: 1200")
     concurrency: int = Field(8, ge=1, description="questions processed at once")
     # Cost levers (docs/cost.md). Both change which rollouts the audits see, so both are off by default.
     reuse_frozen_set: bool = Field(False, description="V_g's frozen near-tie set is drawn once per (solver, "
@@ -54,27 +67,36 @@ class Hyper(BaseModel):
 
 
 class BudgetConfig(BaseModel):
+    """Limits checked before every paid call; the run stops cleanly at the last completed step. Answers
+    inherited from a shared cache (paid by another run) count, so a budget is what the run would cost alone."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_calls: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
+    max_calls: int | None = Field(None, ge=1, description="most model calls (`--max-calls`)")
+    max_tokens: int | None = Field(None, ge=1, description="most tokens, prompt + completion (`--max-tokens`)")
     max_cost: float | None = Field(None, gt=0, description="USD, paid + inherited; every model needs a price")
-    match_run: str | None = Field(None, description="a run directory whose paid calls and tokens become the "
-                                  "budget (the Budget-Matched control against a paired DecoEvo run)")
+    match_run: str | None = Field(None, description="a run directory whose calls and tokens (and dollars, "
+                                  "when every call was priced) become the budget, where not set above (the "
+                                  "Budget-Matched control against a paired DecoEvo run)")
 
 
 class RunConfig(BaseModel):
+    """One run: the method, its seed and initial skills; the sections below."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    method: str = "decoevo"
-    seed: int = Field(0, gt=-(10**18), lt=10**18, description="part of the run directory name; kept short")
+    method: str = Field("decoevo", description="the method to run (`decoevo methods`)")
+    seed: int = Field(0, gt=-(10**18), lt=10**18, description="draws the splits and batches and seeds "
+                      "sampling; part of the run directory name, hence bounded")
     data: DataConfig
     splits: SplitSizes = SplitSizes()
     hyper: Hyper = Hyper()
     lm: LMConfig = Field(default_factory=LMConfig)
     budget: BudgetConfig = BudgetConfig()
-    initial_solver_skill: str | None = None
-    initial_generator_skill: str | None = None
+    initial_solver_skill: str | None = Field(None, description="the text of the solver skill the run starts "
+                                             "from; unset or empty: a short built-in one")
+    initial_generator_skill: str | None = Field(None, description="the text of the rubric-generator skill the "
+                                                "run starts from; unset or empty: a short built-in one")
 
     @model_validator(mode="after")
     def _method_exists(self) -> RunConfig:
@@ -117,7 +139,7 @@ def describe_validation_error(source: str, exc: ValidationError) -> str:
     for err in exc.errors()[:5]:
         loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
                        for p in err["loc"])
-        msg = "unknown key (check the spelling; see `decoevo run --help`)" if err["type"] == "extra_forbidden" \
+        msg = "unknown key (check the spelling; see docs/configuration.md)" if err["type"] == "extra_forbidden" \
             else err["msg"]
         parts.append(f"{loc}: {msg}")
     return f"{source}: invalid configuration: " + "; ".join(parts)

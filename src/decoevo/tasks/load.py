@@ -9,9 +9,12 @@ from ..domain import Question
 
 
 class DataConfig(BaseModel):
+    """The questions a run loads. Required in a run configuration; `decoevo run` fills it from `--data` or
+    `--benchmark`, or with the bundled HealthBench sample when neither a flag nor the file gives it."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    path: str
+    path: str = Field(description="the questions file: JSONL in the question format, or a benchmark's own file")
     format: str = Field("jsonl", description="a benchmark's format name (`decoevo data list`) or jsonl")
     task: str | None = Field(None, description="task family for the structural spec; default from the data")
     task_spec: str | None = Field(None, description="a file with your own structural-audit specification")

@@ -16,15 +16,21 @@ REQUIRED = ("train", "solver_gate")  # what every optimizing method needs
 
 
 class SplitSizes(BaseModel):
+    """Questions in each split. The splits are disjoint and drawn by the seed (the same seed and sizes always
+    give the same splits); together they may not ask for more questions than the data holds. A method needs
+    train and solver_gate non-empty when it optimizes the solver, probe when it runs audits, and
+    generator_gate when it verifies generator candidates."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pilot: int = Field(0, ge=0)
-    train: int = Field(8, ge=0)
-    probe: int = Field(3, ge=0)
-    solver_gate: int = Field(4, ge=0)
-    generator_gate: int = Field(3, ge=0)
-    diagnostic: int = Field(0, ge=0)
-    test: int = Field(0, ge=0)
+    pilot: int = Field(0, ge=0, description="for `decoevo pilot` (choosing ε, τ_tie, K); cut first, never "
+                                            "used by a run")
+    train: int = Field(8, ge=0, description="the inner loop's batches are drawn from it")
+    probe: int = Field(3, ge=0, description="the outer loop's structural and contrastive audits run on it")
+    solver_gate: int = Field(4, ge=0, description="V_s: the solver gate compares J on it")
+    generator_gate: int = Field(3, ge=0, description="V_g: a generator candidate is verified on it")
+    diagnostic: int = Field(0, ge=0, description="for `decoevo dynamics` (every checkpoint graded on it)")
+    test: int = Field(0, ge=0, description="held out for `decoevo eval` and `decoevo align`")
 
     def total(self) -> int:
         return sum(getattr(self, n) for n in SPLIT_NAMES)
