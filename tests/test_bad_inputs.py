@@ -194,6 +194,7 @@ CONFIG_CASES = [
     Case("set-unknown-top-level-key", ["run", *TOY, "--set", "stepz=3"], ["stepz: unknown key"]),
     Case("set-unknown-nested-key", ["run", *TOY, "--set", "lm.models.default.temprature=0"],
          ["lm.models.default.temprature: unknown key"]),
+    Case("role-misspelt", ["run", *TOY, "--set", "lm.roles={judg: default}"], ["roles names no such role: judg"]),
     Case("set-without-value", ["run", *TOY, "--set", "hyper.steps"], ["KEY=VALUE", "hyper.steps"]),
     Case("set-wrong-type", ["run", *TOY, "--set", "hyper.steps=many"], ["hyper.steps", "integer"]),
     Case("epsilon-zero", ["run", *TOY, "--set", "hyper.epsilon=0"], ["hyper.epsilon", "greater than 0"]),

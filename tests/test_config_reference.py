@@ -127,3 +127,16 @@ def test_the_command_line_merges_in_the_order_the_page_gives(tmp_path: Path, mon
     assert run.seed == 3  # --seeds over the file and --set
     default = run.lm.models["default"]  # --model changes the default model's name only
     assert (default.model, default.max_retries, default.base_url) == ("flag-model", 1, "http://127.0.0.1:9/v1")
+
+
+def test_without_seeds_the_configuration_keeps_its_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[RunConfig] = []
+    monkeypatch.setattr(cli, "_execute", lambda config, *args, **kwargs: seen.append(config))
+    config = tmp_path / "run.yaml"
+    config.write_text("seed: 7\nlm: {models: {default: {backend: openai, base_url: 'http://127.0.0.1:9/v1', "
+                      "model: m}}}\n")
+    base = ["run", "--config", str(config), "--runs-root", str(tmp_path / "runs")]
+    for extra, seed in (([], 7), (["--set", "seed=5"], 5)):
+        result = CliRunner().invoke(cli.app, [*base, *extra])
+        assert result.exit_code == 0, result.output
+        assert seen.pop().seed == seed  # it used to be 0 whatever the file or --set said

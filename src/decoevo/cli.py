@@ -255,7 +255,8 @@ def run(
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
-    seeds: str = typer.Option("0", help="Comma-separated seeds; one run per seed."),
+    seeds: str = typer.Option(None, help="Comma-separated seeds; one run per seed (default: the configuration's "
+                              "seed, else 0)."),
     steps: int = typer.Option(None, help="Inner-loop steps T."),
     preset: str = typer.Option("quick", help="quick (embedded demo), default, or paper"),
     runs_root: Path = typer.Option(Path("runs"), help="Where run directories are created."),
@@ -286,7 +287,8 @@ def pilot_cmd(
     task: str = typer.Option(None, help="Task family for the structural audit spec."),
     model: str = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url."),
     base_url: str = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
-    seeds: str = typer.Option("0", help="Comma-separated seeds; each seed's own pilot split."),
+    seeds: str = typer.Option(None, help="Comma-separated seeds; each seed's own pilot split (default: the "
+                              "configuration's seed, else 0)."),
     preset: str = typer.Option("quick", help="quick, default, or paper"),
     set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
 ) -> None:
@@ -296,7 +298,7 @@ def pilot_cmd(
 
 
 def _run(config_file: Path | None, method: str | None, data: str | None, fmt: str | None, benchmark: str | None,
-         task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str,
+         task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str | None,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
          max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
          pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None)) -> None:
@@ -322,7 +324,8 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
     over = _overrides(method, data, fmt, task, task_spec, steps, max_calls, max_tokens, sets)
     if over:  # name every place a bad key may come from
         source = "the command-line flags" if config_file is None else f"{config_file} or the command-line flags"
-    seed_list = _seeds(seeds)
+    # --seeds wins; without it the seed a file or --set gave (validated with the rest of the config)
+    seed_list: list[Any] = _seeds(seeds) if seeds is not None else [deep_merge(base, over).get("seed", 0)]
     if name is not None:
         run_name(name)
         if len(seed_list) > 1:

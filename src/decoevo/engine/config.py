@@ -6,13 +6,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..lm import LMConfig
 from ..lm.errors import ConfigError
 from ..tasks.load import DataConfig
 from ..tasks.splits import SplitSizes
 from ..userfiles import load_yaml_mapping, surrogate_at
+from .role_names import ROUTABLE_ROLES
 
 
 class Hyper(BaseModel):
@@ -104,6 +105,15 @@ class RunConfig(BaseModel):
 
         get_method(self.method)
         return self
+
+    @field_validator("lm")
+    @classmethod
+    def _roles_exist(cls, lm: LMConfig) -> LMConfig:
+        unknown = [role for role in lm.roles if role not in ROUTABLE_ROLES]
+        if unknown:  # a misspelt role would silently stay on the default model
+            raise ValueError(f"roles names no such role: {', '.join(unknown)} (the roles: "
+                             f"{', '.join(ROUTABLE_ROLES)})")
+        return lm
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False, allow_unicode=True)

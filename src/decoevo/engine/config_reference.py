@@ -21,17 +21,9 @@ from pydantic.fields import FieldInfo
 from ..benchmarks import BENCHMARKS, GRADER_ROLES
 from ..methods import METHODS
 from ..presets import PRESETS
-from ..roles import (
-    contrastive_audit,
-    generate_rubric,
-    judge,
-    rewrite_generator,
-    rewrite_solver,
-    solve,
-    structural_audit,
-)
 from ..tasks.load import DataConfig
 from .config import RunConfig
+from .role_names import MATCHER_ROLE, OPTIMIZATION_ROLES
 
 COMMAND = "python -m decoevo.engine.config_reference docs/configuration.md"
 MARKER = f"<!-- Generated below from the configuration models; edit them, then run: {COMMAND} -->"
@@ -41,9 +33,6 @@ CHECKED_VALUES: dict[tuple[type[BaseModel], str], tuple[str, ...]] = {
     (RunConfig, "method"): tuple(METHODS),
     (DataConfig, "format"): tuple(BENCHMARKS),
 }
-OPTIMIZATION_ROLES = (solve.ROLE, generate_rubric.ROLE, judge.ROLE, rewrite_solver.ROLE, structural_audit.ROLE,
-                      contrastive_audit.STAGE1_ROLE, contrastive_audit.STAGE2_ROLE, rewrite_generator.ROLE)
-MATCHER_ROLE = "matcher"  # evaluation's rubric matcher (evaluation/models.py; a test keeps the two equal)
 MAPPING_KEY = "NAME"  # stands for the user's own keys of a mapping of models, e.g. lm.models.NAME.backend
 SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
