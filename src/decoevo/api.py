@@ -66,7 +66,7 @@ def _run_sync(make: Callable[[], Awaitable[T]]) -> T:
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["value"]  # type: ignore[no-any-return]
+    return box["value"]
 
 
 def _observer(callbacks: Iterable[object]) -> tuple[Callable[[RunEvent, LoopState], None] | None,

@@ -148,11 +148,14 @@ def select_failures(scores: dict[str, float], max_failures: int) -> list[str]:
 
 # ---- how a method verifies a candidate generator ------------------------------------------------------
 class AcceptanceParams(Protocol):
-    """The hyperparameters the acceptance policies read (`engine.config.Hyper` has them)."""
+    """The hyperparameters the acceptance policies read (`engine.config.Hyper` has them, frozen)."""
 
-    delta: float
-    eta: float
-    sc_margin: float
+    @property
+    def delta(self) -> float: ...
+    @property
+    def eta(self) -> float: ...
+    @property
+    def sc_margin(self) -> float: ...
 
 
 @dataclass(frozen=True)

@@ -178,8 +178,10 @@ def _read_ledger(path: Path) -> tuple[dict[str, Usage], tuple[str, ...]]:
         if (role, model) in seen:
             raise RunUsageError(f"{path}: {where}: duplicate row for role {role!r}, model {model!r}")
         seen.add((role, model))
-        u = Usage(*(_count(path, where, row, k) for k in _COUNTS), _dollars(path, where, row, "cost_usd"),
-                  _dollars(path, where, row, "inherited_cost_usd"), _count(path, where, row, "unpriced_calls"))
+        u = Usage(**{k: _count(path, where, row, k) for k in _COUNTS},
+                  cost_usd=_dollars(path, where, row, "cost_usd"),
+                  inherited_cost_usd=_dollars(path, where, row, "inherited_cost_usd"),
+                  unpriced_calls=_count(path, where, row, "unpriced_calls"))
         if "tokens" in row and row["tokens"] != u.tokens:  # a hand-edited or truncated ledger
             raise RunUsageError(f"{path}: {where}: 'tokens' {row['tokens']!r} != prompt + completion {u.tokens}")
         if u.inherited_calls > u.cache_hits:  # every inherited answer arrived as a cache hit

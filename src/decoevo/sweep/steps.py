@@ -8,7 +8,7 @@ missing. A step that graded nothing fails the cell (and writes no file), so the 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,10 @@ def pending_steps(run_dir: Path, names: list[str]) -> list[str]:
     return [n for n in names if not STEPS[n].done(run_dir)]
 
 
-def _call(name: str, run_dir: Path) -> Awaitable[dict[str, Any]]:
+def _call(name: str, run_dir: Path) -> Coroutine[Any, Any, dict[str, Any]]:
     from .. import api
 
-    calls: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
+    calls: dict[str, Callable[[], Coroutine[Any, Any, dict[str, Any]]]] = {
         "test": lambda: api.evaluate_async(run_dir),
         "dynamics": lambda: api.dynamics_async(run_dir),
         "alignment": lambda: api.align_async(run_dir),
