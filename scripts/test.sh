@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Install what the tests need, then run the default test suite (real-model tests included;
+# Install what the tests need, lint and type-check, then run the default test suite (real-model tests included;
 # tests marked `slow` are left out — run them with: .venv/bin/python -m pytest -m slow).
 # tests/test_package.py builds the sdist and wheel, installs the wheel into a fresh virtualenv and runs
 # a toy-world run from it, outside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --dev
+if [ "$#" -eq 0 ]; then  # the whole suite: lint and type-check first (about 25 s)
+  .venv/bin/ruff check src tests bench scripts
+  .venv/bin/mypy src/decoevo
+fi
 exec .venv/bin/python -m pytest "$@"
