@@ -256,6 +256,24 @@ def test_other_splits_and_stale_evaluations(small):
     assert any("grades solver v000, but the run's final solver is v001" in p for p in build_report([small]).problems)
 
 
+def test_sweep_benchmarks_sharing_a_gold_scheme_get_a_column_each(small):
+    """Two benchmarks of one sweep graded under the same scheme (two HealthBench subsets here; two custom
+    files alike) are two columns, named as the sweep names them; one column kept only the first."""
+    runs = small / "runs"
+    (runs / "healthbench").rename(runs / "hb_easy")
+    shutil.copytree(runs / "hb_easy", runs / "hb_hard")
+    for bench, offset in (("hb_easy", 0.0), ("hb_hard", -20.0)):
+        for method, base in (("skillopt", 50.0), ("decoevo", 56.0)):
+            write_eval(runs / bench / f"{method}-s0", "test", "healthbench", method, 0, base + offset)
+    built = build_report([small])
+    assert built.problems == ()
+    main = built.sections[0].data.main
+    assert [c.label for c in main.columns] == ["hb_easy", "hb_hard"]
+    means = {r.method: [c.stat.mean for c in r.cells] for r in main.rows}
+    assert means == {"skillopt": [50.0, 30.0], "decoevo": [56.0, 36.0]}
+    assert {r.method: r.avg.stat.mean for r in main.rows} == {"skillopt": 40.0, "decoevo": 46.0}
+
+
 def write_graded_eval(run: Path, method: str, scores: list[float | None]) -> None:
     """eval/test.json with one HealthBench grade per question (None: the grader could not score it)."""
     items = [{"question_id": f"q{i}", "response": "…",
