@@ -274,6 +274,30 @@ def test_sweep_benchmarks_sharing_a_gold_scheme_get_a_column_each(small):
     assert {r.method: r.avg.stat.mean for r in main.rows} == {"skillopt": 40.0, "decoevo": 46.0}
 
 
+def test_a_report_of_many_runs_keeps_a_few_transcripts_per_phase(small, monkeypatch):
+    """A sweep's report showed 40 requests per phase of every run: 78 paper-scale runs made a 125 MB file
+    and 3.2 GB of memory. It keeps fewer per run the more runs it covers, and still counts them all."""
+    from collections import Counter
+
+    from decoevo.report import model as report_model
+    from decoevo.report.runs import transcripts_shown
+    from decoevo.rundir import RunReader
+
+    assert [transcripts_shown(n) for n in (1, 2, 10, 78)] == [40, 20, 4, 3]
+    run = small / "runs" / "healthbench" / "decoevo-s0"
+    made = Counter(e.phase or "unknown" for e in RunReader(run).transcripts())
+    monkeypatch.setattr(report_model, "transcripts_shown", lambda n_runs: 1)
+    built = build_report([run])
+    (record,) = built.runs
+    assert dict(record.transcript_counts) == dict(made)
+    assert all(len(entries) == 1 for entries in record.transcripts.values())
+    html = " ".join(render(built).split())
+    assert f"{sum(made.values())} distinct requests, by phase" in html
+    phase, n = made.most_common(1)[0]
+    assert n > 1 and f"{phase} <span class=\"right\">{n} requests</span>" in html
+    assert f"… and {n - 1} more in transcripts.jsonl.gz." in html
+
+
 def write_graded_eval(run: Path, method: str, scores: list[float | None]) -> None:
     """eval/test.json with one HealthBench grade per question (None: the grader could not score it)."""
     items = [{"question_id": f"q{i}", "response": "…",
