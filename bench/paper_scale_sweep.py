@@ -36,6 +36,7 @@ Flags (defaults are the full paper-scale sweep: 13 methods × 3 seeds × 2 bench
     --report-before REV also render the report with the code of git revision REV (its src/), for a
                         before/after of the report on the same sweep
     --out FILE          results JSON (default bench/results/paper_scale_sweep.json)
+    --note TEXT         stored in the results: what this run was
 
     .venv/bin/python bench/paper_scale_sweep.py                                   # the full sweep
     .venv/bin/python bench/paper_scale_sweep.py --methods decoevo,skillopt --seeds 0 --preset quick \\
@@ -223,6 +224,13 @@ def cell_counts(sweep_dir: Path) -> dict[str, Any]:
             "evaluated_runs": sum((r / "eval" / "test.json").is_file() for r in runs)}
 
 
+def _code_version() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
+    return git("rev-parse", "--short", "HEAD") + (" + uncommitted changes" if git("status", "--porcelain", "src")
+                                                  else "")
+
+
 def main() -> None:
     from decoevo.methods import METHODS
 
@@ -242,6 +250,7 @@ def main() -> None:
     parser.add_argument("--deadline", help="HH:MM UTC today: interrupt a phase still running then")
     parser.add_argument("--keep", type=Path)
     parser.add_argument("--report-before", metavar="REV", help="also render the report with REV's src/")
+    parser.add_argument("--note", help="a note stored in the results (what this run was)")
     parser.add_argument("--out", type=Path, default=RESULTS / "paper_scale_sweep.json")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
@@ -263,7 +272,8 @@ def main() -> None:
                    "test": args.test, "workers": args.workers or "the sweep's default", "endpoint_limit": args.limit,
                    "server": server_config, "deadline_utc": args.deadline,
                    "cells_planned": len(methods) * len(seeds) * args.benchmarks},
-        "machine": machine(), "started_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"),
+        "code": _code_version(), "note": args.note, "machine": machine(),
+        "started_utc": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"),
         "phases": {}}
 
     def save() -> None:
