@@ -275,7 +275,7 @@ def test_sweep_benchmarks_sharing_a_gold_scheme_get_a_column_each(small):
 
 
 def test_a_report_of_many_runs_keeps_a_few_transcripts_per_phase(small, monkeypatch):
-    """A sweep's report showed 40 requests per phase of every run: 78 paper-scale runs made a 125 MB file
+    """A sweep's report showed 40 requests per phase of every run: 78 paper-scale runs made a 129 MB file
     and 3.2 GB of memory. It keeps fewer per run the more runs it covers, and still counts them all."""
     from collections import Counter
 

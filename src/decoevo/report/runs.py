@@ -458,7 +458,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
 
 def transcripts_shown(n_runs: int) -> int:
     """Requests the report shows per phase of a run: 40 for a report of one run, fewer the more runs it
-    covers, at least 3. At 40 each, a sweep of 78 paper-scale runs was a 125 MB file (97 MB of it
+    covers, at least 3. At 40 each, a sweep of 78 paper-scale runs was a 129 MB file (97 MB of it
     transcripts), which a browser opens slowly if at all; every request stays in the run's file."""
     return max(3, TRANSCRIPTS_SHOWN // max(1, n_runs))
 
