@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from decoevo.aio import done, one_by_one, together
+from decoevo.aio import done, gather_all, one_by_one, together
 from decoevo.engine.config import config_from_dict
 from decoevo.engine.run import Engine
 from decoevo.lm import LM, LMConfig, ModelSpec, RequestCache
@@ -52,6 +52,30 @@ async def test_together_returns_in_order_and_raises_the_first_failure_in_order()
     with one_by_one():
         assert await together(step("a", 0.02), step("b", 0.0)) == ("a", "b")
     assert order == ["a", "b"]
+
+
+async def test_gather_all_waits_for_every_sibling_and_returns_exceptions_as_values():
+    """The engine's fan-outs (`EngineContext.gather`, a judge's criteria, a grader's items): a failure is
+    raised only when every sibling has finished, and an exception *returned* (a grader's typed failure
+    of one item) is a result, not a failure."""
+    order: list[str] = []
+
+    async def step(name: str, delay: float, fail: bool = False) -> str:
+        await asyncio.sleep(delay)
+        order.append(name)
+        if fail:
+            raise ValueError(name)
+        return name
+
+    async def typed_failure() -> ValueError:
+        return ValueError("an item the grader could not parse")
+
+    with pytest.raises(ValueError, match=r"^b$"):
+        await gather_all(step("a", 0.03), step("b", 0.0, fail=True), step("c", 0.05))
+    assert order == ["b", "a", "c"]
+    a, b = await gather_all(step("x", 0.0), typed_failure())
+    assert a == "x" and isinstance(b, ValueError)
+    assert await gather_all() == ()
 
 
 @pytest.mark.parametrize("method", ["decoevo", "sc_coevo", "no_rubric_blind", "no_distillation", "direct_audit"])

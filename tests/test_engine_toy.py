@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -114,6 +115,36 @@ async def test_budget_cap_stops_cleanly(tmp_path):
     assert result.state.stopped and "call budget" in result.state.stopped
     assert result.ledger.total().calls <= 25
     assert (result.run_dir / "summary.json").is_file()
+
+
+async def test_a_budget_stop_leaves_no_call_in_flight_behind_the_run(tmp_path):
+    """When one of a step's concurrent calls hits the budget, its siblings' calls already at the server
+    finish before the run stops: none is left running past the run's end, where it held a server slot
+    (a sweep's endpoint went to 66 requests of 64) and its cost was never recorded."""
+    from decoevo.lm import Budget
+    from decoevo.testing.scripted import ScriptedBackend
+    from decoevo.testing.world import respond
+
+    class Slow(ScriptedBackend):
+        in_flight = started = 0
+
+        async def complete(self, request):
+            Slow.in_flight += 1
+            Slow.started += 1
+            try:
+                await asyncio.sleep(0.05)  # longer than the run takes to stop
+                return await super().complete(request)
+            finally:
+                Slow.in_flight -= 1
+
+    backend = Slow(lambda r: respond([m.as_dict() for m in r.messages], r.json_schema, r.params.sample_index))
+    engine, _ = toy_engine(tmp_path, "decoevo", backend=backend)
+    engine.lm.budget = Budget(max_calls=10)  # runs out inside a step's concurrent calls
+    result = await engine.run_async()
+    assert result.state.stopped and "call budget" in result.state.stopped
+    assert Slow.in_flight == 0
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+    assert result.ledger.total().calls == Slow.started  # every call the server served is recorded
 
 
 async def test_interrupted_run_resumes_to_the_same_skills_without_repaying(tmp_path):

@@ -256,6 +256,48 @@ def test_other_splits_and_stale_evaluations(small):
     assert any("grades solver v000, but the run's final solver is v001" in p for p in build_report([small]).problems)
 
 
+def test_sweep_benchmarks_sharing_a_gold_scheme_get_a_column_each(small):
+    """Two benchmarks of one sweep graded under the same scheme (two HealthBench subsets here; two custom
+    files alike) are two columns, named as the sweep names them; one column kept only the first."""
+    runs = small / "runs"
+    (runs / "healthbench").rename(runs / "hb_easy")
+    shutil.copytree(runs / "hb_easy", runs / "hb_hard")
+    for bench, offset in (("hb_easy", 0.0), ("hb_hard", -20.0)):
+        for method, base in (("skillopt", 50.0), ("decoevo", 56.0)):
+            write_eval(runs / bench / f"{method}-s0", "test", "healthbench", method, 0, base + offset)
+    built = build_report([small])
+    assert built.problems == ()
+    main = built.sections[0].data.main
+    assert [c.label for c in main.columns] == ["hb_easy", "hb_hard"]
+    means = {r.method: [c.stat.mean for c in r.cells] for r in main.rows}
+    assert means == {"skillopt": [50.0, 30.0], "decoevo": [56.0, 36.0]}
+    assert {r.method: r.avg.stat.mean for r in main.rows} == {"skillopt": 40.0, "decoevo": 46.0}
+
+
+def test_a_report_of_many_runs_keeps_a_few_transcripts_per_phase(small, monkeypatch):
+    """A sweep's report showed 40 requests per phase of every run: 78 paper-scale runs made a 129 MB file
+    and 3.2 GB of memory. It keeps fewer per run the more runs it covers, and still counts them all."""
+    from collections import Counter
+
+    from decoevo.report import model as report_model
+    from decoevo.report.runs import transcripts_shown
+    from decoevo.rundir import RunReader
+
+    assert [transcripts_shown(n) for n in (1, 2, 10, 78)] == [40, 20, 4, 3]
+    run = small / "runs" / "healthbench" / "decoevo-s0"
+    made = Counter(e.phase or "unknown" for e in RunReader(run).transcripts())
+    monkeypatch.setattr(report_model, "transcripts_shown", lambda n_runs: 1)
+    built = build_report([run])
+    (record,) = built.runs
+    assert dict(record.transcript_counts) == dict(made)
+    assert all(len(entries) == 1 for entries in record.transcripts.values())
+    html = " ".join(render(built).split())
+    assert f"{sum(made.values())} distinct requests, by phase" in html
+    phase, n = made.most_common(1)[0]
+    assert n > 1 and f"{phase} <span class=\"right\">{n} requests</span>" in html
+    assert f"… and {n - 1} more in transcripts.jsonl.gz." in html
+
+
 def write_graded_eval(run: Path, method: str, scores: list[float | None]) -> None:
     """eval/test.json with one HealthBench grade per question (None: the grader could not score it)."""
     items = [{"question_id": f"q{i}", "response": "…",

@@ -58,8 +58,30 @@ async def together(*aws: Awaitable[Any]) -> tuple[Any, ...]:
                 if close is not None:
                     close()
         return tuple(results)
-    outcomes = await asyncio.gather(*aws, return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return tuple(outcomes)
+    return tuple(await gather_all(*aws))
+
+
+@overload
+async def gather_all(a: Awaitable[A], b: Awaitable[B], /) -> tuple[A, B]: ...
+@overload
+async def gather_all(*aws: Awaitable[A]) -> tuple[A, ...]: ...
+
+
+async def gather_all(*aws: Awaitable[Any]) -> tuple[Any, ...]:
+    """`asyncio.gather`, except that every awaitable runs to its end before the first failure (in argument
+    order) is raised. A plain gather returns at the first failure and leaves the others running: after a
+    budget stop, model calls still in flight behind a run that has ended, holding server slots and paid
+    for but never recorded."""
+    tasks = [asyncio.ensure_future(aw) for aw in aws]  # not gather(return_exceptions): a result may be one
+    if not tasks:
+        return ()
+    try:
+        await asyncio.wait(tasks)
+    except BaseException:  # cancelled from outside: so are they
+        for task in tasks:
+            task.cancel()
+        raise
+    failed = [t for t in tasks if t.cancelled() or t.exception() is not None]  # every exception retrieved
+    if failed:
+        failed[0].result()  # raises the first failure in argument order
+    return tuple(t.result() for t in tasks)

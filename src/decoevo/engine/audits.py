@@ -11,10 +11,9 @@ when the skills have not changed, and a resumed round asks the same requests aga
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
-from ..aio import together
+from ..aio import gather_all, together
 from ..domain import QuestionView, Skill
 from ..roles.contrastive_audit import ContrastiveRecord, blind_preference, reveal
 from ..roles.structural_audit import StructuralRecord, structural_audit
@@ -67,9 +66,9 @@ def draw_starts(round_idx: int, solver: Skill, generator: Skill, hyper: Hyper) -
 async def _draw(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,
                 samples: range) -> list[Scored]:
     h = ctx.hyper
-    rubric, responses = await together(ctx.rubric(q, generator), asyncio.gather(*[
+    rubric, responses = await together(ctx.rubric(q, generator), gather_all(*[
         ctx.respond(q, solver, sample_index=i, temperature=h.rollout_temperature) for i in samples]))
-    return list(await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses]))
+    return list(await gather_all(*[ctx.judge(q, r, rubric) for r in responses]))
 
 
 async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,

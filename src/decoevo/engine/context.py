@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..aio import gather_all
 from ..domain import Judgement, QuestionView, Response, Rubric, Skill
 from ..lm import LM, GenParams
 from ..methods import MethodSpec
@@ -60,7 +61,7 @@ class EngineContext:
             async with sem:
                 return await fn(item)
 
-        return list(await asyncio.gather(*(one(i) for i in items)))
+        return list(await gather_all(*(one(i) for i in items)))
 
     # ---- primitives ------------------------------------------------------------------------------
     async def rubric(self, question: QuestionView, generator: Skill) -> Rubric:
@@ -92,7 +93,7 @@ class EngineContext:
         return Scored(question, response, rubric, judgement, rubric_score(rubric, judgement))
 
     async def evaluate(self, question: QuestionView, solver: Skill, generator: Skill) -> Scored:
-        response, rubric = await asyncio.gather(self.respond(question, solver), self.rubric(question, generator))
+        response, rubric = await gather_all(self.respond(question, solver), self.rubric(question, generator))
         return await self.judge(question, response, rubric)
 
     async def per_question_scores(self, questions: Sequence[QuestionView], solver: Skill,

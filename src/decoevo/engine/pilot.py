@@ -22,7 +22,6 @@ The criteria (docs/pilot.md states them with their reasons):
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..aio import gather_all
 from ..domain import QuestionView, Skill
 from ..lm import ParseError, RefusalError
 from .context import EngineContext
@@ -147,9 +147,9 @@ async def rollout_scores(ctx: EngineContext, questions: list[QuestionView], solv
 
     async def one(q: QuestionView) -> tuple[float, ...]:
         rubric = await ctx.rubric(q, generator)
-        responses = await asyncio.gather(*[ctx.respond(q, solver, sample_index=i, temperature=h.rollout_temperature)
+        responses = await gather_all(*[ctx.respond(q, solver, sample_index=i, temperature=h.rollout_temperature)
                                            for i in range(h.rollouts)])
-        scored = await asyncio.gather(*[ctx.judge(q, r, rubric) for r in responses])
+        scored = await gather_all(*[ctx.judge(q, r, rubric) for r in responses])
         return tuple(s.score for s in scored)
 
     scores = await ctx.gather(one, questions)

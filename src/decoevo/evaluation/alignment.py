@@ -7,10 +7,10 @@ counted, never scored as no overlap."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from ..aio import gather_all
 from ..domain import Question
 from ..lm import LMError
 from ..rundir.records import AlignmentFile
@@ -53,7 +53,7 @@ async def align_question(session: EvalSession, question: Question, generator_ver
         rubric = await session.ctx.rubric(question.view(), generator)
         generated = [c.text for c in rubric.criteria]
         record["generated"] = generated
-        found = await asyncio.gather(*[match_criterion(session.lm, question.view(), c, gold) for c in generated])
+        found = await gather_all(*[match_criterion(session.lm, question.view(), c, gold) for c in generated])
     except LMError as exc:
         return {**record, "error": f"{exc.role or 'matcher'} failed ({exc.category}): {str(exc)[:200]}"}
     matches = [(g, k) for g, k in enumerate(found) if k is not None]

@@ -3,13 +3,13 @@ and grading a rubric one criterion per call."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..aio import gather_all
 from ..domain import GoldItem, Question
 from ..lm import LM, GenParams, LMError, Message, ParseError
 from ..lm.errors import ConfigError
@@ -73,7 +73,7 @@ async def grade_per_item(
     """One grader call per gold criterion, concurrently (the LM bounds in-flight requests)."""
     items = gold_items(question, scheme)
     role = role_name(scheme)
-    outs = await asyncio.gather(*[ask(lm, messages(it), schema, role=role, params=params or ITEM_PARAMS)
+    outs = await gather_all(*[ask(lm, messages(it), schema, role=role, params=params or ITEM_PARAMS)
                                   for it in items])
     grades = [
         ItemGrade.failed(k, it.text, it.points, out) if isinstance(out, LMError)

@@ -95,6 +95,8 @@ class FileSlots:
         return min(POLL_MAX_S, max(POLL_MIN_S, self.hold_s * POLL_SHARE))
 
     def release(self, slot: int) -> None:
+        if not self._fds:  # closed, which released every lock: a request cancelled at shutdown ends here
+            return
         self.hold_s += 0.1 * (time.monotonic() - self._since[slot] - self.hold_s)
         self._held[slot] = False
         fcntl.flock(self._fds[slot], fcntl.LOCK_UN)

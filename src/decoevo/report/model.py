@@ -12,7 +12,7 @@ from .. import __version__
 from .discover import ReportInputError, SweepInfo, discover
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
 from .plots import InlineFigure, cost_figure, dynamics_figure
-from .runs import RunRecord, load_run
+from .runs import RunRecord, load_run, transcripts_shown
 from .tables import Section, sections
 
 TINY_MODEL_WARNING = (
@@ -193,8 +193,9 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
     if not locations:
         raise ReportInputError(f"no run directories under {', '.join(inputs) or 'the arguments'}")
     taken: set[str] = set()
+    shown = transcripts_shown(len(locations))
     runs = tuple(load_run(loc.path, name=loc.name, anchor=_anchor(loc.name, taken), sweep=loc.sweep,
-                          benchmark_hint=loc.benchmark) for loc in locations)
+                          benchmark_hint=loc.benchmark, transcripts_shown=shown) for loc in locations)
     runs = tuple(sorted(runs, key=lambda r: (benchmark_order(r.benchmark), method_order(r.method),
                                              r.seed if r.seed is not None else -1, r.name)))
     secs = sections(runs)

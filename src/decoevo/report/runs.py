@@ -36,6 +36,7 @@ from .labels import is_tiny_embedded
 
 T = TypeVar("T")
 EMBEDDED_DEFAULT = "smollm2-135m-instruct-q4_1"  # ModelSpec's default label
+TRANSCRIPTS_SHOWN = 40  # requests shown per phase of a run in a report of that run alone
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,10 @@ class RunRecord:
     evals: Mapping[str, EvalFile]
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
-    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw
+    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw;
+    # the first few of each phase (`transcripts_shown`), and how many the phase made
     transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
+    transcript_counts: Mapping[str, int] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
     provenance: Provenance | None = None  # None for runs made before provenance.json existed
 
@@ -380,7 +383,7 @@ def _attempt(read: Callable[[], T], problems: list[str], default: T) -> T:
 
 
 def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
-             benchmark_hint: str | None = None) -> RunRecord:
+             benchmark_hint: str | None = None, transcripts_shown: int = TRANSCRIPTS_SHOWN) -> RunRecord:
     problems: list[str] = []
     reader = RunReader(path)
     config: dict[str, Any] = _attempt(reader.config_dict, problems, {})
@@ -422,15 +425,28 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(reader, problems), evals=evals,
         dynamics=_own(reader.dynamics, DYNAMICS, reader, method, seed, problems),
         alignment=_own(reader.alignment, ALIGNMENT, reader, method, seed, problems),
-        transcripts=_by_phase(_attempt(reader.transcripts, problems, [])),
+        **_by_phase(_attempt(reader.transcripts, problems, []), transcripts_shown),
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,
         problems=tuple(problems),
     )
 
 
-def _by_phase(entries: list[TranscriptEntry]) -> dict[str, tuple[TranscriptEntry, ...]]:
-    out: dict[str, list[TranscriptEntry]] = {}
+def transcripts_shown(n_runs: int) -> int:
+    """Requests the report shows per phase of a run: 40 for a report of one run, fewer the more runs it
+    covers, at least 3. At 40 each, a sweep of 78 paper-scale runs was a 129 MB file (97 MB of it
+    transcripts), which a browser opens slowly if at all; every request stays in the run's file."""
+    return max(3, TRANSCRIPTS_SHOWN // max(1, n_runs))
+
+
+def _by_phase(entries: list[TranscriptEntry], shown: int) -> dict[str, Any]:
+    """The first `shown` entries of each phase and each phase's count: a run's transcripts are read one
+    run at a time and only what the report shows is kept (a sweep's were gigabytes in memory)."""
+    kept: dict[str, list[TranscriptEntry]] = {}
+    counts: dict[str, int] = {}
     for e in entries:
-        out.setdefault(e.phase or "unknown", []).append(e)
-    return {k: tuple(v) for k, v in out.items()}
+        phase = e.phase or "unknown"
+        counts[phase] = counts.get(phase, 0) + 1
+        if counts[phase] <= shown:
+            kept.setdefault(phase, []).append(e)
+    return {"transcripts": {k: tuple(v) for k, v in kept.items()}, "transcript_counts": counts}

@@ -185,7 +185,11 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
         for ev in run.evals.values():
             if ev.name != "test" and ev.kind != "transfer":  # another split (e.g. `eval --split diagnostic`)
                 continue
-            col = Column(ev.benchmark, ev.kind == "transfer")
+            # The test split is of the run's own data, so its column is the run's benchmark: in a sweep, the
+            # sweep's name for the data, since two benchmarks there may share a gold scheme (two custom files,
+            # or two HealthBench subsets) and one column for both would keep only the first.
+            transfer = ev.kind == "transfer"
+            col = Column(ev.benchmark if transfer else run.benchmark, transfer)
             columns.add(col)
             if (key, col) in source:
                 problems.append(f"{run.method} seed {run.seed}: {col.label} is evaluated in both "

@@ -3,12 +3,12 @@ call per criterion (per-criterion mode, for graders that need it)."""
 
 from __future__ import annotations
 
-import asyncio
 from functools import cache
 from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
+from ..aio import gather_all
 from ..domain import CriterionScore, Judgement, QuestionView, Rubric
 from ..lm import LM, GenParams, Message
 from .common import UNTRUSTED_NOTE, data_block, one_line, own_verdict, question_block, render_rubric
@@ -63,7 +63,7 @@ async def judge(
         out = await own_verdict(lm, joint_messages(question, response, rubric), schema, role=role, params=params)
         verdicts: list[CriterionVerdict] = out.verdicts  # type: ignore[attr-defined]
     else:
-        verdicts = list(await asyncio.gather(*[
+        verdicts = list(await gather_all(*[
             own_verdict(lm, criterion_messages(question, response, c.text), CriterionVerdict, role=role,
                         params=params)
             for c in rubric.criteria

@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .files import _check_no_links, dumps_line
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
+_PIECE = 4096  # compressed bytes fed to the decompressor at a time when reading (an entry is ~2 KiB)
 
 
 class TranscriptEntry(BaseModel):
@@ -46,24 +48,33 @@ def append_transcript(root: Path, entry: TranscriptEntry) -> None:
         os.close(fd)
 
 
+def _members(data: bytes) -> Iterator[bytes]:
+    """The decompressed gzip members of `data`, up to the first torn or damaged one. The input goes to
+    the decompressor in bounded pieces, so finding where a member ends copies at most one piece: handing
+    it the whole rest of the file (and keeping what it left over) made reading quadratic in the run's length."""
+    view, pos = memoryview(data), 0
+    while pos < len(view):
+        d = zlib.decompressobj(wbits=31)
+        parts = []
+        while not d.eof and pos < len(view):
+            piece = view[pos:pos + _PIECE]
+            try:
+                parts.append(d.decompress(piece))
+            except zlib.error:
+                return
+            pos += len(piece)
+        if not d.eof:  # cut short
+            return
+        pos -= len(d.unused_data)
+        yield b"".join(parts)
+
+
 def read_transcripts(path: Path) -> list[TranscriptEntry]:
     """Every complete entry; a torn last member (a kill mid-append) and bad lines are skipped."""
     if not path.is_file():
         return []
-    data = path.read_bytes()
-    text = b""
-    while data:
-        d = zlib.decompressobj(wbits=31)
-        try:
-            chunk = d.decompress(data)
-        except zlib.error:
-            break
-        if not d.eof:  # cut short
-            break
-        text += chunk
-        data = d.unused_data
     out = []
-    for line in text.splitlines():
+    for line in b"".join(_members(path.read_bytes())).splitlines():
         try:
             out.append(TranscriptEntry.model_validate(json.loads(line)))
         except ValueError:
