@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -67,5 +67,6 @@ def render(report: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS / "paper_scale.json"
-    print(render(json.loads(path.read_text())))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", nargs="?", type=Path, default=RESULTS / "paper_scale.json")
+    print(render(json.loads(parser.parse_args().results.read_text())))
