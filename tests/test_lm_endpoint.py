@@ -3,6 +3,7 @@ message for every refusal decoevo cannot fix. Fake servers on 127.0.0.1 speak ea
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -51,6 +52,18 @@ async def test_a_server_that_fails_on_json_schema_is_negotiated_down_and_remembe
     learned = json.loads((cache_path.parent / "endpoints.json").read_text())
     assert learned[lm.backend("default").identity]["structured"] == "json_object"
     assert lm.ledger.total().retries == 0 and lm.ledger.total().calls == 2  # negotiation is not a fault
+
+
+async def test_requests_queued_behind_the_first_probe_go_together_once_the_form_is_known(cache, openai_lm):
+    server = FakeOpenAI(lambda body, n: Reply(content='{"answer": "ok"}', delay_s=0.2))
+    with serve_app(server.app()) as url:
+        lm = openai_lm(url, cache)
+        await asyncio.gather(*(lm.complete([Message("user", f"q{i}")], role="judge", schema=Answer)
+                               for i in range(12)))
+    # The first request finds the form alone; the 11 that waited for it then run side by side (they were
+    # sent one at a time under the probe's lock).
+    assert lm.backend("default").profile.structured == "json_schema"
+    assert len(server.requests) == 12 and server.max_in_flight == 11
 
 
 async def test_a_server_without_response_format_gets_the_schema_in_the_prompt_and_validation_after(cache, openai_lm):

@@ -171,7 +171,10 @@ class OpenAIBackend:
         try:
             if request.json_schema is not None and self.profile.structured is None:
                 async with self._negotiation_lock():  # one probe at a time; the others then use its answer
-                    return await self._complete(request)
+                    if self.profile.structured is None:  # still unknown: this request is the probe
+                        return await self._complete(request)
+                # Learned while this one waited: send it at once. Sending it under the lock made every
+                # structured request queued behind the first probe go one at a time (a run's first wave).
             return await self._complete(request)
         except LMError as exc:
             error = self._redactor.error(exc)
