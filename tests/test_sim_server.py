@@ -152,3 +152,20 @@ def test_engine_on_the_simulated_model_is_deterministic_and_not_a_replay(tmp_pat
     assert first["calls"] == backend.requests > 50 and first["cache_hits"] < first["calls"]
     assert waves == round(waves) and 10 < waves < backend.requests  # waves: whole virtual seconds, calls overlap
     assert '"outer_round"' in (tmp_path / "a" / "run" / "events.jsonl").read_text()
+
+
+@pytest.mark.parametrize("schema", [None, schema_for(StructuralOut), schema_for(SkillOut)])
+def test_the_in_process_body_is_the_one_the_openai_backend_sends(schema):
+    # The same body gives the same reply, so the virtual runs (waves, critical path) and the HTTP run of
+    # bench/paper_scale.py make the same calls. They did not while the backend sent the schema without
+    # length caps and the in-process body with them: the runs followed different paths.
+    from decoevo.lm import GenParams, Message, ModelSpec
+    from decoevo.lm.openai_backend import OpenAIBackend
+    from decoevo.lm.types import BackendRequest
+    from decoevo.testing.sim_backend import openai_body
+
+    request = BackendRequest(model="default", messages=(Message("system", "s"), Message("user", "u")),
+                             params=GenParams(temperature=0.7, max_tokens=300, sample_index=2), json_schema=schema)
+    backend = OpenAIBackend(ModelSpec(backend="openai", model="sim", base_url="http://127.0.0.1:9/v1"))
+    # json_schema: the form the simulated server accepts (the first a fresh endpoint tries)
+    assert json.loads(backend._body(request)) == openai_body(request)

@@ -15,6 +15,7 @@ import selectors
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from ..lm.endpoint import server_schema
 from ..lm.types import BackendRequest, Completion
 from .sim_model import LatencyModel, SimModel
 
@@ -22,13 +23,15 @@ T = TypeVar("T")
 
 
 def openai_body(request: BackendRequest, model: str = "sim") -> dict[str, Any]:
-    """The chat-completions body the OpenAI backend sends for `request` (json_schema style)."""
+    """The chat-completions body the OpenAI backend sends for `request` (json_schema style), schema
+    included as the backend sends it (no length caps), so a request gets the same reply in process as
+    from `SimServer` (tests/test_sim_server.py compares the two)."""
     body: dict[str, Any] = {"model": model, "messages": [m.as_dict() for m in request.messages],
                             "temperature": request.params.temperature, "max_tokens": request.params.max_tokens,
                             "seed": request.params.effective_seed()}
     if request.json_schema is not None:
-        body["response_format"] = {"type": "json_schema",
-                                   "json_schema": {"name": "output", "schema": request.json_schema, "strict": False}}
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "output", "schema": server_schema(request.json_schema), "strict": False}}
     return body
 
 
