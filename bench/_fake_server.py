@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from decoevo.testing.fake_openai import FakeOpenAI, Reply, chat_body
-from decoevo.testing.server import serve_app
+from decoevo.testing.server import read_body, serve_app
 
 
 def _answer(n: int) -> str:
@@ -50,12 +50,7 @@ class FixedDelayApp:
                        send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
         if scope["type"] != "http":
             return
-        chunks, more = [], True
-        while more:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        request = json.loads(b"".join(chunks))  # a real server reads the request; so does this one
+        request = json.loads(await read_body(receive))  # a real server reads the request; so does this one
         n, self.count = self.count, self.count + 1
         await asyncio.sleep(self.delay_s)
         body = chat_body(_answer(n), request.get("model", ""), completion_tokens=8).encode()

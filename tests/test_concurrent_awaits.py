@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,8 @@ def outcome(run_dir: Path) -> dict:
     return {"events": events, "skills": skills, "calls": total["calls"], "tokens": total["tokens"]}
 
 
-async def test_together_returns_in_order_and_raises_the_first_failure_in_order():
-    order: list[str] = []
-
+def recording_step(order: list[str]) -> Callable[..., Awaitable[str]]:
+    """A step that sleeps, notes its name in `order` when it ends, then fails or returns its name."""
     async def step(name: str, delay: float, fail: bool = False) -> str:
         await asyncio.sleep(delay)
         order.append(name)
@@ -42,6 +42,13 @@ async def test_together_returns_in_order_and_raises_the_first_failure_in_order()
             raise ValueError(name)
         return name
 
+    return step
+
+
+async def test_together_returns_in_order_and_raises_the_first_failure_in_order():
+    order: list[str] = []
+
+    step = recording_step(order)
     assert await together(step("a", 0.02), step("b", 0.0), done("c")) == ("a", "b", "c")
     assert order == ["b", "a"]  # concurrent: the shorter finished first
     order.clear()
@@ -60,13 +67,7 @@ async def test_gather_all_waits_for_every_sibling_and_returns_exceptions_as_valu
     of one item) is a result, not a failure."""
     order: list[str] = []
 
-    async def step(name: str, delay: float, fail: bool = False) -> str:
-        await asyncio.sleep(delay)
-        order.append(name)
-        if fail:
-            raise ValueError(name)
-        return name
-
+    step = recording_step(order)
     async def typed_failure() -> ValueError:
         return ValueError("an item the grader could not parse")
 

@@ -17,5 +17,5 @@ from ..roles import (
 
 OPTIMIZATION_ROLES = (solve.ROLE, generate_rubric.ROLE, judge.ROLE, rewrite_solver.ROLE, structural_audit.ROLE,
                       contrastive_audit.STAGE1_ROLE, contrastive_audit.STAGE2_ROLE, rewrite_generator.ROLE)
-MATCHER_ROLE = "matcher"  # evaluation's rubric matcher (evaluation/models.py; a test keeps the two equal)
+MATCHER_ROLE = "matcher"  # evaluation's rubric matcher (`decoevo align`; evaluation/models.py routes it)
 ROUTABLE_ROLES: tuple[str, ...] = (*OPTIMIZATION_ROLES, *GRADER_ROLES, MATCHER_ROLE)

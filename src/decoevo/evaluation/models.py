@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..benchmarks import GRADER_ROLES
+from ..engine.role_names import MATCHER_ROLE
 from ..lm import LMConfig, ModelSpec
 
 GRADER_MODEL = "grader"
 MATCHER_MODEL = "matcher"
-MATCHER_ROLE = "matcher"
 
 
 def evaluation_lm_config(run_lm: LMConfig, *, grader: ModelSpec | None = None, matcher: ModelSpec | None = None,

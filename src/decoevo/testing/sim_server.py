@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .fake_openai import chat_body
+from .server import read_body
 from .sim_model import LatencyModel, SimModel
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -135,15 +136,11 @@ class SimServer:
         async def asgi(scope: dict[str, Any], receive: Receive, send: Send) -> None:
             if scope["type"] != "http":
                 return
-            chunks, more = [], True
-            while more:
-                message = await receive()
-                chunks.append(message.get("body", b""))
-                more = message.get("more_body", False)
+            raw = await read_body(receive)
             path, method = scope["path"], scope["method"]
             headers: list[tuple[bytes, bytes]] = []
             if method == "POST" and path.endswith("/chat/completions"):
-                status, payload, headers = await self.chat(json.loads(b"".join(chunks)))
+                status, payload, headers = await self.chat(json.loads(raw))
             elif path.endswith("/sim/stats"):
                 status, payload = 200, json.dumps(self.stats.snapshot()).encode()
             elif method == "POST" and path.endswith("/sim/reset"):
