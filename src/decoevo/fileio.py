@@ -1,9 +1,10 @@
 """Replacing a whole file atomically: readers see the old or the new file, never half of one.
 The one helper for every file decoevo writes whole (run files go through `rundir`, which adds its
-no-symlink rule on top)."""
+no-symlink rule on top). And the one sha256 of a file (data, downloads, provenance)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -19,3 +20,12 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
             f.flush()
             os.fsync(f.fileno())
     os.replace(tmp, path)  # replaces a link itself, never its target
+
+
+def sha256_file(path: Path) -> str:
+    """The file's sha256, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()

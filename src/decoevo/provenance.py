@@ -10,7 +10,6 @@ the server's answer is redacted against the key that was sent with the request.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .fileio import sha256_file
 from .lm.config import DEFAULT_MODEL, LMConfig, ModelSpec
 from .lm.redact import Redactor
 from .rundir.provenance import FileDigest, GitInfo, ModelIdentity, Provenance
@@ -32,7 +32,6 @@ PACKAGES = ("pydantic", "aiohttp", "httpx", "numpy", "scipy", "llama-cpp-python"
             "pyyaml", "huggingface_hub", "litellm", "mlflow-skinny", "ray")
 MODELS_TIMEOUT_S = 5.0
 MAX_SERVED_IDS = 20
-_CHUNK = 1 << 20
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -43,14 +42,6 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]
         except importlib.metadata.PackageNotFoundError:
             out[name] = None
     return out
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def file_digest(role: str, path_text: str) -> FileDigest:

@@ -5,7 +5,6 @@ renamed to its final name. A file under its final name is therefore always compl
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import time
@@ -13,6 +12,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from ..fileio import sha256_file as sha256_of  # the name the data store and its tests use
 
 CHUNK = 1 << 16
 ATTEMPTS = 4  # one first try and three resumes
@@ -28,14 +29,6 @@ class FetchError(Exception):
 
 class ChecksumMismatch(FetchError):
     pass
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def part_path(dest: Path) -> Path:

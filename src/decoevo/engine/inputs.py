@@ -8,15 +8,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-CHUNK = 1 << 20
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
+from ..fileio import sha256_file
 
 
 def data_sha256(path: Path | str) -> str | None:
@@ -24,11 +16,11 @@ def data_sha256(path: Path | str) -> str | None:
     None when the path is neither."""
     path = Path(path)
     if path.is_file():
-        return _file_sha256(path)
+        return sha256_file(path)
     if path.is_dir():
         digest = hashlib.sha256()
         for f in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(f"{f.relative_to(path).as_posix()}\0{_file_sha256(f)}\n".encode())
+            digest.update(f"{f.relative_to(path).as_posix()}\0{sha256_file(f)}\n".encode())
         return digest.hexdigest()
     return None
 
