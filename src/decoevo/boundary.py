@@ -15,13 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-import click
 import typer
 
 from .errors import UserError
 from .lm import LMError
 
 DEBUG_ENV = "DECOEVO_DEBUG"
+# typer's own exits and usage errors pass through. typer >= 0.22 bundles its own click and older ones use
+# click's; both raise typer.Exit/typer.Abort, and BadParameter's bases name the ClickException of either, so
+# click itself (not a dependency of ours) is never imported.
+_TYPER_EXITS: tuple[type[BaseException], ...] = (
+    typer.Exit, typer.Abort, *(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def run_guarded(fn: Callable[[], Any], fail: Callable[[str, int], NoReturn]) -> 
     """Run a command's body; any exception ends in `fail(message, code)` (typer's own exits pass)."""
     try:
         fn()
-    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+    except _TYPER_EXITS:
         raise
     except Exception as exc:
         if debug():
