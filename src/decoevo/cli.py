@@ -17,6 +17,7 @@ from rich.table import Table
 from .boundary import command_boundary, run_guarded
 from .data_cli import choose_data as _choose_data
 from .data_cli import data_app
+from .display import print_json, show_table
 from .errors import ConfigError, UserError
 from .lm import LMConfig, LMError, ModelSpec
 
@@ -38,6 +39,8 @@ BenchmarkOption = typer.Option(None, "--benchmark", help="A fetched public bench
                                "healthbench:hard); see `decoevo data list`.")
 
 
+JsonOption = typer.Option(False, "--json", help="Print JSON on stdout (one object per line) instead of text; "
+                          "progress goes to stderr.")
 MaxCost = typer.Option(None, "--max-cost", min=0.0, help="Stop cleanly after this many US dollars (paid + "
                        "inherited); every model needs a price (input/output_price_per_mtok, or LiteLLM's map).")
 
@@ -86,7 +89,7 @@ def doctor(
         table.add_column(col)
     for status in backend_statuses():
         table.add_row(status.name, "yes" if status.available else "no", status.detail)
-    console.print(table)
+    show_table(console, table)
     config = model_config_from_flags(model, base_url, no_cache)
     settings = {k: v for k, v in (("structured_output", structured_output), ("reasoning_effort", reasoning_effort),
                                   ("api_key_env", api_key_env)) if v is not None}
@@ -106,21 +109,25 @@ def doctor(
     console.print(f"structured call OK in {seconds:.1f}s -> {answer.model_dump()}")
     for line in endpoint_lines(lm):
         console.print(line, highlight=False)
-    console.print(lm.ledger.table())
+    show_table(console, lm.ledger.table(), keys=2)
 
 
 @app.command("methods")
 @guarded
-def list_methods() -> None:
+def list_methods(as_json: bool = JsonOption) -> None:
     """List the methods (a method is a configuration of the one engine)."""
     from .methods import METHODS
 
+    if as_json:
+        print_json([{"name": m.name, "group": m.group, "description": m.description} for m in METHODS.values()])
+        return
     table = Table(title="methods")
-    table.add_column("name")
+    table.add_column("name", no_wrap=True)
+    table.add_column("group")
     table.add_column("what it does")
     for m in METHODS.values():
-        table.add_row(m.name, m.description)
-    console.print(table)
+        table.add_row(m.name, m.group, m.description)
+    show_table(console, table)
 
 
 def _overrides(method: str | None, data: str | None, fmt: str | None, task: str | None, task_spec: str | None,
@@ -190,16 +197,21 @@ def _seeds(seeds: str) -> list[int]:
     return out
 
 
-def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False) -> None:
+def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
+             as_json: bool = False) -> None:
     from .progress import run_with_progress
+    from .rundir import RunReader
 
     run_dir = Path(run_dir)
     callbacks = [tracker(run_dir)] if tracker is not None else []
     ended = "FAILED"  # what a tracker that saw no finish event records
     try:
-        run_with_progress(config, run_dir, resume=resume, console=console, callbacks=callbacks,
-                          accept_changed_data=accept_changed_data)
+        run_with_progress(config, run_dir, resume=resume, console=err_console if as_json else console,
+                          callbacks=callbacks, accept_changed_data=accept_changed_data)
         ended = "FINISHED"
+        if as_json:
+            summary = RunReader(run_dir).summary()
+            print_json({"run_dir": str(run_dir), **(summary.model_dump(mode="json") if summary else {})})
     except LMError as exc:
         then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
                 f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
@@ -269,12 +281,13 @@ def run(
     pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
     track: str = TrackOption,
     track_uri: str = TrackUriOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Run a method (default: DecoEvo) and write a run directory per seed."""
     set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
-    _guard(functools.partial(_run, track=(track, track_uri)), config_file, method, data, fmt, benchmark, task,
-           task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens, no_cache, set_,
-           pilot)
+    _guard(functools.partial(_run, track=(track, track_uri), as_json=as_json), config_file, method, data, fmt,
+           benchmark, task, task_spec, model, base_url, seeds, steps, preset, runs_root, name, max_calls, max_tokens,
+           no_cache, set_, pilot)
 
 
 @app.command("pilot")
@@ -301,7 +314,8 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
          task: str | None, task_spec: str | None, model: str | None, base_url: str | None, seeds: str | None,
          steps: int | None, preset: str, runs_root: Path, name: str | None, max_calls: int | None,
          max_tokens: int | None, no_cache: bool, sets: list[str], pilot: Path | None = None,
-         pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None)) -> None:
+         pilot_out: Path | None = None, track: tuple[str | None, str | None] = (None, None),
+         as_json: bool = False) -> None:
     from .engine.config import config_from_dict, deep_merge, lm_with_flags
     from .presets import PRESETS, bundled_healthbench
     from .tracking import make_tracker
@@ -352,7 +366,7 @@ def _run(config_file: Path | None, method: str | None, data: str | None, fmt: st
         stem = Path(config.data.path).stem.split(".")[0]
         run_dir = runs_root / (name or re.sub(r"[^A-Za-z0-9._+-]", "_", f"{config.method}-{stem}-s{config.seed}"))
         check_new_run_dir(run_dir)
-        _execute(config, run_dir, resume=False, tracker=tracker)
+        _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
 
 
 @app.command()
@@ -361,14 +375,15 @@ def resume(
     accept_changed_data: bool = typer.Option(False, "--accept-changed-data", help="Continue even though the "
                                              "data file (its sha256) or the splits it gives changed since the start."),
     track: str = TrackOption, track_uri: str = TrackUriOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
     A changed method or seed is refused; a changed data file or splits too, unless --accept-changed-data."""
-    _guard(_resume, run_dir, accept_changed_data, track, track_uri)
+    _guard(_resume, run_dir, accept_changed_data, track, track_uri, as_json)
 
 
 def _resume(run_dir: Path, accept_changed_data: bool = False, track: str | None = None,
-            track_uri: str | None = None) -> None:
+            track_uri: str | None = None, as_json: bool = False) -> None:
     from .engine.config import load_config
     from .tracking import make_tracker
 
@@ -376,7 +391,7 @@ def _resume(run_dir: Path, accept_changed_data: bool = False, track: str | None 
     if not (run_dir / "config.yaml").is_file():
         fail(f"{run_dir} is not a run directory (no config.yaml)")
     _execute(load_config(run_dir / "config.yaml"), run_dir, resume=True, tracker=tracker,
-             accept_changed_data=accept_changed_data)
+             accept_changed_data=accept_changed_data, as_json=as_json)
 
 
 @app.command()
@@ -530,7 +545,7 @@ def _grader_spec(model: str | None, base_url: str | None) -> ModelSpec | None:
         raise
 
 
-def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
+def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False) -> None:
     """Run `job(run_dir, progress_callback)` for every run; one failing run does not stop the others.
     A job returns (summary line, ok): not ok (nothing graded, or the result was not saved) fails the command."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -539,14 +554,16 @@ def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
     for run_dir in run_dirs:
         try:
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                          console=console, transient=True) as progress:
+                          console=err_console if as_json else console, transient=True) as progress:
                 bar = progress.add_task(f"{title} {run_dir.name}", total=None)
 
                 def tick(total: int | None = None, bar: Any = bar, progress: Any = progress) -> None:
                     progress.update(bar, advance=1, total=total)
 
-                summary, ok = job(run_dir, tick)
-            if ok:
+                summary, ok, record = job(run_dir, tick)
+            if ok and as_json:
+                print_json({"run_dir": str(run_dir), **record})
+            elif ok:
                 console.print(f"{run_dir}: {summary}")
             else:
                 failed += 1
@@ -561,13 +578,13 @@ def _each_run(run_dirs: list[Path], title: str, job: Any) -> None:
              "answers already paid for come from the cache", code=2 if user_errors else 1)
 
 
-def _saved(record: dict[str, Any], graded: int, what: str) -> tuple[str, bool]:
-    """The summary line and whether the command succeeded: something graded, and the result saved."""
+def _saved(record: dict[str, Any], graded: int, what: str) -> tuple[str, bool, dict[str, Any]]:
+    """The summary line, whether the command succeeded (something graded, and the result saved), the record."""
     if graded == 0:
-        return f"{what}: nothing could be graded; no result written (details in RUN/eval/failed/)", False
+        return f"{what}: nothing could be graded; no result written (details in RUN/eval/failed/)", False, record
     if "kept_previous" in record:
-        return f"{what}: {record['kept_previous']}", False
-    return what, True
+        return f"{what}: {record['kept_previous']}", False, record
+    return what, True, record
 
 
 def _fmt(x: float | None, scale: float = 1.0) -> str:
@@ -591,6 +608,7 @@ def eval_(
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
     force: bool = Force,
+    as_json: bool = JsonOption,
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
     from .api import evaluate_async
@@ -607,13 +625,13 @@ def eval_(
             fail(str(exc))
     target = {"path": path, "format": path_fmt or "jsonl", "limit": limit} if path else None
 
-    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool, dict[str, Any]]:
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
                                        force=force, on_item=lambda _: tick()))
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
                                         f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']})")
 
-    _each_run(run_dirs, "grading", job)
+    _each_run(run_dirs, "grading", job, as_json)
 
 
 @app.command()
@@ -624,19 +642,20 @@ def dynamics(
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
     force: bool = Force,
+    as_json: bool = JsonOption,
 ) -> None:
     """Score every checkpoint on the diagnostic split: generated-rubric proxy and gold grade (Figure 3)."""
     from .api import dynamics_async
 
     grader = _grader_spec(grader_model, grader_base_url)
 
-    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool, dict[str, Any]]:
         r = asyncio.run(dynamics_async(run_dir, split=split, grader=grader, force=force, on_point=lambda _: tick()))
         graded = sum(1 for p in r["points"] if p.get("gold") is not None or p.get("proxy") is not None)
         return _saved(r, graded, "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}"
                                            for p in r["points"]))
 
-    _each_run(run_dirs, "checkpoints", job)
+    _each_run(run_dirs, "checkpoints", job, as_json)
 
 
 @app.command()
@@ -650,6 +669,7 @@ def align(
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
     force: bool = Force,
+    as_json: bool = JsonOption,
 ) -> None:
     """Criterion-level P/R/F1 of the final generated rubrics against the gold rubrics (Table 5)."""
     from .api import align_async
@@ -657,13 +677,13 @@ def align(
     grader = _grader_spec(grader_model, grader_base_url)
     matcher = _grader_spec(matcher_model, matcher_base_url)
 
-    def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
+    def job(run_dir: Path, tick: Any) -> tuple[str, bool, dict[str, Any]]:
         r = asyncio.run(align_async(run_dir, split=split, grader=grader, matcher=matcher, force=force))
         return _saved(r, r["n_questions"], f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} "
                                            f"F1 {_fmt(r['f1'], 100)} over {r['n_questions']} question(s) "
                                            f"({r['n_failed']} failed; matcher {r['matcher_model']})")
 
-    _each_run(run_dirs, "matching", job)
+    _each_run(run_dirs, "matching", job, as_json)
 
 
 @app.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -17,6 +17,7 @@ from .benchmarks import datastore
 from .benchmarks.download import FetchError
 from .benchmarks.record import DataFile
 from .boundary import command_boundary
+from .display import print_json, show_table
 from .lm.errors import ConfigError
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
@@ -58,22 +59,30 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tup
 
 @data_app.command("list")
 @guarded
-def list_() -> None:
+def list_(as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of the table.")) -> None:
     """Benchmarks and their splits: size, licence, source, and whether they are downloaded."""
+    rows: list[dict[str, Any]] = []
+    for bench, split in datastore.all_splits():
+        assert bench.source is not None
+        sizes = [f.size for f in split.files]
+        rows.append({"spec": bench.name if split is bench.source.default_split else f"{bench.name}:{split.name}",
+                     "benchmark": bench.name, "split": split.name, "description": split.description,
+                     "size_bytes": sum(s for s in sizes if s) if all(sizes) else None,
+                     "licence": bench.source.licence, "source": bench.source.upstream,
+                     "sha256": "pinned" if all(f.sha256 for f in split.files) else "at first fetch",
+                     "here": all(datastore.file_status(bench, f, hash_it=False).state == "ok" for f in split.files)})
+    if as_json:
+        print_json({"cache": str(datastore.data_root()), "splits": rows})
+        return
     table = Table(title=f"benchmark data (cache: {datastore.data_root()})")
     table.add_column("benchmark[:split]", no_wrap=True)
     for col in ("what", "size", "licence", "source", "sha256", "here"):
         table.add_column(col)
-    for bench, split in datastore.all_splits():
-        assert bench.source is not None
-        spec = bench.name if split is bench.source.default_split else f"{bench.name}:{split.name}"
-        here = all(datastore.file_status(bench, f, hash_it=False).state == "ok" for f in split.files)
-        sizes = [f.size for f in split.files]
-        size = f"{sum(s for s in sizes if s) / 1e6:.1f} MB" if all(sizes) else "?"
-        pinned = "pinned" if all(f.sha256 for f in split.files) else "at first fetch"
-        table.add_row(spec, split.description, size, bench.source.licence, bench.source.upstream, pinned,
-                      "yes" if here else "no")
-    console.print(table)
+    for r in rows:
+        size = "?" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.1f} MB"
+        table.add_row(r["spec"], r["description"], size, r["licence"], r["source"], r["sha256"],
+                      "yes" if r["here"] else "no")
+    show_table(console, table)
 
 
 @data_app.command()
