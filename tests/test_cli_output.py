@@ -19,8 +19,26 @@ from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
 ROOT = Path(__file__).resolve().parents[1]
-LEDGER_HEADERS = ("role", "model", "calls", "hits", "inherited", "in tok", "out tok", "sec", "retry", "repair",
-                  "cut", "think tok", "infra", "parse", "refusal", "empty", "$ paid", "$ eff")
+LEDGER_HEADERS = (
+    "role",
+    "model",
+    "calls",
+    "hits",
+    "inherited",
+    "in tok",
+    "out tok",
+    "sec",
+    "retry",
+    "repair",
+    "cut",
+    "think tok",
+    "infra",
+    "parse",
+    "refusal",
+    "empty",
+    "$ paid",
+    "$ eff",
+)
 
 
 def ledger() -> UsageLedger:
@@ -57,12 +75,18 @@ def test_usage_table_whole_at_200_columns_and_in_a_file(monkeypatch: pytest.Monk
 
 def cli(*args: str, columns: int | None, tmp: Path, timeout: int = 120) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    env.update({"PYTHONPATH": str(ROOT / "src"), "DECOEVO_CACHE": str(tmp / "cache.sqlite"),
-                "DECOEVO_DATA_DIR": str(tmp / "data")})
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT / "src"),
+            "DECOEVO_CACHE": str(tmp / "cache.sqlite"),
+            "DECOEVO_DATA_DIR": str(tmp / "data"),
+        }
+    )
     if columns is not None:
         env["COLUMNS"] = str(columns)
-    proc = subprocess.run([sys.executable, "-m", "decoevo", *args], capture_output=True, text=True, env=env,
-                          cwd=tmp, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "decoevo", *args], capture_output=True, text=True, env=env, cwd=tmp, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -86,16 +110,16 @@ def test_a_toy_run_ends_saying_what_shipped_and_json_for_scripts(tmp_path: Path)
     data = write_toy_questions(tmp_path / "toy.jsonl")
     with serve_app(toy_server().app()) as url:
         text = cli(*toy_run_args(f"{url}/v1", data, tmp_path / "runs", "a", steps=1), columns=80, tmp=tmp_path)
-        as_json = cli(*toy_run_args(f"{url}/v1", data, tmp_path / "runs", "b", steps=1), "--json", columns=80,
-                      tmp=tmp_path)
+        as_json = cli(
+            *toy_run_args(f"{url}/v1", data, tmp_path / "runs", "b", steps=1), "--json", columns=80, tmp=tmp_path
+        )
     assert "…" not in text.stdout and max(len(line) for line in text.stdout.splitlines()) <= 80, text.stdout
     summary = json.loads((tmp_path / "runs" / "a" / "summary.json").read_text())
-    last = "".join(text.stdout[text.stdout.rindex("shipped: "):].split())  # wrapped at 80 columns: unwrap
+    last = "".join(text.stdout[text.stdout.rindex("shipped: ") :].split())  # wrapped at 80 columns: unwrap
     kind = "improved" if summary["final_solver"].startswith("improved") else "INITIAL"
     assert last.startswith(f"shipped:the{kind}solverskill"), last
     assert "".join(summary["final_solver"].partition(": ")[2].split()) in last
     assert str(tmp_path / "runs" / "a" / "final_solver_skill.md") in last
     (record,) = [json.loads(line) for line in as_json.stdout.splitlines()]  # stdout: the JSON only
     assert record["run_dir"] == str(tmp_path / "runs" / "b") and record["status"] == "finished"
-    assert record["final_solver"] == json.loads((tmp_path / "runs" / "b" / "summary.json").read_text())[
-        "final_solver"]
+    assert record["final_solver"] == json.loads((tmp_path / "runs" / "b" / "summary.json").read_text())["final_solver"]

@@ -22,9 +22,11 @@ def closing_lines(run_dir: Path) -> list[str]:
     """The run's last lines: what shipped, why, and where."""
     summary = RunReader(run_dir).summary()
     ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
-    return [shipped_line(summary) + ended,
-            f"the skill: {run_dir / 'final_solver_skill.md'}  (`decoevo export {run_dir}` prints it)",
-            f"everything else: {run_dir}  (summary.json, events.jsonl, candidates/; `decoevo report {run_dir}`)"]
+    return [
+        shipped_line(summary) + ended,
+        f"the skill: {run_dir / 'final_solver_skill.md'}  (`decoevo export {run_dir}` prints it)",
+        f"everything else: {run_dir}  (summary.json, events.jsonl, candidates/; `decoevo report {run_dir}`)",
+    ]
 
 
 def export_warnings(run_dir: Path) -> list[str]:
@@ -35,10 +37,15 @@ def export_warnings(run_dir: Path) -> list[str]:
     warnings = []
     if status in ("incomplete", "stopped"):
         checkpoint = reader.checkpoint()
-        where = (f"its last checkpoint (next step {checkpoint.state.get('next_step', '?')})" if checkpoint
-                 else "the last skill it saved (it never reached a checkpoint)")
-        warnings.append(f"{run_dir} is unfinished ({'killed or still running' if status == 'incomplete' else status}"
-                        f"); this is the solver skill at {where}; `decoevo resume {run_dir}` continues it")
+        where = (
+            f"its last checkpoint (next step {checkpoint.state.get('next_step', '?')})"
+            if checkpoint
+            else "the last skill it saved (it never reached a checkpoint)"
+        )
+        warnings.append(
+            f"{run_dir} is unfinished ({'killed or still running' if status == 'incomplete' else status}"
+            f"); this is the solver skill at {where}; `decoevo resume {run_dir}` continues it"
+        )
     summary = reader.summary()
     version = summary.solver_version if summary is not None else reader.final_skill("solver").version
     if summary is not None and summary.final_solver and not summary.final_solver.startswith("improved"):
