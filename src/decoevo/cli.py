@@ -491,13 +491,18 @@ def export(
     run_dir: Path = typer.Argument(..., help="A run directory."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
 ) -> None:
-    """Print the final solver skill (the only artifact that ships)."""
+    """Print the final solver skill (the only artifact that ships); warns (stderr) when the run shipped its
+    initial skill or is unfinished."""
     from .rundir import RunReader
+    from .shipped import export_warnings
 
     try:
         text = RunReader(run_dir).shipped_skill_text()
+        warnings = export_warnings(run_dir)
     except UserError as exc:
         fail(str(exc))
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     if output:
         write_output(output, text.strip() + "\n")
         err_console.print(f"wrote {output}")

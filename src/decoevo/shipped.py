@@ -37,10 +37,13 @@ def export_warnings(run_dir: Path) -> list[str]:
     warnings = []
     if status in ("incomplete", "stopped"):
         checkpoint = reader.checkpoint()
+        steps = checkpoint.state.get("next_step") if checkpoint else None
         where = (
-            f"its last checkpoint (next step {checkpoint.state.get('next_step', '?')})"
-            if checkpoint
-            else "the last skill it saved (it never reached a checkpoint)"
+            "the last skill it saved (it never reached a checkpoint)"
+            if checkpoint is None
+            else f"its last checkpoint ({steps} step(s) done)"
+            if isinstance(steps, int)
+            else "its last checkpoint"
         )
         warnings.append(
             f"{run_dir} is unfinished ({'killed or still running' if status == 'incomplete' else status}"
