@@ -89,17 +89,18 @@ def _observer(callbacks: Iterable[object]) -> tuple[Callable[[RunEvent, LoopStat
 async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
                            callbacks: Sequence[object] = (), questions: list[Question] | None = None,
                            engine_hook: Callable[[Engine], None] | None = None,
-                           accept_changed_data: bool = False) -> RunResult:
+                           accept_changed_data: bool = False, accept_changed_config: bool = False) -> RunResult:
     """Run (or resume) `config` in `run_dir`. A new run that fails before anything worth keeping (no
     completed step, no answered model call) leaves no directory behind: it would block the next
     attempt. One that got further is kept for `resume`, which refuses a changed method, seed, data file
-    or splits (the last two: unless `accept_changed_data`)."""
+    or splits (the last two: unless `accept_changed_data`), and result-changing settings unless
+    `accept_changed_config`."""
     run_dir = Path(run_dir)
     created = not run_dir.exists()
     try:
         on_event, on_call = _observer(callbacks)
         engine = Engine(config, run_dir, observer=on_event, on_call=on_call, questions=questions,
-                        accept_changed_data=accept_changed_data)
+                        accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
         if engine_hook is not None:
             engine_hook(engine)
         return await engine.run_async(resume=resume)
@@ -200,9 +201,11 @@ def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -
 
 # ---- resume -----------------------------------------------------------------------------------------
 async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
-                       accept_changed_data: bool = False) -> RunResult:
+                       accept_changed_data: bool = False, accept_changed_config: bool = False) -> RunResult:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
-    A changed data file or splits is refused unless `accept_changed_data`."""
+    A changed data file or splits is refused unless `accept_changed_data`; an edit of config.yaml that
+    changes results (anything but concurrency, timeouts, retries, rates, tracking) unless
+    `accept_changed_config`."""
     path = Path(run_dir)
     reader = RunReader(path)
     if not reader.exists():
@@ -211,7 +214,7 @@ async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
     if finished is not None:
         return finished
     return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks,
-                                  accept_changed_data=accept_changed_data)
+                                  accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
 
 
 def finished_result(reader: RunReader) -> RunResult | None:
@@ -223,8 +226,10 @@ def finished_result(reader: RunReader) -> RunResult | None:
                      UsageLedger.from_dict(reader.ledger() or checkpoint.ledger))
 
 
-def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> RunResult:
-    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks, accept_changed_data=accept_changed_data))
+def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False,
+           accept_changed_config: bool = False) -> RunResult:
+    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks, accept_changed_data=accept_changed_data,
+                                          accept_changed_config=accept_changed_config))
 
 
 # ---- evaluate ---------------------------------------------------------------------------------------

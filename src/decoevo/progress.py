@@ -111,7 +111,8 @@ def describe_estimate(config: Any) -> str:
 
 
 def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
-                      callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> Any:
+                      callbacks: Sequence[object] = (), accept_changed_data: bool = False,
+                      accept_changed_config: bool = False) -> Any:
     """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
     closing usage table on `console`. Returns the api's RunResult."""
     from .api import run_config_async
@@ -137,7 +138,8 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
 
     try:
         result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
-                                              engine_hook=attach, accept_changed_data=accept_changed_data))
+                                              engine_hook=attach, accept_changed_data=accept_changed_data,
+                                              accept_changed_config=accept_changed_config))
     finally:
         if "bar" in holder:
             holder["bar"].__exit__(None, None, None)

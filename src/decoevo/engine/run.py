@@ -21,6 +21,7 @@ from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
+    ResumeEvent,
     RunEvent,
     RunLock,
     RunReader,
@@ -41,6 +42,7 @@ from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
+from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
 from .validity import Validity
 
@@ -142,9 +144,12 @@ def final_solver_note(state: LoopState, optimized: bool = True) -> str:
 class Engine:
     def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
-                 on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False) -> None:
+                 on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False,
+                 accept_changed_config: bool = False) -> None:
         config = self.config = with_backend_token_limits(config)  # recorded in config.yaml as resolved
         self.accept_changed_data = accept_changed_data  # resume: continue on changed data / splits
+        self.accept_changed_config = accept_changed_config  # resume: continue on result-changing settings
+        self._config_changes: list[str] = []
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
@@ -207,6 +212,23 @@ class Engine:
             self.run.write_json(SPLITS, now.splits)
         if changes or inputs is None:
             self._record_inputs(now.data_sha256)
+        self._check_config(reader, where)
+
+    def _check_config(self, reader: RunReader, where: str) -> None:
+        """config.yaml edited since the start (or the last accepted change): only result-neutral keys may
+        differ, unless --accept-changed-config (then recorded on the resume event)."""
+        recorded = None
+        for event in reader.events(problems=[]):
+            if isinstance(event, StartEvent | ResumeEvent) and event.config is not None:
+                recorded = event.config
+        if recorded is None:  # a run from before the configuration was recorded in its log
+            return
+        changes = result_changes(recorded, self.config.model_dump(mode="json"))
+        if changes and not self.accept_changed_config:
+            raise ConfigError(where + "config.yaml changed " + ", ".join(changes) + " since the run started; "
+                              f"a resumed run may change only {NEUTRAL_IN_WORDS}; restore them, or pass "
+                              "--accept-changed-config to continue under the new values (recorded in events.jsonl)")
+        self._config_changes = changes
 
     def _record_inputs(self, sha: str | None) -> None:
         self.run.write_model(INPUTS, Inputs(data_path=self.config.data.path, data_sha256=sha))
@@ -228,7 +250,10 @@ class Engine:
             self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}
         if point is not None and point.checkpoint is not None:
             state = LoopState.model_validate(point.checkpoint.state)
-            self._emit("resume", state, next_step=state.next_step)
+            accepted = {"accepted_config_changes": self._config_changes,
+                        "config": self.config.model_dump(mode="json")} if self._config_changes else {}
+            self.run.write_text("config.yaml", self.config.to_yaml())  # the settings in force from here on
+            self._emit("resume", state, next_step=state.next_step, **accepted)
             return state
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
@@ -238,7 +263,8 @@ class Engine:
                                                            self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
-        self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)
+        self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION,
+                   config=self.config.model_dump(mode="json"))
         return state
 
     def total_steps(self) -> int:
