@@ -60,7 +60,7 @@ def doctor(
     max_tokens: int = typer.Option(None, min=1, help="Token limit of the probe (default 64; 1024 for a server)."),
     config_file: Path = typer.Option(None, "--config", "-c", help="Check the models of this run configuration "
                                      "(its lm section: a LiteLLM backend, a configured endpoint)."),
-    set_: list[str] = typer.Option([], "--set", help="Override a model setting: --set lm.models.default.timeout_s=60"),
+    set_: list[str] = typer.Option([], "--set", help="Override a model setting: an lm.* key, as for run."),
 ) -> None:
     """Show the available backends, load the default model and make one structured call."""
     from .doctor import backend_statuses, endpoint_lines, run_probe
@@ -231,8 +231,8 @@ def resume(
                                                "events.jsonl)."),
     config_file: Path = typer.Option(None, "--config", "-c", help="A YAML file of settings that cannot change "
                                      "results (concurrency, timeouts, retries, rates, tracking)."),
-    set_: list[str] = typer.Option([], "--set", help="Change a setting that cannot change results, e.g. "
-                                   "--set lm.models.default.max_concurrency=1"),
+    set_: list[str] = typer.Option([], "--set", help="Change a setting that cannot change results (concurrency, "
+                                   "timeouts, rates: docs/configuration.md), e.g. hyper.concurrency=2"),
     track: str = TrackOption, track_uri: str = TrackUriOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -320,8 +320,7 @@ def export(
     run_dir: Path = typer.Argument(..., help="A run directory."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
 ) -> None:
-    """Print the final solver skill (the only artifact that ships); warns (stderr) when the run shipped its
-    initial skill or is unfinished."""
+    """Print the final solver skill (what ships); warns on stderr if it is the initial one or the run unfinished."""
     from .rundir import RunReader
     from .shipped import export_warnings
 

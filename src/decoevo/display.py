@@ -106,7 +106,7 @@ def show_table(console: Console, table: Table, keys: int = 1) -> None:
     empty = [i for i in range(keys, len(headers)) if all(row[i].strip() in _EMPTY for row in rows)]
     if empty:
         keep = [i for i in range(len(headers)) if i not in empty]
-        caption = "0 or none in every row: " + ", ".join(headers[i] for i in empty)
+        caption = "not shown, 0 in every row: " + ", ".join(headers[i] for i in empty)
         slim = _subset(table, keep, caption)
         if _fits(slim, width):
             console.print(slim)
