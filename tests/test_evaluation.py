@@ -91,12 +91,16 @@ def test_eval_dynamics_align_on_toy_runs(toy_env: Path) -> None:
             assert result.exit_code == 0, result.output
         paid_once = _paid(decoevo / "eval" / "calls.jsonl")
         assert paid_once > 0
-        # rerunning pays nothing: every answer comes from the cache
-        assert runner.invoke(app, ["eval", str(decoevo), *base]).exit_code == 0
+        # rerunning pays nothing: every answer comes from the cache; --json prints the record alone on stdout
+        again = runner.invoke(app, ["eval", str(decoevo), *base, "--json"])
+        assert again.exit_code == 0, again.output
         assert _paid(decoevo / "eval" / "calls.jsonl") == paid_once
+        (printed,) = [json.loads(line) for line in again.stdout.splitlines()]
 
     assert (decoevo / "calls.jsonl").read_text() == training_calls  # the training spend log is untouched
     test = json.loads((decoevo / "eval" / "test.json").read_text())
+    assert printed["run_dir"] == str(decoevo) and printed["score"] == test["score"]
+    assert printed["n_graded"] == test["n_graded"]
     # the toy solver learns safety advice, which is what the toy gold rubric rewards: 7 of 7 points
     assert test["skill_version"] >= 1 and test["score"] == pytest.approx(100.0)
     assert test["n_graded"] == 2 and test["n_ungraded"] == 0 and len(test["items"]) == 2
