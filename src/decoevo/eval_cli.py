@@ -14,6 +14,7 @@ from .data_cli import choose_data
 from .display import print_json
 from .errors import ConfigError, UserError
 from .lm import LMError, ModelSpec
+from .settings import refuse_empty
 
 
 def model_spec_from_flags(model: str | None, base_url: str | None) -> ModelSpec:
@@ -108,6 +109,8 @@ def eval_(
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
     from .api import evaluate_async
 
+    refuse_empty(data=data, format=fmt, benchmark=benchmark, grader_model=grader_model,
+                 grader_base_url=grader_base_url)
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")

@@ -80,8 +80,9 @@ def layer(flags: dict[str, Any], sets: dict[str, Any], flag_names: dict[str, str
             prefix = ".".join(parts[:n])
             if prefix in given and (n < len(parts) or given[prefix] != value):
                 shown = f"{given[prefix]!r}" if n == len(parts) else f"{given[prefix]!r} (not sub-keys)"
+                flag = flag_names.get(key, key) + ("" if isinstance(value, bool) else f" {value!r}")
                 raise ConfigError(
-                    f"{flag_names.get(key, key)} {value!r} and --set {prefix}={shown} "
+                    f"{flag} and --set {prefix}={shown} "
                     "give the same setting two values; give one"
                 )
     return deep_merge(flags, sets)
@@ -251,6 +252,7 @@ def run_configs(flags: RunFlags, choose_data: ChooseData = _default_choose_data)
     if flags.model or flags.base_url or flags.no_cache:  # they change the default model only (a file's role map stays)
         base["lm"] = lm_with_flags(base.get("lm"), flags.model, flags.base_url, flags.no_cache)
     sets = parse_sets(flags.sets)
+    _model_flags_agree(base.get("lm"), flags, sets)
     over = layer(
         flag_overrides(
             method=flags.method,
@@ -290,6 +292,24 @@ def run_configs(flags: RunFlags, choose_data: ChooseData = _default_choose_data)
         explicit = set(over.get("hyper", {})) | set(from_file.get("hyper", {}))
         configs = [with_pilot(c, flags.pilot, explicit) for c in configs]
     return configs
+
+
+def _model_flags_agree(lm: Any, flags: RunFlags, sets: dict[str, Any]) -> None:
+    """--model, --base-url and --no-cache against a --set of the keys they set."""
+    models = lm.get("models") if isinstance(lm, dict) else None
+    default = models.get("default") if isinstance(models, dict) else None
+    served = isinstance(default, dict) and default.get("backend") == "openai"
+    given: dict[str, Any] = {}
+    if flags.base_url:
+        given["base_url"] = flags.base_url
+    if flags.model:
+        given["model" if served or flags.base_url else "gguf_path"] = flags.model
+    nested: dict[str, Any] = {"lm": {"models": {"default": given}}} if given else {}
+    if flags.no_cache:
+        nested.setdefault("lm", {})["use_cache"] = False
+    names = {"lm.models.default.base_url": "--base-url", "lm.models.default.model": "--model",
+             "lm.models.default.gguf_path": "--model", "lm.use_cache": "--no-cache"}
+    layer(nested, sets, names)  # only the check: the flags are already in `lm`
 
 
 def sweep_overrides(

@@ -14,8 +14,8 @@ def shipped_line(summary: Summary | None) -> str:
         return "shipped: unknown (the run wrote no summary)"
     kind, _, why = summary.final_solver.partition(": ")
     if kind == "improved":
-        return f"shipped: the improved solver skill ({why})"
-    return f"shipped: the INITIAL solver skill, unchanged ({why})"
+        return f"shipped: the improved solver skill; {why}"
+    return f"shipped: the INITIAL solver skill, unchanged; {why}"
 
 
 def closing_lines(run_dir: Path) -> list[str]:
