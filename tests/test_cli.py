@@ -98,3 +98,7 @@ def test_export_warns_when_the_initial_skill_shipped_or_the_run_never_checkpoint
         "method": "decoevo", "seed": 0, "steps_done": 3, "status": "finished", "solver_version": 0,
         "final_solver": "improved: solver v001 passed the solver gate (1 accepted rewrite(s))"}))
     assert export_of(run)[1] == ""  # a finished, improved run: nothing to warn about
+    (run / "summary.json").write_text(json.dumps({
+        "method": "decoevo", "seed": 0, "steps_done": 1, "status": "budget_stop", "stopped": "max_calls 10 reached",
+        "final_solver": "improved: solver v001 passed the solver gate (1 accepted rewrite(s))"}))
+    assert "stopped at its budget before its last step (max_calls 10 reached)" in export_of(run)[1]

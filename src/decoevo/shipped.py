@@ -50,6 +50,10 @@ def export_warnings(run_dir: Path) -> list[str]:
             f"); this is the solver skill at {where}; `decoevo resume {run_dir}` continues it"
         )
     summary = reader.summary()
+    if summary is not None and summary.run_status == "budget_stop":
+        warnings.append(
+            f"{run_dir} stopped at its budget before its last step ({summary.stopped}); this is the skill it had then"
+        )
     version = summary.solver_version if summary is not None else reader.final_skill("solver").version
     if summary is not None and summary.final_solver and not summary.final_solver.startswith("improved"):
         warnings.append(f"{run_dir} shipped its initial solver skill: {summary.final_solver.partition(': ')[2]}")
