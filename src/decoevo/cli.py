@@ -590,6 +590,8 @@ def eval_(
     skill_version: int = typer.Option(None, min=0, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    grader_prompt: str = typer.Option("auto", help="auto: the benchmark's official grader prompt when `decoevo "
+                                      "data fetch` fetched it, else ours; official; ours."),
     force: bool = Force,
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
@@ -610,9 +612,10 @@ def eval_(
 
     def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
-                                       force=force, on_item=lambda _: tick()))
+                                       force=force, on_item=lambda _: tick(), grader_prompt=grader_prompt))
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
-                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']}"
+                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']}, "
+                                        f"{r['grader_prompt']} prompt"
                                         f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''})")
 
     _each_run(run_dirs, "grading", job)

@@ -80,6 +80,8 @@ async def dynamics(session: EvalSession, *, split: str = "diagnostic",
     grader = independence(view.config.lm, session.lm_config, role_name(schemes[0]) if schemes else "")
     record = {"method": view.method, "seed": view.seed, "split": split, "n_questions": len(questions),
               "finished": view.finished, "grader_model": grader.grader_model, "self_graded": grader.self_graded,
-              "self_graded_roles": sorted(grader.roles), "grader_independence": grader.label, "points": points}
+              "self_graded_roles": sorted(grader.roles), "grader_independence": grader.label,
+              "grader_prompt": "official" if questions and session.official(questions[0]) else "ours",
+              "points": points}
     session.save("dynamics", record, DynamicsFile)
     return record

@@ -54,6 +54,7 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
     view = session.view
     solver = view.final("solver") if skill_version is None else view.skill("solver", skill_version)
     questions = target.questions(session)
+    official = session.official(questions[0]) if questions else None  # refuses an unfetched "official" up front
 
     async def one(q: Question) -> GradedResponse:
         graded = await session.solve_and_grade(q, solver)
@@ -79,6 +80,8 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "self_graded": grader.self_graded,
         "self_graded_roles": sorted(grader.roles),
         "grader_independence": grader.label,
+        "grader_prompt": "official" if official is not None else "ours",
+        "grader_prompt_sources": official.provenance() if official is not None else [],
         "score": score.score,
         "headline": bench.headline if (bench := find(score.scheme)) is not None else "score",
         "n_graded": score.n_graded,

@@ -120,6 +120,10 @@ class EvalFile(_EvalRecord):
     # None in records written before it was recorded.
     self_graded: bool | None = None
     self_graded_roles: list[str] = Field(default_factory=list)
+    # "official": the benchmark's official prompt, fetched and used verbatim (its sources listed);
+    # "ours": decoevo's own prompt; None in records written before this was recorded (ours).
+    grader_prompt: Literal["official", "ours"] | None = None
+    grader_prompt_sources: list[dict[str, Any]] = Field(default_factory=list)
     score: float | None = Field(ge=0, le=100)  # None when nothing could be graded
     n_graded: int = Field(ge=0)
     n_ungraded: int = Field(ge=0)
