@@ -103,8 +103,10 @@ def publish_synthetic(files: Files, monkeypatch: pytest.MonkeyPatch, grader: str
 
 def test_extraction_reads_literals_only() -> None:
     src = TemplateSource("p", "https://x/y.py", None, "python_function", "build_prompt", ("<<response>>",))
-    code = ('def build_prompt(response, questions):\n    prompt = (\n        "A\\n"\n        f"R: {response}\\n"\n'
-            '        "Q:\\n" + "\\n".join(questions) + "\\nEnd"\n    )\n    return prompt\n')
+    code = (
+        'def build_prompt(response, questions):\n    prompt = (\n        "A\\n"\n        f"R: {response}\\n"\n'
+        '        "Q:\\n" + "\\n".join(questions) + "\\nEnd"\n    )\n    return prompt\n'
+    )
     assert templates.extract(src, code) == "A\nR: <<response>>\nQ:\n<<questions>>\nEnd"
     with pytest.raises(ConfigError, match="lacks <<response>>"):
         templates.extract(src, 'def build_prompt(r):\n    return "no placeholder"\n')
@@ -141,8 +143,9 @@ def _grader_reply(body: dict[str, Any], n: int) -> Reply:
     return Reply(content=f"```json\n{json.dumps({'explanation': 'x', 'criteria_met': met})}\n```")
 
 
-def test_official_template_fetched_from_127_0_0_1_is_used_verbatim(mirror: Files, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_official_template_fetched_from_127_0_0_1_is_used_verbatim(
+    mirror: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     publish_synthetic(mirror, monkeypatch)
     monkeypatch.chdir(tmp_path)
     fetched = templates.fetch_templates(BENCHMARKS["healthbench"])
@@ -152,12 +155,33 @@ def test_official_template_fetched_from_127_0_0_1_is_used_verbatim(mirror: Files
     data = write_toy_questions(tmp_path / "toy.jsonl")
     grader = FakeOpenAI(_grader_reply)
     with serve_app(toy_server().app()) as url, serve_app(grader.app()) as grader_url:
-        args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=1,
-                            sets=("splits={train: 5, probe: 2, solver_gate: 3, generator_gate: 3, test: 1}",))
+        args = toy_run_args(
+            f"{url}/v1",
+            data,
+            tmp_path / "runs",
+            "r",
+            steps=1,
+            sets=("splits={train: 5, probe: 2, solver_gate: 3, generator_gate: 3, test: 1}",),
+        )
         assert runner.invoke(app, args).exit_code == 0
         run = tmp_path / "runs" / "r"
-        result = runner.invoke(app, ["eval", str(run), "--data", str(SAMPLE), "--format", "healthbench",
-                                     "--limit", "1", "--grader-base-url", f"{grader_url}/v1", "--grader-model", "g"])
+        result = runner.invoke(
+            app,
+            [
+                "eval",
+                str(run),
+                "--data",
+                str(SAMPLE),
+                "--format",
+                "healthbench",
+                "--limit",
+                "1",
+                "--grader-base-url",
+                f"{grader_url}/v1",
+                "--grader-model",
+                "g",
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "official prompt" in result.output
     record = json.loads((run / "eval" / "transfer-healthbench.json").read_text())
@@ -176,23 +200,45 @@ def test_official_template_fetched_from_127_0_0_1_is_used_verbatim(mirror: Files
         assert convo.startswith("user: ") and convo.endswith(f"\n\nassistant: {answer}")
         assert item.split("\n")[0].startswith("[")  # "[points] criterion"
     first = json.loads(SAMPLE.read_text(encoding="utf-8").splitlines()[0])
-    sent = {b["messages"][1]["content"].split("\nSYNTHETIC-ITEM ", 1)[1].removesuffix("\nSYNTHETIC-PROMPT end")
-            for b in graded}
+    sent = {
+        b["messages"][1]["content"].split("\nSYNTHETIC-ITEM ", 1)[1].removesuffix("\nSYNTHETIC-PROMPT end")
+        for b in graded
+    }
     assert sent == {f"[{r['points']}] {r['criterion']}" for r in first["rubrics"]}  # every item, as str(RubricItem)
     # each item answered once unparseably, then parsed from its fence: every criterion scored, penalties avoided
     assert all(i["value"] in (0.0, 1.0) for i in record["items"][0]["grade"]["items"])
     assert record["score"] == pytest.approx(100.0)
 
 
-def test_ours_mode_and_an_unfetched_official_prompt(mirror: Files, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ours_mode_and_an_unfetched_official_prompt(
+    mirror: Files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     data = write_toy_questions(tmp_path / "toy.jsonl")
     with serve_app(toy_server().app()) as url:
-        args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=1,
-                            sets=("splits={train: 5, probe: 2, solver_gate: 3, generator_gate: 3, test: 1}",))
+        args = toy_run_args(
+            f"{url}/v1",
+            data,
+            tmp_path / "runs",
+            "r",
+            steps=1,
+            sets=("splits={train: 5, probe: 2, solver_gate: 3, generator_gate: 3, test: 1}",),
+        )
         assert runner.invoke(app, args).exit_code == 0
         run = tmp_path / "runs" / "r"
-        refused = runner.invoke(app, ["eval", str(run), "--data", str(SAMPLE), "--format", "healthbench",
-                                      "--limit", "1", "--grader-prompt", "official"])
+        refused = runner.invoke(
+            app,
+            [
+                "eval",
+                str(run),
+                "--data",
+                str(SAMPLE),
+                "--format",
+                "healthbench",
+                "--limit",
+                "1",
+                "--grader-prompt",
+                "official",
+            ],
+        )
     assert refused.exit_code == 2 and "decoevo data fetch healthbench" in " ".join(refused.output.split())

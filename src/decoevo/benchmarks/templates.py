@@ -68,8 +68,10 @@ def fetch_templates(bench: Benchmark, *, force: bool = False) -> list[str]:
             dest.unlink(missing_ok=True)
             raise ConfigError(f"{src.url}: {exc}") from None
         if src.sha256 is None:
-            atomic_write_text(template_dir(bench) / CHECKSUMS,
-                              json.dumps({**_recorded(bench), src.file_name: got}, indent=2, sort_keys=True) + "\n")
+            atomic_write_text(
+                template_dir(bench) / CHECKSUMS,
+                json.dumps({**_recorded(bench), src.file_name: got}, indent=2, sort_keys=True) + "\n",
+            )
         fetched.append(src.file_name)
     return fetched
 
@@ -82,8 +84,9 @@ def _unique_files(bench: Benchmark) -> list[TemplateSource]:
 
 
 def fetched(bench: Benchmark) -> bool:
-    return bool(bench.official_prompts) and all((template_dir(bench) / s.file_name).is_file()
-                                                for s in bench.official_prompts)
+    return bool(bench.official_prompts) and all(
+        (template_dir(bench) / s.file_name).is_file() for s in bench.official_prompts
+    )
 
 
 def load_official(bench: Benchmark) -> OfficialPrompts:
@@ -94,8 +97,10 @@ def load_official(bench: Benchmark) -> OfficialPrompts:
     for src in bench.official_prompts:
         path = template_dir(bench) / src.file_name
         if not path.is_file():
-            raise ConfigError(f"{bench.label}: the official grader prompt is not fetched ({path} missing); run "
-                              f"`decoevo data fetch {bench.name}`, or grade with grader_prompt 'ours'")
+            raise ConfigError(
+                f"{bench.label}: the official grader prompt is not fetched ({path} missing); run "
+                f"`decoevo data fetch {bench.name}`, or grade with grader_prompt 'ours'"
+            )
         want = _expected(bench, src)
         if want is not None and sha256_file(path) != want:
             raise ConfigError(f"{path}: sha256 does not match {want}; run `decoevo data fetch {bench.name} --force`")
@@ -129,8 +134,10 @@ def extract(src: TemplateSource, text: str) -> str:
         prompt = _python_string(tree, src.symbol) if src.kind == "python_string" else _python_function(tree, src.symbol)
     missing = [p for p in src.placeholders if p not in prompt]
     if missing:
-        raise ConfigError(f"the upstream prompt {src.symbol or src.file_name} lacks {', '.join(missing)}; its shape "
-                          "changed, so decoevo will not grade with it")
+        raise ConfigError(
+            f"the upstream prompt {src.symbol or src.file_name} lacks {', '.join(missing)}; its shape "
+            "changed, so decoevo will not grade with it"
+        )
     return prompt
 
 

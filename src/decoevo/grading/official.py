@@ -9,23 +9,33 @@ parse error, never a score.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from ..lm import LM, GenParams, LMError, Message, ParseError
 from ..lm.errors import RefusalError
 from ..lm.structured import looks_like_refusal
-from .base import GRADE_RETRIES, retry_params
+from .base import GRADE_RETRIES, RETRY_INDEX_STRIDE
 
 T = TypeVar("T")
 
 
-async def ask_text(lm: LM, messages: list[Message], parse: Callable[[str], T], *, role: str, params: GenParams,
-                   retries: int = GRADE_RETRIES) -> T | LMError:
+async def ask_text(
+    lm: LM,
+    messages: list[Message],
+    parse: Callable[[str], T],
+    *,
+    role: str,
+    params: GenParams,
+    retries: int = GRADE_RETRIES,
+) -> T | LMError:
     """`parse(reply)` of the first reply that parses (parse raises ValueError otherwise), or the error."""
     problem, last = "", ""
     for retry in range(retries + 1):
         try:
-            result = await lm.complete(messages, role=role, params=retry_params(params, retry) if retry else params)
+            # the official scorers repeat the same request: a new sample (cache key, seed) at their temperature
+            again = replace(params, sample_index=params.sample_index + RETRY_INDEX_STRIDE * retry)
+            result = await lm.complete(messages, role=role, params=again)
         except LMError as exc:
             return exc
         try:
@@ -37,7 +47,11 @@ async def ask_text(lm: LM, messages: list[Message], parse: Callable[[str], T], *
     if looks_like_refusal(last):
         error = RefusalError(f"{role}: the model declined: {last[:200]!r}", role=role, model=model)
     else:
-        error = ParseError(f"{role}: no reply parsed as the official scorer parses it after {retries + 1} "
-                           f"attempt(s): {problem}", raw=last, role=role, model=model)
+        error = ParseError(
+            f"{role}: no reply parsed as the official scorer parses it after {retries + 1} attempt(s): {problem}",
+            raw=last,
+            role=role,
+            model=model,
+        )
     lm.ledger.record_failure(role, model, error.category)
     return error

@@ -26,14 +26,24 @@ _COMMIT = "ee3b0318d8d1d9d72755a4120879be65f7c07e9e"
 _RAW = f"https://raw.githubusercontent.com/openai/simple-evals/{_COMMIT}"
 
 PROMPTS = (
-    TemplateSource("grader", f"{_RAW}/healthbench_eval.py",
-                   "89909957f005762edaded2f0e39fc9b3b242edd55e3ac0ce4c8dd886ac59d167", "python_string",
-                   "GRADER_TEMPLATE", ("<<conversation>>", "<<rubric_item>>"),
-                   f"openai/simple-evals@{_COMMIT[:7]} healthbench_eval.py, GRADER_TEMPLATE"),
-    TemplateSource("system", f"{_RAW}/sampler/chat_completion_sampler.py",
-                   "d9d7568ad5b04379342b7f269a6028c6945c518bc8baa56969aad035afc8d435", "python_string",
-                   "OPENAI_SYSTEM_MESSAGE_API", (),
-                   f"openai/simple-evals@{_COMMIT[:7]} sampler/chat_completion_sampler.py, OPENAI_SYSTEM_MESSAGE_API"),
+    TemplateSource(
+        "grader",
+        f"{_RAW}/healthbench_eval.py",
+        "89909957f005762edaded2f0e39fc9b3b242edd55e3ac0ce4c8dd886ac59d167",
+        "python_string",
+        "GRADER_TEMPLATE",
+        ("<<conversation>>", "<<rubric_item>>"),
+        f"openai/simple-evals@{_COMMIT[:7]} healthbench_eval.py, GRADER_TEMPLATE",
+    ),
+    TemplateSource(
+        "system",
+        f"{_RAW}/sampler/chat_completion_sampler.py",
+        "d9d7568ad5b04379342b7f269a6028c6945c518bc8baa56969aad035afc8d435",
+        "python_string",
+        "OPENAI_SYSTEM_MESSAGE_API",
+        (),
+        f"openai/simple-evals@{_COMMIT[:7]} sampler/chat_completion_sampler.py, OPENAI_SYSTEM_MESSAGE_API",
+    ),
 )
 PARAMS = GenParams(temperature=0.5, max_tokens=2048)
 _FENCE = re.compile(r"^```json\s*|\s*```$")
@@ -61,19 +71,30 @@ def parse_verdict(text: str) -> bool:
     raise ValueError("no boolean criteria_met")
 
 
-async def grade_healthbench_official(lm: LM, question: Question, response: str, prompts: OfficialPrompts, *,
-                                     params: GenParams | None = None) -> GradeResult:
+async def grade_healthbench_official(
+    lm: LM, question: Question, response: str, prompts: OfficialPrompts, *, params: GenParams | None = None
+) -> GradeResult:
     items = gold_items(question, SCHEME)
     convo = conversation_text(question, response)
 
     def messages(text: str, points: float) -> list[Message]:
-        prompt = prompts["grader"].replace("<<conversation>>", convo).replace(
-            "<<rubric_item>>", f"[{points_text(points)}] {text}")
+        prompt = (
+            prompts["grader"]
+            .replace("<<conversation>>", convo)
+            .replace("<<rubric_item>>", f"[{points_text(points)}] {text}")
+        )
         return [Message("system", prompts["system"]), Message("user", prompt)]
 
-    outs = await gather_all(*[ask_text(lm, messages(it.text, it.points), parse_verdict, role=role_name(SCHEME),
-                                       params=params or PARAMS) for it in items])
-    grades = [ItemGrade.failed(k, it.text, it.points, out) if isinstance(out, LMError)
-              else ItemGrade(index=k, criterion=it.text, points=it.points, value=1.0 if out else 0.0)
-              for k, (it, out) in enumerate(zip(items, outs, strict=True))]
+    outs = await gather_all(
+        *[
+            ask_text(lm, messages(it.text, it.points), parse_verdict, role=role_name(SCHEME), params=params or PARAMS)
+            for it in items
+        ]
+    )
+    grades = [
+        ItemGrade.failed(k, it.text, it.points, out)
+        if isinstance(out, LMError)
+        else ItemGrade(index=k, criterion=it.text, points=it.points, value=1.0 if out else 0.0)
+        for k, (it, out) in enumerate(zip(items, outs, strict=True))
+    ]
     return conclude(question.id, SCHEME, grades, POLICY, _compute)
