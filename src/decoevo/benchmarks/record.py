@@ -38,13 +38,14 @@ class TemplateSource:
     """One official prompt: where its upstream file is and how the prompt is read out of it.
 
     `kind`: "text" (the whole file), "python_string" (the string assigned to `symbol`, after any
-    `.strip()` applied to it there) or "python_function" (the string `symbol` builds in its first
-    assignment, or its return). `placeholders`: what the prompt must contain for the grader to fill it."""
+    `.strip()` applied to it there), "python_function" (the string function `symbol` builds in its first
+    assignment or return; `func.var`: the string assigned to `var` inside it) or "python_system" (the
+    system message function `symbol` sends). `placeholders`: what the prompt must contain for the grader to fill it."""
 
     key: str  # the name the grader asks for, e.g. "grader", "system"
     url: str  # commit-pinned upstream URL
     sha256: str | None  # of the upstream file; None: recorded at first fetch and checked after
-    kind: Literal["text", "python_string", "python_function"]
+    kind: Literal["text", "python_string", "python_function", "python_system"]
     symbol: str = ""
     placeholders: tuple[str, ...] = ()
     upstream: str = ""  # human-readable origin: "openai/simple-evals@ee3b031 healthbench_eval.py"

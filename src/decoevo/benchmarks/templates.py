@@ -131,7 +131,8 @@ def extract(src: TemplateSource, text: str) -> str:
             tree = ast.parse(text)
         except SyntaxError as exc:
             raise ConfigError(f"not Python source ({exc.msg}, line {exc.lineno})") from None
-        prompt = _python_string(tree, src.symbol) if src.kind == "python_string" else _python_function(tree, src.symbol)
+        read = {"python_string": _python_string, "python_function": _python_function, "python_system": _python_system}
+        prompt = read[src.kind](tree, src.symbol)
     missing = [p for p in src.placeholders if p not in prompt]
     if missing:
         raise ConfigError(
@@ -148,13 +149,42 @@ def _python_string(tree: ast.Module, name: str) -> str:
     raise ConfigError(f"no assignment to {name}")
 
 
-def _python_function(tree: ast.Module, name: str) -> str:
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == name:
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign | ast.Return) and stmt.value is not None:
-                    return _literal(stmt.value, name)
-    raise ConfigError(f"no function {name} building a string")
+            return node
+    raise ConfigError(f"no function {name}")
+
+
+def _python_function(tree: ast.Module, symbol: str) -> str:
+    """`func`: the string its first top-level assignment or return builds; `func.var`: the string assigned
+    to `var` anywhere in it."""
+    name, _, var = symbol.partition(".")
+    fn = _function(tree, name)
+    if var:
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == var for t in node.targets):
+                return _literal(node.value, symbol)
+    else:
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assign | ast.Return) and stmt.value is not None:
+                return _literal(stmt.value, symbol)
+    raise ConfigError(f"no string {symbol}")
+
+
+def _python_system(tree: ast.Module, name: str) -> str:
+    """The content of the `{"role": "system", "content": ...}` message the function sends."""
+    for node in ast.walk(_function(tree, name)):
+        if isinstance(node, ast.Dict):
+            pairs = {
+                k.value: v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
+            role = pairs.get("role")
+            if isinstance(role, ast.Constant) and role.value == "system" and "content" in pairs:
+                return _literal(pairs["content"], name)
+    raise ConfigError(f"no system message in {name}")
 
 
 def _literal(node: ast.expr, where: str) -> str:

@@ -8,6 +8,7 @@ parse error, never a score.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -55,3 +56,9 @@ async def ask_text(
         )
     lm.ledger.record_failure(role, model, error.category)
     return error
+
+
+def fill(template: str, fields: dict[str, str]) -> str:
+    """Fill the `<<name>>` placeholders of a prompt read from an f-string in one pass, as the f-string
+    does: a value that itself contains `<<...>>` is never filled again."""
+    return re.sub(r"<<(\w+)>>", lambda m: fields.get(m.group(1), m.group(0)), template)

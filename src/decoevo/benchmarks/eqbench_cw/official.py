@@ -29,7 +29,7 @@ from ..record import OfficialPrompts, TemplateSource
 from .grader import SCHEME
 
 _COMMIT = "e7ab00917c96aeae577e3eeea15eba882be9d5e0"
-PROMPTS = (
+PROMPTS: tuple[TemplateSource, ...] = (
     TemplateSource(
         "judge",
         f"https://raw.githubusercontent.com/EQ-bench/creative-writing-bench/{_COMMIT}/data/"

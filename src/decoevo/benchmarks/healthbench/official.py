@@ -25,7 +25,7 @@ from .grader import POLICY, SCHEME, _compute
 _COMMIT = "ee3b0318d8d1d9d72755a4120879be65f7c07e9e"
 _RAW = f"https://raw.githubusercontent.com/openai/simple-evals/{_COMMIT}"
 
-PROMPTS = (
+PROMPTS: tuple[TemplateSource, ...] = (
     TemplateSource(
         "grader",
         f"{_RAW}/healthbench_eval.py",

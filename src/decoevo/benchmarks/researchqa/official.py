@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from ...domain import GoldItem, Question
 from ...grading.base import role_name
-from ...grading.official import ask_text
+from ...grading.official import ask_text, fill
 from ...grading.result import GradeResult
 from ...lm import LM, GenParams, LMError, Message
 from ..record import OfficialPrompts, TemplateSource
 from .grader import SCHEME, grade_batched
 
 _COMMIT = "747a9a1330f097a0e20672240cb47e3cf02500ae"
-PROMPTS = (
+PROMPTS: tuple[TemplateSource, ...] = (
     TemplateSource(
         "grader",
         f"https://raw.githubusercontent.com/realliyifei/ResearchQA/{_COMMIT}/compute_coverage.py",
@@ -51,11 +51,8 @@ async def grade_researchqa_official(
     lm: LM, question: Question, response: str, prompts: OfficialPrompts, *, params: GenParams | None = None
 ) -> GradeResult:
     async def judge(batch: tuple[GoldItem, ...]) -> list[int] | LMError:
-        prompt = (
-            prompts["grader"]
-            .replace("<<response>>", response)
-            .replace("<<questions>>", "\n".join(it.text for it in batch))
-        )
+        # one pass, as the f-string: an answer quoting "<<questions>>" is not filled again
+        prompt = fill(prompts["grader"], {"response": response, "questions": "\n".join(it.text for it in batch)})
         return await ask_text(
             lm,
             [Message("user", prompt)],

@@ -27,7 +27,7 @@ from .grader import SCHEME, _compute
 _COMMIT = "ae2d5176449b7b769815482641d35926f26793eb"
 _URL = f"https://raw.githubusercontent.com/X-PLUG/WritingBench/{_COMMIT}/prompt.py"
 _SHA = "c5bf21f28d4b4e54b682236cbe815831f3e362ff9b4f3e8c7c10467c491ecad1"
-PROMPTS = (
+PROMPTS: tuple[TemplateSource, ...] = (
     TemplateSource(
         "system",
         _URL,
