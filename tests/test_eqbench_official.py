@@ -85,4 +85,44 @@ async def test_a_reply_with_no_criterion_leaves_the_piece_ungraded(make_lm, tmp_
 
 def test_parse_patterns_and_the_elo_statement() -> None:
     assert parse_scores("A: 3\nB: [7.5]\nC: Score 21\nD: -2") == {"A": 3.0, "B": 7.5, "D": -2.0}
-    assert "Elo" in BENCHMARKS["eqbench_cw"].headline and "not implemented" in BENCHMARKS["eqbench_cw"].headline
+    note = BENCHMARKS["eqbench_cw"].not_implemented
+    assert "Elo" in note and "not implemented" in note
+
+
+def test_the_unimplemented_elo_headline_is_said_next_to_the_score(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from decoevo.cli import app
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+    runner = CliRunner()
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "eq").mkdir()
+    bench = _bench(tmp_path / "eq")
+    grader = FakeOpenAI(lambda body, n: Reply(content=json.dumps({"rationale": "r", "scores": [10, 10, 10, 10]})))
+    with serve_app(toy_server().app()) as url, serve_app(grader.app()) as grader_url:
+        args = toy_run_args(f"{url}/v1", write_toy_questions(tmp_path / "toy.jsonl"), tmp_path / "runs", "r", steps=1)
+        assert runner.invoke(app, args).exit_code == 0
+        run = tmp_path / "runs" / "r"
+        result = runner.invoke(
+            app,
+            [
+                "eval",
+                str(run),
+                "--data",
+                str(bench),
+                "--format",
+                "eqbench_cw",
+                "--grader-base-url",
+                f"{grader_url}/v1",
+                "--grader-model",
+                "g",
+            ],
+        )
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0 and "pairwise Elo" in said and "not implemented" in said, result.output
+    assert runner.invoke(app, ["report", str(run), "-o", str(tmp_path / "r.html")]).exit_code == 0
+    assert "a pairwise Elo ranking against reference models" in (tmp_path / "r.html").read_text()

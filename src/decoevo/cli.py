@@ -616,6 +616,7 @@ def eval_(
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
                                         f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']}, "
                                         f"{r['grader_prompt']} prompt"
+                                        f"{'; ' + r['not_implemented'] if r.get('not_implemented') else ''}"
                                         f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''})")
 
     _each_run(run_dirs, "grading", job)

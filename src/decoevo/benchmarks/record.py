@@ -153,4 +153,5 @@ class Benchmark:
     # grader that uses them verbatim; () / None: only our own prompt.
     official_prompts: tuple[TemplateSource, ...] = ()
     official: OfficialGrader | None = None
-    official_note: str = ""  # what differs from the official scorer even with its prompt (docs, eval record)
+    # the benchmark's own headline when decoevo does not compute it, said next to every score it shows
+    not_implemented: str = ""

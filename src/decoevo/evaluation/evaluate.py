@@ -84,6 +84,7 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "grader_prompt_sources": official.provenance() if official is not None else [],
         "score": score.score,
         "headline": bench.headline if (bench := find(score.scheme)) is not None else "score",
+        "not_implemented": (bench.not_implemented or None) if bench is not None else None,
         "n_graded": score.n_graded,
         "n_ungraded": score.n_ungraded,
         "details": score.details,

@@ -74,6 +74,7 @@ class ColumnGrader:
     self_graded: int
     unknown: int  # evaluations that do not say
     total: int
+    notes: tuple[str, ...] = ()  # the benchmark's own headline, when decoevo does not compute it
 
     @property
     def label(self) -> str:
@@ -86,7 +87,7 @@ def column_graders(evals: Evals, methods: Sequence[str], columns: Sequence[Colum
         files = [by_col[col] for (m, _), by_col in evals.items() if m in methods and col in by_col]
         out.append(ColumnGrader(tuple(sorted({f.grader_model for f in files if f.grader_model})),
                                 sum(f.self_graded is True for f in files), sum(f.self_graded is None for f in files),
-                                len(files)))
+                                len(files), tuple(sorted({f.not_implemented for f in files if f.not_implemented}))))
     return tuple(out)
 
 
@@ -118,6 +119,11 @@ class ScoreTable:
     @property
     def self_graded(self) -> bool:
         return any(g.self_graded for g in self.graders)
+
+    @property
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """(column label, note) for columns whose benchmark headline is not what the score is."""
+        return tuple((c.label, n) for c, g in zip(self.columns, self.graders, strict=False) for n in g.notes)
 
     @property
     def show_avg(self) -> bool:

@@ -124,6 +124,7 @@ class EvalFile(_EvalRecord):
     # "ours": decoevo's own prompt; None in records written before this was recorded (ours).
     grader_prompt: Literal["official", "ours"] | None = None
     grader_prompt_sources: list[dict[str, Any]] = Field(default_factory=list)
+    not_implemented: str | None = None  # the benchmark's own headline, when decoevo does not compute it
     score: float | None = Field(ge=0, le=100)  # None when nothing could be graded
     n_graded: int = Field(ge=0)
     n_ungraded: int = Field(ge=0)

@@ -28,7 +28,8 @@ BENCHMARK = Benchmark(
     task_spec=TASK_SPEC, source=SOURCE,
     # The benchmark writes each piece at temperature 0.7 with min_p 0.1.
     sampling=Sampling(temperature=0.7, min_p=0.1),
-    headline="mean piece score (22 criteria 0-20, flaws inverted) x5; the benchmark's own headline, a pairwise "
-             "Elo ranking, is not implemented",
+    headline="mean piece score (22 criteria 0-20, flaws inverted) x5",
+    not_implemented="the benchmark's headline, a pairwise Elo ranking against reference models' pieces, is not "
+                    "implemented: this is its rubric score",
     official_prompts=PROMPTS, official=grade_eqbench_cw_official,
 )
