@@ -104,6 +104,7 @@ def test_self_graded_result_is_labelled_in_output_record_and_report(
         assert result.exit_code == 0, result.output
         html = out.read_text()
         assert (SELF_GRADED_LABEL in html) is self_graded
+        assert "our prompt</span>" in html  # which grader prompt graded the column (none fetched here)
         assert (
             '<span class="grader small muted" title="gold grader of this column">'
             f"{'toy' if self_graded else 'toy-grader'}</span>" in html

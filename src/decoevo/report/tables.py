@@ -75,6 +75,13 @@ class ColumnGrader:
     unknown: int  # evaluations that do not say
     total: int
     notes: tuple[str, ...] = ()  # the benchmark's own headline, when decoevo does not compute it
+    prompts: tuple[str, ...] = ()  # "official" / "ours": the grader prompts behind the column
+
+    @property
+    def prompt_label(self) -> str:
+        if len(self.prompts) > 1:
+            return "mixed prompts: official and ours"
+        return {"official": "official prompt", "ours": "our prompt"}.get(self.prompts[0], "") if self.prompts else ""
 
     @property
     def label(self) -> str:
@@ -87,7 +94,8 @@ def column_graders(evals: Evals, methods: Sequence[str], columns: Sequence[Colum
         files = [by_col[col] for (m, _), by_col in evals.items() if m in methods and col in by_col]
         out.append(ColumnGrader(tuple(sorted({f.grader_model for f in files if f.grader_model})),
                                 sum(f.self_graded is True for f in files), sum(f.self_graded is None for f in files),
-                                len(files), tuple(sorted({f.not_implemented for f in files if f.not_implemented}))))
+                                len(files), tuple(sorted({f.not_implemented for f in files if f.not_implemented})),
+                                tuple(sorted({f.grader_prompt or "ours" for f in files}))))
     return tuple(out)
 
 
