@@ -16,6 +16,7 @@ from decoevo.evaluation.independence import (
     require_independent_grader,
     same_model,
     self_graded_roles,
+    tracking_tags,
 )
 from decoevo.lm import LMConfig, ModelSpec
 from decoevo.testing.server import serve_app
@@ -34,6 +35,8 @@ def served(model: str, base_url: str | None = LOCAL_A, backend: str = "openai") 
 def test_same_model_rule() -> None:
     # the same name at the same local endpoint (localhost and 127.0.0.1 are one host; a trailing slash is noise)
     assert same_model(served("qwen"), served("QWEN", "http://localhost:8000/v1/"))
+    assert tracking_tags({"grader_model": "g", "self_graded": True})["grader_independence"] == SELF_GRADED_LABEL
+    assert tracking_tags({"grader_model": "g"})["self_graded"] == "unknown"  # a record from before the field
     # a local server's name identifies a model only there: "default" at two servers is two models
     assert not same_model(served("default"), served("default", LOCAL_B))
     # a hosted model's name identifies it anywhere, with or without a provider prefix

@@ -16,9 +16,10 @@ An embedded model and a served one count as different models.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..engine.role_names import OPTIMIZATION_ROLES
@@ -142,3 +143,19 @@ def self_graded_by_name(run_lm: LMConfig, grader_model: str | None) -> bool | No
         return None
     names = {_name(spec.model) for spec in model_roles(run_lm, OPTIMIZATION_ROLES).values()}
     return any(_name(g) in names for g in grader_model.split(", "))
+
+
+def tracking_tags(record: Mapping[str, Any]) -> dict[str, str]:
+    """The grader labels of an evaluation record as string tags, for a tracker logging its score (MLflow):
+    the grader model, whether the result is self-graded (and the label), and which prompt graded it."""
+    self_graded = record.get("self_graded")
+    return {
+        "grader_model": str(record.get("grader_model") or ""),
+        "self_graded": "unknown" if self_graded is None else str(bool(self_graded)).lower(),
+        "grader_independence": SELF_GRADED_LABEL
+        if self_graded
+        else INDEPENDENT_LABEL
+        if self_graded is False
+        else "unknown",
+        "grader_prompt": str(record.get("grader_prompt") or "ours"),
+    }
