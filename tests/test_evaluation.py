@@ -115,6 +115,8 @@ def test_eval_dynamics_align_on_toy_runs(toy_env: Path) -> None:
     assert aligned["precision"] == pytest.approx(1.0) and aligned["recall"] == pytest.approx(2 / 3)
     assert coupled_aligned["generator_version"] >= 1 and coupled_aligned["f1"] == 0.0
     assert aligned["n_questions"] == 2 and aligned["n_failed"] == 0
+    assert aligned["matcher_self_graded"] is True  # the toy grader (the matcher too) is the run's own model
+    assert test["self_graded"] is True and dyn["self_graded"] is True
 
 
 def test_transfer_grades_another_file_with_the_final_skill(toy_env: Path) -> None:

@@ -242,3 +242,19 @@ def test_ours_mode_and_an_unfetched_official_prompt(
             ],
         )
     assert refused.exit_code == 2 and "decoevo data fetch healthbench" in " ".join(refused.output.split())
+
+
+def test_data_fetch_also_fetches_the_official_prompt_and_warns_when_it_cannot(
+    mirror: Files, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bench = BENCHMARKS["healthbench"]
+    assert bench.source is not None
+    data_file = bench.source.default_split.files[0]  # no pinned checksum: recorded at first fetch
+    mirror.put(data_file.url, SAMPLE.read_text(encoding="utf-8"))
+    missing = runner.invoke(app, ["data", "fetch", "healthbench"])  # the prompt's files are not served yet
+    said = " ".join(missing.output.split())
+    assert missing.exit_code == 0 and "official grader prompt not fetched" in said and "own prompt" in said
+    publish_synthetic(mirror, monkeypatch)
+    fetched = runner.invoke(app, ["data", "fetch", "healthbench"])
+    assert fetched.exit_code == 0 and "official grader prompt fetched" in " ".join(fetched.output.split())
+    assert templates.fetched(BENCHMARKS["healthbench"])

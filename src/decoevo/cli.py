@@ -669,7 +669,8 @@ def align(
         r = asyncio.run(align_async(run_dir, split=split, grader=grader, matcher=matcher, force=force))
         return _saved(r, r["n_questions"], f"P {_fmt(r['precision'], 100)} R {_fmt(r['recall'], 100)} "
                                            f"F1 {_fmt(r['f1'], 100)} over {r['n_questions']} question(s) "
-                                           f"({r['n_failed']} failed; matcher {r['matcher_model']})")
+                                           f"({r['n_failed']} failed; matcher {r['matcher_model']}"
+                                           f"{', not independent' if r.get('matcher_self_graded') else ''})")
 
     _each_run(run_dirs, "matching", job)
 

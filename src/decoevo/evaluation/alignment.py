@@ -18,6 +18,7 @@ from ..aio import gather_all
 from ..domain import Question
 from ..lm import LMError
 from ..rundir.records import AlignmentFile
+from .independence import independence
 from .matcher import match_criterion
 from .models import MATCHER_ROLE, model_label
 from .session import EvalSession
@@ -83,6 +84,8 @@ async def alignment(session: EvalSession, *, split: str = "test",
     record = {
         "method": view.method, "seed": view.seed, "split": split, "generator_version": version,
         "matcher_model": model_label(session.lm_config, [MATCHER_ROLE]),
+        # the paper's matcher is excluded from optimization; one that played a run role is labelled
+        "matcher_self_graded": independence(view.config.lm, session.lm_config, MATCHER_ROLE).self_graded,
         "precision": avg.precision if avg else None, "recall": avg.recall if avg else None,
         "f1": avg.f1 if avg else None,
         "n_questions": len(ok), "n_failed": len(per_question) - len(ok), "per_question": per_question,

@@ -167,6 +167,7 @@ class AlignmentFile(_EvalRecord):
     split: str = "test"
     generator_version: int | None = None
     matcher_model: str | None = None
+    matcher_self_graded: bool | None = None  # the matcher's model also played an optimization role in the run
     precision: float | None = Field(ge=0, le=1)
     recall: float | None = Field(ge=0, le=1)
     f1: float | None = Field(ge=0, le=1)
