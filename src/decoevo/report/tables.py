@@ -66,6 +66,40 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class ColumnGrader:
+    """Who graded a column: the grader model(s) of its evaluations and how many were self-graded (the
+    grader's model also played an optimization role in the run; evaluation/independence.py)."""
+
+    models: tuple[str, ...]
+    self_graded: int
+    unknown: int  # evaluations that do not say
+    total: int
+    notes: tuple[str, ...] = ()  # the benchmark's own headline, when decoevo does not compute it
+    prompts: tuple[str, ...] = ()  # "official" / "ours": the grader prompts behind the column
+
+    @property
+    def prompt_label(self) -> str:
+        if len(self.prompts) > 1:
+            return "mixed prompts: official and ours"
+        return {"official": "official prompt", "ours": "our prompt"}.get(self.prompts[0], "") if self.prompts else ""
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.models) if self.models else "grader not recorded"
+
+
+def column_graders(evals: Evals, methods: Sequence[str], columns: Sequence[Column]) -> tuple[ColumnGrader, ...]:
+    out = []
+    for col in columns:
+        files = [by_col[col] for (m, _), by_col in evals.items() if m in methods and col in by_col]
+        out.append(ColumnGrader(tuple(sorted({f.grader_model for f in files if f.grader_model})),
+                                sum(f.self_graded is True for f in files), sum(f.self_graded is None for f in files),
+                                len(files), tuple(sorted({f.not_implemented for f in files if f.not_implemented})),
+                                tuple(sorted({f.grader_prompt or "ours" for f in files}))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class ScoreRow:
     method: str
     n_seeds: int
@@ -88,6 +122,16 @@ class ScoreTable:
     rows: tuple[ScoreRow, ...]
     delta_kind: str  # "gain" (relative gain over SkillOpt, %) or "points" (difference from DecoEvo)
     delta_reference: str
+    graders: tuple[ColumnGrader, ...] = ()  # one per column
+
+    @property
+    def self_graded(self) -> bool:
+        return any(g.self_graded for g in self.graders)
+
+    @property
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """(column label, note) for columns whose benchmark headline is not what the score is."""
+        return tuple((c.label, n) for c, g in zip(self.columns, self.graders, strict=False) for n in g.notes)
 
     @property
     def show_avg(self) -> bool:
@@ -248,7 +292,7 @@ def score_table(key: str, title: str, caption: str, methods: Sequence[str],
                 delta = r.avg.stat.mean - ref.avg.stat.mean
         with_delta.append(ScoreRow(r.method, r.n_seeds, r.cells, r.avg, delta, r.reference))
     return ScoreTable(key, title, caption, tuple(columns), _mark_best(with_delta, len(columns)), delta_kind,
-                      reference)
+                      reference, column_graders(evals, methods, columns))
 
 
 def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:

@@ -13,6 +13,7 @@ from ..record import Benchmark, DataFile, DataSource, Split
 from . import rules
 from .grader import grade_llmeval_med
 from .loader import load_llmeval_med
+from .official import PROMPTS, grade_llmeval_med_official
 
 # Evaluation-only data with no checksum available offline (only a 20-record sample was at hand).
 SOURCE = DataSource(
@@ -42,8 +43,9 @@ def summarise(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
     }
 
 
-BENCHMARK = Benchmark(
+BENCHMARK: Benchmark = Benchmark(
     name="llmeval_med", label="LLMEval-Med", scheme="llmeval_med", load=load_llmeval_med,
     grade=grade_llmeval_med, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="usability rate: share of answers scored 4 or more (of 5), x100",
+    official_prompts=PROMPTS, official=grade_llmeval_med_official,
 )
