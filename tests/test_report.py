@@ -477,3 +477,20 @@ def test_report_reads_what_eval_dynamics_and_align_write(tmp_path, monkeypatch):
     result = runner.invoke(app, ["report", *runs, "-o", str(out)])
     assert result.exit_code == 0 and "warning" not in result.output, result.output
     assert out.read_text().count('<svg class="figure"') == 2
+
+
+def test_cost_section_shows_compute_parity_with_the_paired_decoevo_run(report, html, sweep):
+    """Issue 17 item 6: each method's effective tokens over its paired DecoEvo run's, ±15% flagged."""
+    from decoevo.analysis.costs import load_run_usage
+
+    hb = next(c for c in report.sections[0].data.costs if c.benchmark == "healthbench")
+    rows = {p.method: p for p in hb.parity}
+    assert set(rows) == {"skillopt", "sc_coevo", "no_verification", "task_prior"}
+    runs = sweep / "runs" / "healthbench"
+    for method, row in rows.items():
+        expected = tuple(load_run_usage(runs / f"{method}-s{s}").total.effective_tokens
+                         / load_run_usage(runs / f"decoevo-s{s}").total.effective_tokens for s in SEEDS)
+        assert row.ratios == pytest.approx(expected)
+        assert row.matched == (abs(sum(expected) / 3 - 1) <= 0.15)
+    assert rows["skillopt"].matched is False  # SkillOpt runs no audits: far below DecoEvo's compute
+    assert "Compute parity with DecoEvo" in html and "not compute-matched" in html

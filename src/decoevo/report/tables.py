@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..analysis.costs import CostTable, cost_table
+from ..analysis.parity import ParityRow, parity_rows
 from ..analysis.stats import (
     EXPLORATORY_FAMILY,
     Coverage,
@@ -146,6 +147,7 @@ class CostSection:
     table: CostTable | None
     excluded: tuple[RunRecord, ...]  # unfinished, or without a readable ledger
     error: str | None = None
+    parity: tuple[ParityRow, ...] = ()  # each method's effective tokens relative to its paired DecoEvo run
 
 
 @dataclass(frozen=True)
@@ -414,7 +416,9 @@ def cost_sections(runs: Sequence[RunRecord]) -> tuple[CostSection, ...]:
         except ValueError as e:
             out.append(CostSection(bench, None, excluded, error=str(e)))
             continue
-        out.append(CostSection(bench, table, excluded))
+        parity = tuple(sorted(parity_rows([r.usage for r in usable if r.usage is not None], PROPOSED),
+                              key=lambda p: method_order(p.method)))
+        out.append(CostSection(bench, table, excluded, parity=parity))
     return tuple(out)
 
 
