@@ -494,3 +494,19 @@ def test_cost_section_shows_compute_parity_with_the_paired_decoevo_run(report, h
         assert row.matched == (abs(sum(expected) / 3 - 1) <= 0.15)
     assert rows["skillopt"].matched is False  # SkillOpt runs no audits: far below DecoEvo's compute
     assert "Compute parity with DecoEvo" in html and "not compute-matched" in html
+
+
+def test_claims_section_checks_the_papers_claims_on_the_runs(report, html):
+    """Issue 17 item 8. The fabricated scores put DecoEvo 4.5-5 points above SkillOpt in every column and
+    SC-CoEvo 3 below it; alignment F1 is 12 points up for DecoEvo; no Direct Audit ran."""
+    results = {c.claim.id: c for c in report.claims}
+    every = results["decoevo_above_skillopt_every_setting"]
+    assert every.verdict == "supported" and len(every.effects) == 3  # HealthBench, WritingBench, LLMEval-Med†
+    hb = next(e for e in every.effects if e.setting.column == "healthbench")
+    diffs = [score("decoevo", "healthbench", s) - score("skillopt", "healthbench", s) for s in SEEDS]
+    assert hb.mean == pytest.approx(np.mean(diffs)) and hb.n == 3 and hb.ci_low > 0
+    assert results["sc_coevo_below_skillopt_most"].verdict == "supported"
+    assert results["alignment_f1_up"].verdict == "supported"
+    assert results["direct_audit_between"].verdict == "not enough runs"
+    assert 'id="claims"' in html and 'href="#claims"' in html
+    assert html.count('id="claim-') == len(report.claims)
