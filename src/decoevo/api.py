@@ -230,10 +230,11 @@ def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_chan
 # ---- evaluate ---------------------------------------------------------------------------------------
 async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", data: Mapping[str, Any] | None = None,
                          grader: ModelSpec | None = None, skill_version: int | None = None, force: bool = False,
-                         on_item: Callable[[Any], None] | None = None) -> dict[str, Any]:
+                         on_item: Callable[[Any], None] | None = None, grader_prompt: str = "auto") -> dict[str, Any]:
     """Grade a run's final (or a given) solver skill with the benchmark's official rule, on the run's
     `split` or, for transfer, on `data` (a DataConfig mapping: path, format, limit). Writes and returns
-    RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`."""
+    RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`.
+    `grader_prompt`: "auto" (the benchmark's official prompt when fetched, else ours), "official", "ours"."""
     from pydantic import ValidationError
 
     from .engine.config import DataConfig, describe_validation_error
@@ -248,7 +249,9 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
         raise ConfigError(describe_validation_error("evaluate(data=...)", exc)) from None
     except ValueError as exc:
         raise ConfigError(f"evaluate: data: {exc}") from None
-    session = EvalSession(view, grader=grader, force=force)
+    if grader_prompt not in ("auto", "official", "ours"):
+        raise ConfigError(f"grader_prompt must be auto, official or ours, got {grader_prompt!r}")
+    session = EvalSession(view, grader=grader, force=force, grader_prompt=grader_prompt)  # type: ignore[arg-type]
     try:
         record = await grade_run(session, target, skill_version=skill_version, on_item=on_item)
     finally:

@@ -515,8 +515,8 @@ def write_output(output: Path, text: str) -> None:
 # ---- evaluation ----------------------------------------------------------------------------------
 RunDirs = typer.Argument(..., help="Run directories made by `decoevo run` (or a sweep's runs).")
 GraderModel = typer.Option(None, "--grader-model", help="Gold grader: a GGUF path, or a model name at "
-                           "--grader-base-url. Default: the run's own model (checks the pipeline; a tiny model "
-                           "does not grade meaningfully).")
+                           "--grader-base-url. Default: the run's own model (checks the pipeline; the result is "
+                           "labelled self-graded, not an independent result).")
 GraderBaseUrl = typer.Option(None, "--grader-base-url", help="OpenAI-compatible server for the gold grader.")
 
 
@@ -590,10 +590,13 @@ def eval_(
     skill_version: int = typer.Option(None, min=0, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
+    grader_prompt: str = typer.Option("auto", help="auto: the benchmark's official grader prompt when `decoevo "
+                                      "data fetch` fetched it, else ours; official; ours."),
     force: bool = Force,
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
     from .api import evaluate_async
+    from .evaluation.independence import SELF_GRADED_LABEL
 
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
@@ -609,9 +612,11 @@ def eval_(
 
     def job(run_dir: Path, tick: Any) -> tuple[str, bool]:
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
-                                       force=force, on_item=lambda _: tick()))
+                                       force=force, on_item=lambda _: tick(), grader_prompt=grader_prompt))
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
-                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']})")
+                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']}, "
+                                        f"{r['grader_prompt']} prompt"
+                                        f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''})")
 
     _each_run(run_dirs, "grading", job)
 
@@ -627,6 +632,7 @@ def dynamics(
 ) -> None:
     """Score every checkpoint on the diagnostic split: generated-rubric proxy and gold grade (Figure 3)."""
     from .api import dynamics_async
+    from .evaluation.independence import SELF_GRADED_LABEL
 
     grader = _grader_spec(grader_model, grader_base_url)
 
@@ -634,7 +640,8 @@ def dynamics(
         r = asyncio.run(dynamics_async(run_dir, split=split, grader=grader, force=force, on_point=lambda _: tick()))
         graded = sum(1 for p in r["points"] if p.get("gold") is not None or p.get("proxy") is not None)
         return _saved(r, graded, "; ".join(f"step {p['step']}: proxy {_fmt(p['proxy'])} gold {_fmt(p['gold'])}"
-                                           for p in r["points"]))
+                                           for p in r["points"]) + (f" (gold {SELF_GRADED_LABEL})"
+                                                                    if r.get("self_graded") else ""))
 
     _each_run(run_dirs, "checkpoints", job)
 

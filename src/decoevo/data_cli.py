@@ -89,6 +89,24 @@ def fetch(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT, e.g. healthb
     except FetchError as exc:
         _fail(str(exc), code=1)
     console.print(f"{'fetched ' + ', '.join(fetched) if fetched else 'already here, verified'}: {path}")
+    _fetch_official(spec, force)
+
+
+def _fetch_official(spec: str, force: bool) -> None:
+    """The benchmark's official grader prompts (benchmarks/templates.py); without them grading uses ours."""
+    from .benchmarks import templates
+
+    bench, _ = datastore.parse_spec(spec)
+    if not bench.official_prompts:
+        return
+    try:
+        got = templates.fetch_templates(bench, force=force)
+    except ConfigError as exc:
+        err_console.print(f"[bold yellow]warning:[/] official grader prompt not fetched: {escape(str(exc))}; "
+                          "evaluations grade with decoevo's own prompt", highlight=False)
+        return
+    console.print(f"official grader prompt {'fetched' if got else 'already here, verified'}: "
+                  f"{templates.template_dir(bench)}")
 
 
 @data_app.command()

@@ -7,10 +7,11 @@ knows a benchmark by name, so adding one is a folder plus a line in `registry.py
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from ..domain import Question
 from ..grading.result import GradeResult
@@ -23,6 +24,49 @@ Loader = Callable[[Path | str], list[Question]]
 class Grader(Protocol):
     def __call__(self, lm: LM, question: Question, response: str, *,
                  params: GenParams | None = None) -> Awaitable[GradeResult]: ...
+
+
+class OfficialGrader(Protocol):
+    """Grades with the benchmark's official prompts (benchmarks/templates.py), parsing as its scorer does."""
+
+    def __call__(self, lm: LM, question: Question, response: str, prompts: OfficialPrompts, *,
+                 params: GenParams | None = None) -> Awaitable[GradeResult]: ...
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """One official prompt: where its upstream file is and how the prompt is read out of it.
+
+    `kind`: "text" (the whole file), "python_string" (the string assigned to `symbol`, after any
+    `.strip()` applied to it there) or "python_function" (the string `symbol` builds in its first
+    assignment, or its return). `placeholders`: what the prompt must contain for the grader to fill it."""
+
+    key: str  # the name the grader asks for, e.g. "grader", "system"
+    url: str  # commit-pinned upstream URL
+    sha256: str | None  # of the upstream file; None: recorded at first fetch and checked after
+    kind: Literal["text", "python_string", "python_function"]
+    symbol: str = ""
+    placeholders: tuple[str, ...] = ()
+    upstream: str = ""  # human-readable origin: "openai/simple-evals@ee3b031 healthbench_eval.py"
+
+    @property
+    def file_name(self) -> str:
+        return Path(urlsplit(self.url).path).name
+
+
+@dataclass(frozen=True)
+class OfficialPrompts:
+    """A benchmark's official prompts, read from the fetched files, with where each came from."""
+
+    benchmark: str
+    texts: Mapping[str, str]
+    sources: tuple[TemplateSource, ...]
+
+    def __getitem__(self, key: str) -> str:
+        return self.texts[key]
+
+    def provenance(self) -> list[dict[str, str | None]]:
+        return [{"key": s.key, "upstream": s.upstream, "url": s.url, "sha256": s.sha256} for s in self.sources]
 
 
 # Graded results of one benchmark -> (benchmark score 0-100, details for the eval record).
@@ -104,3 +148,8 @@ class Benchmark:
     sampling: Sampling | None = None
     headline: str = "score"  # what the benchmark score means, for the report and the eval record
     tasks: tuple[str, ...] = field(default=())  # extra task names whose structural spec this is
+    # The official grader prompts' upstream files (fetched by `decoevo data fetch`, never shipped) and the
+    # grader that uses them verbatim; () / None: only our own prompt.
+    official_prompts: tuple[TemplateSource, ...] = ()
+    official: OfficialGrader | None = None
+    official_note: str = ""  # what differs from the official scorer even with its prompt (docs, eval record)

@@ -359,6 +359,16 @@ def _eval_files(reader: RunReader, method: str, seed: int | None, problems: list
     return out
 
 
+def _independence(ev: EvalFile, models: tuple[ModelUse, ...]) -> EvalFile:
+    """A record written before `self_graded` existed (the grader then defaulted to the run's own model):
+    self-graded when the grader's model name is one that served an optimization role of the run."""
+    if ev.self_graded is not None or not ev.grader_model:
+        return ev
+    optimizing = {u.label.lower() for u in models
+                  if any(not (r.startswith("grader_") or r == "matcher") for r in u.roles)}
+    return ev.model_copy(update={"self_graded": any(g.lower() in optimizing for g in ev.grader_model.split(", "))})
+
+
 R = TypeVar("R", DynamicsFile, AlignmentFile)
 
 
@@ -404,13 +414,13 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     except (RunUsageError, RunReadError) as e:
         problems.append(str(e))
     lineages = {kind: _lineage(reader, kind, problems) for kind in ("solver", "generator")}
-    evals = _eval_files(reader, method, seed, problems)
+    models, judge = _models(config)
+    evals = {k: _independence(ev, models) for k, ev in _eval_files(reader, method, seed, problems).items()}
     test = evals.get("test")
     final = lineages["solver"][-1].version if lineages["solver"] else None
     if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
         problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
                         f"is v{final:03d}; its score describes that version, not the run's result")
-    models, judge = _models(config)
     status, detail = _status(summary, incidents)
     budget = _map(config.get("budget"))
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \

@@ -69,6 +69,31 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class ColumnGrader:
+    """Who graded a column: the grader model(s) of its evaluations and how many were self-graded (the
+    grader's model also played an optimization role in the run; evaluation/independence.py)."""
+
+    models: tuple[str, ...]
+    self_graded: int
+    unknown: int  # evaluations that do not say
+    total: int
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.models) if self.models else "grader not recorded"
+
+
+def column_graders(evals: Evals, methods: Sequence[str], columns: Sequence[Column]) -> tuple[ColumnGrader, ...]:
+    out = []
+    for col in columns:
+        files = [by_col[col] for (m, _), by_col in evals.items() if m in methods and col in by_col]
+        out.append(ColumnGrader(tuple(sorted({f.grader_model for f in files if f.grader_model})),
+                                sum(f.self_graded is True for f in files), sum(f.self_graded is None for f in files),
+                                len(files)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class ScoreRow:
     method: str
     n_seeds: int
@@ -91,6 +116,11 @@ class ScoreTable:
     rows: tuple[ScoreRow, ...]
     delta_kind: str  # "gain" (relative gain over SkillOpt, %) or "points" (difference from DecoEvo)
     delta_reference: str
+    graders: tuple[ColumnGrader, ...] = ()  # one per column
+
+    @property
+    def self_graded(self) -> bool:
+        return any(g.self_graded for g in self.graders)
 
     @property
     def show_avg(self) -> bool:
@@ -291,7 +321,7 @@ def score_table(key: str, title: str, caption: str, methods: Sequence[str],
                 delta = r.avg.stat.mean - ref.avg.stat.mean
         with_delta.append(ScoreRow(r.method, r.n_seeds, r.cells, r.avg, delta, r.reference))
     return ScoreTable(key, title, caption, tuple(columns), _mark_best(with_delta, len(columns)), delta_kind,
-                      reference)
+                      reference, column_graders(evals, methods, columns))
 
 
 def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:

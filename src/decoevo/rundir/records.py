@@ -116,6 +116,14 @@ class EvalFile(_EvalRecord):
     seed: int
     skill_version: int | None = None
     grader_model: str | None = None
+    # The grader's model also played these optimization roles in the run (evaluation/independence.py);
+    # None in records written before it was recorded.
+    self_graded: bool | None = None
+    self_graded_roles: list[str] = Field(default_factory=list)
+    # "official": the benchmark's official prompt, fetched and used verbatim (its sources listed);
+    # "ours": decoevo's own prompt; None in records written before this was recorded (ours).
+    grader_prompt: Literal["official", "ours"] | None = None
+    grader_prompt_sources: list[dict[str, Any]] = Field(default_factory=list)
     score: float | None = Field(ge=0, le=100)  # None when nothing could be graded
     n_graded: int = Field(ge=0)
     n_ungraded: int = Field(ge=0)
@@ -144,6 +152,9 @@ class DynamicsFile(_EvalRecord):
     seed: int
     split: str = "diagnostic"
     n_questions: int | None = Field(None, ge=0)
+    grader_model: str | None = None
+    self_graded: bool | None = None  # as in EvalFile; None in records written before it was recorded
+    self_graded_roles: list[str] = Field(default_factory=list)
     points: list[DynamicsPoint]
 
 

@@ -7,6 +7,7 @@ from ..record import Benchmark, DataFile, DataSource, Sampling, Split
 from ..writingbench import TASK_SPEC
 from .grader import grade_eqbench_cw
 from .loader import load_eqbench_cw
+from .official import PROMPTS, grade_eqbench_cw_official
 
 _RAW = "https://raw.githubusercontent.com/EQ-bench/creative-writing-bench/e7ab009/data"
 
@@ -27,5 +28,7 @@ BENCHMARK = Benchmark(
     task_spec=TASK_SPEC, source=SOURCE,
     # The benchmark writes each piece at temperature 0.7 with min_p 0.1.
     sampling=Sampling(temperature=0.7, min_p=0.1),
-    headline="mean piece score (22 criteria 0-20, flaws inverted) x5",
+    headline="mean piece score (22 criteria 0-20, flaws inverted) x5; the benchmark's own headline, a pairwise "
+             "Elo ranking, is not implemented",
+    official_prompts=PROMPTS, official=grade_eqbench_cw_official,
 )

@@ -12,6 +12,7 @@ from ..record import Benchmark, DataFile, DataSource, Split
 from . import rules
 from .grader import grade_healthbench
 from .loader import load_healthbench
+from .official import PROMPTS, grade_healthbench_official
 
 TASK_SPEC = (
     "Task: answer health questions from members of the public or clinicians in a multi-turn chat. "
@@ -52,4 +53,5 @@ BENCHMARK = Benchmark(
     name="healthbench", label="HealthBench", scheme="healthbench", load=load_healthbench,
     grade=grade_healthbench, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="mean rubric score over conversations, clipped to [0, 100]",
+    official_prompts=PROMPTS, official=grade_healthbench_official,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..record import Benchmark, DataFile, DataSource, Split
 from .grader import grade_researchqa
 from .loader import HUB_REPO, load_researchqa
+from .official import PROMPTS, grade_researchqa_official
 
 TASK_SPEC = (
     "Task: answer a research question in a scientific field the way a survey-style literature review "
@@ -31,4 +32,5 @@ SOURCE = DataSource(
 BENCHMARK = Benchmark(
     name="researchqa", label="ResearchQA", scheme="researchqa", load=load_researchqa, grade=grade_researchqa,
     task_spec=TASK_SPEC, source=SOURCE, headline="mean of (coverage label - 1) / 4, x100",
+    official_prompts=PROMPTS, official=grade_researchqa_official,
 )

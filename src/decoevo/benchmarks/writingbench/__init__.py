@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..record import Benchmark, DataFile, DataSource, Split
 from .grader import grade_writingbench
 from .loader import load_writingbench
+from .official import PROMPTS, grade_writingbench_official
 
 TASK_SPEC = (
     "Task: generative writing in many domains (academic, business, legal, literary, education, "
@@ -31,4 +32,5 @@ BENCHMARK = Benchmark(
     name="writingbench", label="WritingBench", scheme="writingbench", load=load_writingbench,
     grade=grade_writingbench, task_spec=TASK_SPEC, source=SOURCE,
     headline="mean criterion score (1-10) x10",
+    official_prompts=PROMPTS, official=grade_writingbench_official,
 )
