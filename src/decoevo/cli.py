@@ -19,6 +19,7 @@ from .data_cli import choose_data as _choose_data
 from .data_cli import data_app
 from .errors import ConfigError, UserError
 from .lm import LMConfig, LMError, ModelSpec
+from .reproduce_cli import reproduce_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console(log_path=False)
@@ -31,6 +32,7 @@ def _root() -> None:
 
 
 app.add_typer(data_app, name="data")
+app.command("reproduce")(reproduce_command)
 TrackOption = typer.Option(None, "--track", help="Log the run to an experiment tracker: mlflow "
                            "(pip install 'decoevo[mlflow]').")
 TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI).")
