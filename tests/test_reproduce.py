@@ -103,6 +103,9 @@ def test_refuses_a_self_graded_plan_and_asks_before_spending(tmp_path, sim):
     grader = ["--grader-model", "sim-grader", "--grader-base-url", f"{sim.url}/v1"]
     code, out = invoke(tmp_path, sim.url, *grader)  # no --yes, and stdin is not a terminal
     assert code == 2 and "pass --yes" in " ".join(out.split()) and "projected paid calls" in " ".join(out.split())
+    # a transfer file that is not there is refused before training, not discovered after it
+    code, out = invoke(tmp_path, sim.url, *grader, "--yes", "--data", f"llmeval_med={tmp_path / 'nope.jsonl'}:jsonl")
+    assert code == 2 and "nope.jsonl" in " ".join(out.split())
     assert sim.stats.requests == before and not (tmp_path / "out" / "sweeps").exists()
 
 

@@ -255,8 +255,14 @@ def _price(spec: ModelSpec) -> Callable[[int, int], float | None]:
     return lambda p, c: None if price is None else price.cost(p, c)
 
 
-def project(rp: ReproducePlan, cells: Mapping[str, list[Cell]], posts: Sequence[PostTask]) -> Projection:
-    """Expected paid calls and dollars of what is not done yet (finished cells and evaluations cost nothing)."""
+def project(
+    rp: ReproducePlan,
+    cells: Mapping[str, list[Cell]],
+    posts: Sequence[PostTask],
+    sizes: Mapping[str, int] | None = None,
+) -> Projection:
+    """Expected paid calls and dollars of what is not done yet (finished cells and evaluations cost nothing);
+    `sizes`: questions per transfer file (`transfer_sizes`)."""
     solver_price = _price(rp.solver)
     grader_price = _price(rp.grader or rp.solver)
     training = evaluation = 0
@@ -283,7 +289,7 @@ def project(rp: ReproducePlan, cells: Mapping[str, list[Cell]], posts: Sequence[
     for task in posts:
         if task.done():
             continue
-        n = _post_questions(task, cells)
+        n = _post_questions(task, cells, sizes or {})
         evaluation += n * (3 if task.kind == "dynamics" else 2)
         add(_eval_dollars(n, solver_price, grader_price))
     by_table = {b: len(g) for b, g in cells.items()}
@@ -298,9 +304,31 @@ def _eval_dollars(
     return None if solve is None or grade is None else n * (solve + grade)
 
 
-def _post_questions(task: PostTask, cells: Mapping[str, list[Cell]]) -> int:
+def transfer_sizes(rp: ReproducePlan) -> dict[str, int]:
+    """Questions per transfer file, loaded now: a missing or malformed transfer file, or one without gold
+    rubrics, is refused before any run is paid for rather than after training."""
+    from .engine.config import DataConfig
+    from .tasks.load import load_questions
+
+    out: dict[str, int] = {}
+    for bench in rp.benchmarks:
+        choice = rp.transfer_for(bench)
+        if choice is None:
+            continue
+        questions = load_questions(DataConfig.model_validate(choice.config()))
+        missing = [q.id for q in questions if q.gold is None]
+        if missing:
+            raise ConfigError(
+                f"{choice.path}: {len(missing)} question(s) have no gold rubric (first: {missing[0]}); "
+                f"the {TRANSFERS[bench]} transfer is graded against gold rubrics"
+            )
+        out[choice.path] = len(questions)
+    return out
+
+
+def _post_questions(task: PostTask, cells: Mapping[str, list[Cell]], sizes: Mapping[str, int]) -> int:
     if task.kind == "transfer":
-        return task.data.limit if task.data is not None and task.data.limit else 100
+        return sizes.get(task.data.path, 0) if task.data is not None else 0
     config = next((RunConfig.model_validate(c.config) for g in cells.values() for c in g), None)
     if config is None:
         return 0

@@ -184,7 +184,7 @@ def _reproduce(
             "--set splits.diagnostic=N, or leave fig3 out of --tables"
         )
     posts = rp_mod.post_tasks(rp)
-    projection = rp_mod.project(rp, cells, posts)
+    projection = rp_mod.project(rp, cells, posts, rp_mod.transfer_sizes(rp))
     console.print(projection.describe())
     if (projection.cells_to_run or any(not t.done() for t in posts)) and not yes:
         if not sys.stdin.isatty():

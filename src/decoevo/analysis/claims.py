@@ -11,6 +11,10 @@ its tolerance), and *goes against* the claim when the interval lies on the other
 - not enough runs: otherwise: a method never ran, fewer than two paired seeds, or intervals that include
   the boundary (more seeds would decide).
 
+A difference identical on every paired seed (no spread, so a degenerate interval) counts by its sign: an
+exact tie goes against "a above b", since the runs then show no difference at all (in the simulator, two
+methods that ship the same solver skill).
+
 Pure functions over an `Evidence` (what the runs hold); the report builds one from its run records.
 """
 
