@@ -101,3 +101,27 @@ def test_top_up_needs_a_budget_and_a_sweep_names_known_methods(tmp_path):
     assert spec.top_up == ["sc_coevo"]
     with pytest.raises(ValidationError, match="other than decoevo"):
         SweepSpec(methods=["decoevo", "sc_coevo"], seeds=[0], benchmarks=bench, top_up=["direct_audit"])
+
+
+def test_a_sweeps_top_up_methods_wait_for_and_match_the_paired_decoevo_cell(tmp_path):
+    from decoevo.sweep.plan import plan
+    from decoevo.testing.toy_server import write_toy_questions
+
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    spec = SweepSpec(
+        methods=["sc_coevo", "decoevo", "skillopt"],
+        seeds=[0],
+        top_up=["sc_coevo"],
+        preset="default",
+        benchmarks=[{"name": "toy", "data": str(data), "task": "healthbench"}],
+        splits={"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3, "test": 0},
+        evaluate=[],
+    )
+    cells = {c.method: c for c in plan(spec, tmp_path / "SW")}
+    order = [c.method for c in plan(spec, tmp_path / "SW")]
+    assert order.index("decoevo") < order.index("sc_coevo")  # listed first, run after its paired cell
+    topped = cells["sc_coevo"]
+    assert topped.depends_on == ("toy/decoevo-s0",)
+    assert topped.config["budget"]["top_up"] is True
+    assert topped.config["budget"]["match_run"] == str((tmp_path / "SW").resolve() / "runs/toy/decoevo-s0")
+    assert not cells["skillopt"].config["budget"]["top_up"] and not cells["skillopt"].depends_on
