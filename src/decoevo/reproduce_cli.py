@@ -82,7 +82,7 @@ def reproduce_command(
     data: list[str] = typer.Option(
         [],
         "--data",
-        help="NAME=PATH[:FORMAT][@LIMIT] for a benchmark (default: "
+        help="NAME=PATH, NAME=PATH:FORMAT or NAME=PATH:FORMAT@LIMIT for a benchmark (default: "
         "the fetched public file, `decoevo data fetch NAME`).",
     ),
     transfer_limit: int = typer.Option(None, min=1, help="Questions of each transfer benchmark (default: all)."),
