@@ -333,8 +333,8 @@ def test_comparisons_are_paired_on_questions_graded_in_both_and_low_coverage_is_
     # the headline too scores SkillOpt on the 18 questions graded for both (50, not its own 55)
     assert cells["skillopt"].stat.mean == pytest.approx(50.0) and cells["skillopt"].coverage.format() == "18/20"
     assert cells["decoevo"].coverage.low and cells["skillopt"].coverage.low
-    assert s.low_coverage == ("SkillOpt on HealthBench: 18/20 questions graded (90%, below 95%)",
-                              "DecoEvo on HealthBench: 18/20 questions graded (90%, below 95%)")
+    assert s.low_coverage == ("SkillOpt on HealthBench: 18/20 questions graded for every method (90%, below 95%)",
+                              "DecoEvo on HealthBench: 18/20 questions graded for every method (90%, below 95%)")
     html = render(built)
     assert "⚠ 18/20" in html and "rest on under 95% of their questions" in html
     assert "DecoEvo on HealthBench: 18/20 questions graded" in html

@@ -500,8 +500,9 @@ def low_coverage(tables: Sequence[ScoreTable | None]) -> tuple[str, ...]:
             for col, cell in zip(t.columns, row.cells, strict=True):
                 c = cell.coverage
                 if c is not None and c.low and (row.method, col.key) not in seen:
+                    share = f"{100 * (c.fraction or 0):.0f}%"
                     seen[(row.method, col.key)] = (f"{method_label(row.method)} on {col.label}: {c.format()} "
-                                                   f"questions graded ({100 * (c.fraction or 0):.0f}%, below 95%)")
+                                                   f"questions graded for every method ({share}, below 95%)")
     return tuple(seen.values())
 
 
