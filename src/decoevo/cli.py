@@ -39,6 +39,7 @@ from .cli_common import (
 from .data_cli import choose_data, data_app
 from .display import print_json, show_table
 from .lm import LMError
+from .reproduce_cli import reproduce_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -371,6 +372,7 @@ app.command("eval")(eval_cli.eval_)
 app.command()(eval_cli.dynamics)
 app.command()(eval_cli.align)
 app.command()(report)
+app.command("reproduce")(reproduce_command)
 
 def main() -> None:  # pragma: no cover
     sys.exit(app())

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .scoring import mean_score
+from .thresholds import below, exceeds
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class SolverGateDecision:
 
 @dataclass(frozen=True)
 class SolverGate:
-    """Accept s' iff J_Vs(s', g_t) > J_Vs(s_t, g_t) + ε, paired on the same questions (eq. 4)."""
+    """Accept s' iff J_Vs(s', g_t) > J_Vs(s_t, g_t) + ε, paired on the same questions (eq. 4); the
+    comparison is `thresholds.exceeds` (a difference of exactly ε is not above it)."""
 
     epsilon: float
 
@@ -36,7 +38,9 @@ class SolverGate:
         if set(incumbent) != set(candidate):
             raise ValueError("the solver gate compares both skills on the same questions")
         j_old, j_new = mean_score(incumbent), mean_score(candidate)
-        return SolverGateDecision(j_new > j_old + self.epsilon, j_old, j_new, len(incumbent))
+        # the paired difference (one mean over per-question differences), compared within the tolerance
+        delta = mean_score({q: candidate[q] - incumbent[q] for q in incumbent})
+        return SolverGateDecision(exceeds(delta, self.epsilon), j_old, j_new, len(incumbent))
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,8 @@ class ParetoAcceptance:
         if not keys:
             return GeneratorDecision(False, self.name, "no audit objective available")
         deltas = {k: new[k] - old[k] for k in keys}
-        improved = [k for k in keys if deltas[k] > self.delta]
-        regressed = [k for k in keys if deltas[k] < -self.eta]
+        improved = [k for k in keys if exceeds(deltas[k], self.delta)]
+        regressed = [k for k in keys if below(deltas[k], -self.eta)]
         if regressed:
             return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
         if not improved:
@@ -121,7 +125,7 @@ class ScoreCoupledAcceptance:
 
     def decide(self, incumbent_j: float, candidate_j: float) -> GeneratorDecision:
         d = candidate_j - incumbent_j
-        ok = d > self.margin
+        ok = exceeds(d, self.margin)
         return GeneratorDecision(ok, self.name, "solver score rose" if ok else "solver score did not rise",
                                  {"solver_score": d})
 
@@ -142,8 +146,8 @@ def should_audit(step: int, audit_every: int, consecutive_rejections: int, max_s
 
 def select_failures(scores: dict[str, float], max_failures: int) -> list[str]:
     """The questions to learn from: those the rubric did not fully credit, lowest score first."""
-    below = sorted((s, qid) for qid, s in scores.items() if s < 1.0)
-    return [qid for _, qid in below[:max_failures]]
+    failed = sorted((s, qid) for qid, s in scores.items() if below(s, 1.0))
+    return [qid for _, qid in failed[:max_failures]]
 
 
 # ---- how a method verifies a candidate generator ------------------------------------------------------

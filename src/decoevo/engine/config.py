@@ -79,6 +79,9 @@ class BudgetConfig(BaseModel):
     match_run: str | None = Field(None, description="a run directory whose calls and tokens (and dollars, "
                                   "when every call was priced) become the budget, where not set above (the "
                                   "Budget-Matched control against a paired DecoEvo run)")
+    top_up: bool = Field(False, description="keep taking solver steps (at most `budget_step_cap` × T) until "
+                         "the budget is spent, as Budget-Matched does; with `match_run`, any method (e.g. "
+                         "SC-CoEvo, Direct Audit) is topped up to the paired run's usage")
 
 
 class RunConfig(BaseModel):

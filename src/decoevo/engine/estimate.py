@@ -89,12 +89,13 @@ class CallEstimate:
         return total
 
 
-def planned_steps(method: MethodSpec, hyper: Hyper) -> int:
-    """The inner steps a run of `method` takes: T, or up to `budget_step_cap` × T for Budget-Matched
-    (which stops on its budget), or none for a method that does not optimize the solver."""
+def planned_steps(method: MethodSpec, hyper: Hyper, *, top_up: bool = False) -> int:
+    """The inner steps a run of `method` takes: T, or up to `budget_step_cap` × T for Budget-Matched or a
+    run topped up to its budget (`budget.top_up`; both stop on the budget), or none for a method that does
+    not optimize the solver."""
     if not method.optimize_solver:
         return 0
-    return hyper.steps * (hyper.budget_step_cap if method.budget_matched else 1)
+    return hyper.steps * (hyper.budget_step_cap if method.budget_matched or top_up else 1)
 
 
 def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: float,

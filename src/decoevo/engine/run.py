@@ -93,6 +93,9 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
         calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
         if cost is None and total.effective_cost_usd > 0 and not total.unpriced_calls:  # priced: dollars too
             cost = total.effective_cost_usd
+    if config.budget.top_up and calls is None and tokens is None and cost is None:
+        raise ConfigError("budget.top_up needs a budget to top up to: set budget.match_run to the paired DecoEvo "
+                          "run directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
     if method.budget_matched and calls is None and tokens is None and cost is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
@@ -268,7 +271,7 @@ class Engine:
         return state
 
     def total_steps(self) -> int:
-        return planned_steps(self.method, self.config.hyper)
+        return planned_steps(self.method, self.config.hyper, top_up=self.config.budget.top_up)
 
     async def run_async(self, resume: bool = False) -> RunResult:
         try:
