@@ -167,3 +167,12 @@ def test_other_entry_points_name_their_arguments(tmp_path: Path) -> None:
         decoevo.evaluate(None)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="run_config: config must be a RunConfig"):
         decoevo.run_config({"method": "decoevo"}, tmp_path / "r")  # type: ignore[arg-type]
+
+
+def test_a_run_that_fails_before_any_call_leaves_an_empty_run_dir_empty(tmp_path: Path) -> None:
+    empty = tmp_path / "run"
+    empty.mkdir()
+    dead = decoevo.ModelSpec(backend="openai", model="m", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(UserError, match="prompt"):
+        decoevo.optimize([{"id": "a", "prompt": " "}, *GOOD], run_dir=empty, lm=dead, preset="quick")
+    assert list(empty.iterdir()) == []

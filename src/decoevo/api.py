@@ -208,7 +208,17 @@ async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, m
         for f in written:
             f.unlink(missing_ok=True)
         raise
-    return await run_config_async(cfg, path, callbacks=callbacks)
+    try:
+        return await run_config_async(cfg, path, callbacks=callbacks)
+    except BaseException:
+        # A run that failed before anything worth keeping leaves the directory as it found it: empty (a
+        # directory the run made itself is removed by run_config_async).
+        if path.is_dir() and not any((path / f).exists() for f in (CHECKPOINT, CALLS)):
+            for child in path.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            if chosen is None:
+                path.rmdir()
+        raise
 
 
 def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -> RunResult:

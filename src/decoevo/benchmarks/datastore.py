@@ -158,7 +158,7 @@ def file_status(bench: Benchmark, f: DataFile, *, hash_it: bool = True) -> FileS
         return FileStatus(f, path, "unpinned", f"sha256 {got}, no checksum to compare with")
     if got != want:
         return FileStatus(f, path, "mismatch", f"sha256 {got}, expected {want}")
-    return FileStatus(f, path, "ok", "" if f.sha256 else "checked against the checksum recorded at first fetch")
+    return FileStatus(f, path, "ok", "" if f.sha256 else "checked against the checksum recorded at validation")
 
 
 def fetch_command(bench: Benchmark, split: Split) -> str:
