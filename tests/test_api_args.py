@@ -165,6 +165,10 @@ def test_other_entry_points_name_their_arguments(tmp_path: Path) -> None:
         decoevo.resume(5)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="evaluate: run must be"):
         decoevo.evaluate(None)  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="evaluate: data must be a mapping"):
+        decoevo.evaluate(tmp_path, data="q.jsonl")  # type: ignore[arg-type]
+    with pytest.raises(ArgumentError, match="evaluate: skill_version must be an integer"):
+        decoevo.evaluate(tmp_path, skill_version="2")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="run_config: config must be a RunConfig"):
         decoevo.run_config({"method": "decoevo"}, tmp_path / "r")  # type: ignore[arg-type]
 

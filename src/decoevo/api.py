@@ -280,6 +280,12 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
     from .evaluation import evaluate as grade_run
 
     path = _run_path("evaluate", run)
+    need_text("evaluate", "split", split)
+    need_mapping("evaluate", "data", data)
+    need("evaluate", "grader", grader, (ModelSpec,), "a decoevo.ModelSpec")
+    need("evaluate", "skill_version", skill_version, (int,), "an integer")
+    if on_item is not None and not callable(on_item):
+        raise ArgumentError(f"evaluate: on_item must be callable, not {type(on_item).__name__}")
     view = RunView(path)
     try:
         target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None)
