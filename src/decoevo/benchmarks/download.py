@@ -175,9 +175,9 @@ def download(url: str, dest: Path, sha256: str | None, *, on_progress: Progress 
                 break
         except urllib.error.URLError as exc:
             if attempt == ATTEMPTS - 1:
-                started = part.exists() and part.stat().st_size > 0
-                kind = FetchError if started else Unreachable
-                raise kind(f"{shown(url)}: {exc.reason}; run the same command again to resume") from None
+                if part.exists() and part.stat().st_size > 0:
+                    raise FetchError(f"{shown(url)}: {exc.reason}; run the same command again to resume") from None
+                raise Unreachable(f"{shown(url)}: cannot be reached ({exc.reason})") from None
         except (http.client.HTTPException, OSError) as exc:
             if attempt == ATTEMPTS - 1:
                 raise FetchError(f"{shown(url)}: {exc}; run the same command again to resume") from None
