@@ -358,7 +358,9 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None, *,
             raise ConfigError(f"--format {fmt} contradicts --benchmark {benchmark} (a {bench.name} file)")
         return str(local_path(benchmark)), bench.name
     if data:
-        loader = get_benchmark(fmt or "jsonl").load  # an unknown format is refused before any download
+        # A URL's download is kept only when its format's loader reads it (an unknown format is refused
+        # before any download); a local path is checked by the run, with the configuration's own message.
+        loader = get_benchmark(fmt or "jsonl").load if data.startswith(("https://", "http://")) else None
         return resolve_data(data, on_file=on_file, validate=loader, on_notice=on_notice), fmt
     if fmt and fmt != "healthbench":
         bench = get_benchmark(fmt)
