@@ -54,7 +54,11 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tup
     """`--data` / `--format` / `--benchmark` of run, eval and sweep to a local path and a format; a URL is
     downloaded with a progress bar on stderr."""
     with download_bars(err_console) as on_file:
-        return datastore.choose_data(data, fmt, benchmark, on_file=on_file)
+        return datastore.choose_data(data, fmt, benchmark, on_file=on_file, on_notice=_notice)
+
+
+def _notice(message: str) -> None:
+    err_console.print(f"[yellow]note:[/] {escape(message)}", highlight=False)
 
 
 @data_app.command("list")

@@ -81,13 +81,26 @@ def mean_score(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One upstream file. `sha256=None` means we could not pin the checksum offline: the first fetch
-    records what it downloaded (trust on first use) and every later `verify` checks against that."""
+    """One upstream file. `sha256=None` means no checksum could be pinned: a fetch then keeps the file
+    only when its split validates (see `Split.records`), records its checksum, and every later `verify`
+    checks against that."""
 
     name: str  # the file name in the cache folder
     url: str  # pinned upstream URL (a commit in the path, or a dated file)
     sha256: str | None
-    size: int | None = None  # bytes, when known
+    size: int | None = None  # bytes, when known exactly
+    max_size: int | None = None  # an upper bound in bytes when the exact size is not known
+
+    def ceiling(self) -> int:
+        """The most bytes a download of this file may bring before it is stopped: the declared size plus
+        a margin, else the declared bound, else a generous default (an endless body stops there)."""
+        if self.size is not None:
+            return self.size + max(SIZE_MARGIN, self.size // 20)
+        return self.max_size if self.max_size is not None else DEFAULT_CEILING
+
+
+SIZE_MARGIN = 1 << 16  # 64 KiB, or 5% of the declared size when that is more
+DEFAULT_CEILING = 512 << 20  # 512 MiB: far above any benchmark file, far below a full disk
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,7 @@ class Split:
     files: tuple[DataFile, ...]
     entry: str = ""  # loader path relative to the benchmark's cache folder; "" = the folder itself
     description: str = ""
+    records: int | None = None  # questions the loader reads from the published files (checked at fetch)
 
     def loader_path(self, folder: Path) -> Path:
         return folder / self.entry if self.entry else folder

@@ -19,7 +19,7 @@ from .role_names import ROUTABLE_ROLES
 class Hyper(BaseModel):
     """The method's hyperparameters (symbols as in the paper) and the call sizes of each role."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     steps: int = Field(4, ge=0, description="T: inner-loop steps")
     batch_size: int = Field(3, ge=1, description="training questions per inner step")
@@ -71,7 +71,7 @@ class BudgetConfig(BaseModel):
     """Limits checked before every paid call; the run stops cleanly at the last completed step. Answers
     inherited from a shared cache (paid by another run) count, so a budget is what the run would cost alone."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     max_calls: int | None = Field(None, ge=1, description="most model calls (`--max-calls`)")
     max_tokens: int | None = Field(None, ge=1, description="most tokens, prompt + completion (`--max-tokens`)")
@@ -87,7 +87,7 @@ class BudgetConfig(BaseModel):
 class RunConfig(BaseModel):
     """One run: the method, its seed and initial skills; the sections below."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     method: str = Field("decoevo", description="the method to run (`decoevo methods`)")
     seed: int = Field(0, gt=-(10**18), lt=10**18, description="draws the splits and batches and seeds "

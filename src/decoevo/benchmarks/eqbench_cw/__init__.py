@@ -11,16 +11,19 @@ from .official import PROMPTS, grade_eqbench_cw_official
 
 _RAW = "https://raw.githubusercontent.com/EQ-bench/creative-writing-bench/e7ab009/data"
 
-# No checksums were available offline (only a 4-prompt sample was at hand): the first fetch records them.
+# Checksums and sizes of the files at that commit (hashed from a clone of the repository).
 SOURCE = DataSource(
     upstream="EQ-bench/creative-writing-bench@e7ab009",
     licence="unspecified (cite Paech 2025)",
     homepage="https://github.com/EQ-bench/creative-writing-bench",
     splits=(Split("all", (
-        DataFile("creative_writing_prompts_v3.json", f"{_RAW}/creative_writing_prompts_v3.json", None),
-        DataFile("creative_writing_criteria.txt", f"{_RAW}/creative_writing_criteria.txt", None),
-        DataFile("negative_criteria.txt", f"{_RAW}/negative_criteria.txt", None),
-    ), "", "32 prompts x 3 seed modifiers"),),
+        DataFile("creative_writing_prompts_v3.json", f"{_RAW}/creative_writing_prompts_v3.json",
+                 "87f79b688261318f9182966aa238403aeaa1022f82ffc3ae4d1fe2a48cf1c412", 76108),
+        DataFile("creative_writing_criteria.txt", f"{_RAW}/creative_writing_criteria.txt",
+                 "060492be7172cadd26917ee8bf833fee0e34244bf881964e987860af50757766", 465),
+        DataFile("negative_criteria.txt", f"{_RAW}/negative_criteria.txt",
+                 "5a123421b871fbcb1dd3b0c7c0dc4878fedc998fe18b5f58c51dac2324fa7089", 158),
+    ), "", "32 prompts x 3 seed modifiers", records=96),),
 )
 
 BENCHMARK = Benchmark(

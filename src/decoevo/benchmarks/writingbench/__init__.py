@@ -25,7 +25,7 @@ SOURCE = DataSource(
         "benchmark_all.jsonl",
         "https://raw.githubusercontent.com/X-PLUG/WritingBench/ae2d517/benchmark_query/benchmark_all.jsonl",
         "18fee37c645166eb2e206b36366b2e354265b1e4201db2c86e759e825eaddcbe", 14726077),),
-        "benchmark_all.jsonl", "1,000 queries (555 English, 445 Chinese)"),),
+        "benchmark_all.jsonl", "1,000 queries (555 English, 445 Chinese)", records=1000),),
 )
 
 BENCHMARK = Benchmark(
