@@ -7,7 +7,7 @@ import json
 import shutil
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from hashlib import sha256
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,11 +17,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from decoevo.benchmarks import BENCHMARKS, DataFile, datastore
+from decoevo.benchmarks import BENCHMARKS, datastore
 from decoevo.benchmarks.download import ChecksumMismatch, download, sha256_of
 from decoevo.cli import app
 
 from .conftest import SHARED_DATA
+from .data_helpers import unpinned
 
 runner = CliRunner()
 SCHOLAR = BENCHMARKS["scholarqa_cs"].source.splits[0].files[0]  # type: ignore[union-attr]
@@ -149,19 +150,6 @@ def serve_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mi
     finally:
         server.shutdown()
         server.server_close()
-
-
-def unpinned(monkeypatch: pytest.MonkeyPatch, name: str, split_name: str, records: int | None) -> DataFile:
-    """Make one split of a registered benchmark unpinned, with `records` as its published count: the
-    situation of a benchmark whose checksums could not be obtained (ResearchQA today), on files we have."""
-    bench = BENCHMARKS[name]
-    assert bench.source is not None
-    split = bench.source.split(split_name)
-    files = tuple(replace(f, sha256=None, size=None) for f in split.files)
-    new_split = replace(split, files=files, records=records)
-    source = replace(bench.source, splits=tuple(new_split if s is split else s for s in bench.source.splits))
-    monkeypatch.setitem(BENCHMARKS, name, replace(bench, source=source))
-    return files[0]
 
 
 def shared(rel: str) -> Path:

@@ -25,6 +25,8 @@ from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
+from .data_helpers import unpinned
+
 runner = CliRunner()
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "decoevo" / "data" / "healthbench_sample.jsonl"
 
@@ -249,7 +251,9 @@ def test_data_fetch_also_fetches_the_official_prompt_and_warns_when_it_cannot(
 ) -> None:
     bench = BENCHMARKS["healthbench"]
     assert bench.source is not None
-    data_file = bench.source.default_split.files[0]  # no pinned checksum: recorded at first fetch
+    # the bundled sample stands in for the pinned upstream file: unpinned, with its own count
+    data_file = unpinned(monkeypatch, "healthbench", bench.source.default_split.name,
+                         records=len(SAMPLE.read_text(encoding="utf-8").splitlines()))
     mirror.put(data_file.url, SAMPLE.read_text(encoding="utf-8"))
     missing = runner.invoke(app, ["data", "fetch", "healthbench"])  # the prompt's files are not served yet
     said = " ".join(missing.output.split())
