@@ -19,6 +19,7 @@ from .data_cli import choose_data as _choose_data
 from .data_cli import data_app
 from .errors import ConfigError, UserError
 from .lm import LMConfig, LMError, ModelSpec
+from .redact import redact
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console(log_path=False)
@@ -44,7 +45,7 @@ MaxCost = typer.Option(None, "--max-cost", min=0.0, help="Stop cleanly after thi
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)  # plain text: keep its [..]
     raise typer.Exit(code)
 
 

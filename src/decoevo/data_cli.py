@@ -18,6 +18,7 @@ from .benchmarks.download import FetchError
 from .benchmarks.record import DataFile
 from .boundary import command_boundary
 from .lm.errors import ConfigError
+from .redact import redact
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
 console = Console(log_path=False)
@@ -25,7 +26,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)
     raise typer.Exit(code)
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from ..fileio import atomic_write_text
 from ..lm.errors import ConfigError
+from ..redact import redact, register_url_secrets
 from .download import FetchError, Progress, download, part_path, sha256_of
 from .record import Benchmark, DataFile, Split
 from .registry import BENCHMARKS, get_benchmark
@@ -47,6 +48,7 @@ def source_url(url: str) -> str:
     mirror = os.environ.get("DECOEVO_DATA_MIRROR")
     if not mirror:
         return url
+    register_url_secrets(mirror)  # its credentials are masked in every message that quotes the URL
     parts = urlsplit(url)
     return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
 
@@ -165,6 +167,7 @@ def resolve_data(data: str, *, on_file: Callable[[DataFile, int | None], Progres
     if data.startswith("hf://"):
         return _from_hub(data)
     if data.startswith(("https://", "http://")):
+        register_url_secrets(data)  # its credentials are masked in every message that quotes the URL
         return _from_url(data, on_file)
     return data
 
@@ -180,7 +183,7 @@ def _from_url(url: str, on_file: Callable[[DataFile, int | None], Progress | Non
     try:
         got = download(source_url(url), dest, recorded, on_progress=progress)
     except FetchError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(redact(str(exc))) from None
     sums.write_text(json.dumps({name: got}) + "\n", encoding="utf-8")
     return str(dest)
 

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .redact import mask_fields
 from .types import BackendRequest, Completion
 
 _SCHEMA = """
@@ -120,6 +121,7 @@ class RequestCache:
     def put(self, key: str, model: str, completion: Completion, *, release: bool = False) -> None:
         """Store an answer; with `release`, end this handle's lease on `key` in the same transaction (one
         commit instead of two on every paid call, and a waiter never sees the lease gone without the answer)."""
+        completion = mask_fields(completion)  # the cache outlives the run: no secret is stored in any field
         row = (key, model, completion.text, completion.prompt_tokens, completion.completion_tokens,
                completion.finish_reason, time.time())
         conn = self._conn()

@@ -109,7 +109,7 @@ class LiteLLMBackend:
                 raise
             self.structured = "none"
             response = await self._litellm.acompletion(**self._kwargs(request))
-        body = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        body = self._redactor.body(response.model_dump() if hasattr(response, "model_dump") else dict(response))
         choices = body.get("choices") or []
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices")

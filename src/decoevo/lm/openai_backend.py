@@ -260,7 +260,8 @@ class OpenAIBackend:
 
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
-            return self._completion(json.loads(raw), request.params.max_tokens)
+            # Every string of the body masked before any field is read: a server may echo the key anywhere.
+            return self._completion(self._redactor.body(json.loads(raw)), request.params.max_tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
             raise RetryableError(f"malformed response body from {self._where}: {exc!r}") from exc
 
@@ -290,13 +291,7 @@ class OpenAIBackend:
         if refusal:
             raise RefusalError(f"model refused: {refusal}")
         usage = body.get("usage") or {}
-        completion = completion_from_message(message, usage, choice.get("finish_reason") or "stop",
-                                             max_tokens)
-        if self._redactor.secrets:  # a server that echoes the key must not get it cached
-            masked = self._redactor.secret_values(completion.text)
-            if masked is not completion.text:
-                completion = replace(completion, text=masked)
-        return completion
+        return completion_from_message(message, usage, choice.get("finish_reason") or "stop", max_tokens)
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .ratelimit import RateInfo
+from .redact import mask_fields
 
 Role = Literal["system", "user", "assistant"]
 
@@ -121,10 +122,12 @@ def usage_count(usage: Any, name: str) -> int:
 
 def checked_completion(completion: Completion) -> Completion:
     """What any backend returned, before it reaches the ledger, the budget and the cache: the counts
-    must be valid (a ValueError otherwise); lone UTF-16 surrogates in the text (invalid Unicode that a
-    JSON reply can carry as `\\ud800`) become U+FFFD, as a decoder would make them."""
+    must be valid (a ValueError otherwise); every secret this process holds is masked in each text field
+    (whichever backend answered); lone UTF-16 surrogates in the text (invalid Unicode that a JSON reply
+    can carry as `\\ud800`) become U+FFFD, as a decoder would make them."""
     for name in ("prompt_tokens", "completion_tokens"):
         usage_count({name: getattr(completion, name)}, name)
+    completion = mask_fields(completion)
     try:
         completion.text.encode("utf-8")
     except UnicodeEncodeError:
