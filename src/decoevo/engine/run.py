@@ -21,6 +21,7 @@ from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
+    RequestLog,
     RunEvent,
     RunLock,
     RunReader,
@@ -61,7 +62,8 @@ class RunResult:
 def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase)
+                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase,
+                    request=record.request_id, estimated=record.estimated)
 
 
 def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
@@ -154,6 +156,7 @@ class Engine:
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
         self.lm.on_call = self._record_call
+        self.lm.journal = RequestLog(self.run.path)  # each paid request on disk before it is sent
         self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
         self._transcribed: set[str] = set()
         self.observer = observer
@@ -222,7 +225,8 @@ class Engine:
             for call in point.paid_after:
                 ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0,
                                    truncated=call.truncated, reasoning_tokens=call.reasoning_tokens,
-                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens))
+                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens),
+                                   estimated=call.estimated)
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
             self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}

@@ -52,6 +52,7 @@ class Usage(EffectiveUsage):
     cost_usd: float = 0.0  # dollars of the paid calls (priced models only)
     inherited_cost_usd: float = 0.0
     unpriced_calls: int = 0  # calls to a model with no price: the dollars are a lower bound
+    estimated_calls: int = 0  # of `calls`, sent without an answer: tokens and dollars are upper bounds
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Usage)))
@@ -76,6 +77,9 @@ class UsageRow(EffectiveUsage):
     cost_usd: float = 0.0  # what the paid calls cost (priced models only)
     inherited_cost_usd: float = 0.0  # what the inherited answers cost whoever paid them
     unpriced_calls: int = 0  # paid or inherited calls to a model with no price: the cost is a lower bound
+    # Of `calls`, requests sent that never brought an answer back (killed, cancelled, timed out): a provider
+    # may bill them, so they count, with their tokens at an upper bound (lm/journal.py).
+    estimated_calls: int = 0
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
 
     def add(self, other: UsageRow) -> None:
@@ -94,6 +98,7 @@ class UsageRow(EffectiveUsage):
         self.cost_usd += other.cost_usd
         self.inherited_cost_usd += other.inherited_cost_usd
         self.unpriced_calls += other.unpriced_calls
+        self.estimated_calls += other.estimated_calls
         for k, v in other.failures.items():
             self.failures[k] = self.failures.get(k, 0) + v
 
@@ -110,9 +115,11 @@ class UsageLedger:
 
     def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float,
                     *, truncated: bool = False, reasoning_tokens: int = 0, reasoning_chars: int = 0,
-                    cost_usd: float | None = 0.0) -> None:
-        """One paid call; `cost_usd` None when the model has no price."""
+                    cost_usd: float | None = 0.0, estimated: bool = False) -> None:
+        """One paid call; `cost_usd` None when the model has no price; `estimated`: sent but never
+        answered, its tokens an upper bound."""
         r = self.row(role, model)
+        r.estimated_calls += estimated
         if cost_usd is None:
             r.unpriced_calls += 1
         else:

@@ -60,6 +60,7 @@ class Completion:
     reasoning_chars: int = 0  # characters of reasoning the reply carried (stripped from `text`)
     reasoning_tokens: int = 0  # of completion_tokens, those the server reports as reasoning
     rate: RateInfo | None = field(default=None, compare=False)  # the reply's rate-limit headers; not cached
+    request_id: str | None = field(default=None, compare=False)  # its write-ahead record (lm/journal.py)
 
     @property
     def truncated(self) -> bool:
@@ -101,6 +102,8 @@ class CallRecord:
     truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
     reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
     cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
+    request_id: str | None = None  # the write-ahead record this paid call completes (lm/journal.py)
+    estimated: bool = False  # sent but never answered: billed at the upper bound of its tokens
 
 
 MAX_USAGE_TOKENS = 10**9  # one reply's count above this is a broken server, not a long answer

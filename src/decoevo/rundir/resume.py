@@ -2,7 +2,9 @@
 
 A kill can leave a torn last line in either log; the event log may also hold events written after the
 last checkpoint (a step that was cut short), which the resumed run writes again, so it is cut back.
-The call log is never cut: a call paid after the checkpoint was paid, and the ledger gets it back.
+The call log is never cut: a call paid after the checkpoint was paid, and the ledger gets it back. A
+request recorded as sent (requests.jsonl) that no answer completed was in flight when the process died:
+a provider billed it, so it is completed now with an estimated call line, and the ledger gets it too.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 
 from .files import UnsafeRunPath, truncate
 from .reader import RunReader, parse_call_lines
-from .records import CALLS, EVENTS, CallLine, Checkpoint
+from .records import CALLS, EVENTS, REQUESTS, CallLine, Checkpoint
+from .requests import unanswered
+from .writer import RunWriter
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,8 @@ def prepare_resume(path: Path | str) -> ResumePoint:
     if root.is_symlink():  # the run's own directory too: its writes would land wherever the link points
         raise UnsafeRunPath(f"{root}: is a symbolic link to {root.resolve()}; resume the run there by its own path")
     _refuse_links(root)
-    _cut_torn_tail(root, CALLS)
-    _cut_torn_tail(root, EVENTS)
+    for rel in (CALLS, EVENTS, REQUESTS):
+        _cut_torn_tail(root, rel)
     reader = RunReader(root)
     checkpoint = reader.checkpoint()
     events = root / EVENTS
@@ -56,6 +60,12 @@ def prepare_resume(path: Path | str) -> ResumePoint:
         return ResumePoint(checkpoint, frozenset(c.key for c in reader.calls(problems=[])), ())
     cut = checkpoint.calls_offset if checkpoint is not None else 0
     data = calls_path.read_bytes() if calls_path.is_file() else b""
+    lost = unanswered(root, parse_call_lines(data, calls_path))
+    if lost:  # completed once, here: the next resume finds them answered by these lines
+        writer = RunWriter(root)
+        for line in lost:
+            writer.record_call(line)
+        data = calls_path.read_bytes()
     before = parse_call_lines(data[:cut], calls_path)
     after = parse_call_lines(data[cut:], calls_path)
     paid_after = tuple(c for c in after if not c.cached)

@@ -16,7 +16,18 @@ from ..domain import Skill
 from ..redact import mask_secrets
 from .events import RunEvent, make_event
 from .files import append_line, atomic_write, dumps_line, sync
-from .records import CALLS, CHECKPOINT, EVENTS, FORMAT_VERSION, LEDGER, SUMMARY, CallLine, Checkpoint, Summary
+from .records import (
+    CALLS,
+    CHECKPOINT,
+    EVENTS,
+    FORMAT_VERSION,
+    LEDGER,
+    REQUESTS,
+    SUMMARY,
+    CallLine,
+    Checkpoint,
+    Summary,
+)
 from .skills import skill_markdown, skill_path
 from .transcripts import TranscriptEntry, append_transcript
 
@@ -75,6 +86,7 @@ class RunWriter:
         return path.stat().st_size if path.exists() else 0
 
     def checkpoint(self, state: dict[str, Any], ledger: dict[str, Any]) -> None:
+        sync(self.path, self.path / REQUESTS)  # so are the requests sent and not yet answered
         sync(self.path, self.path / CALLS)  # the calls this checkpoint counts are on disk before it is
         self.write_json(LEDGER, ledger)
         self.write_model(CHECKPOINT, Checkpoint(state=state, ledger=ledger, events_offset=self._size(EVENTS),
