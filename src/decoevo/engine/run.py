@@ -29,9 +29,11 @@ from ..rundir import (
     StartEvent,
     Summary,
     TranscriptEntry,
+    checkpoint_to_resume,
     prepare_resume,
 )
-from ..rundir.records import INPUTS, PROVENANCE, SPLITS, Inputs
+from ..rundir.reader import RunReadError, validate_record
+from ..rundir.records import CHECKPOINT, INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
@@ -76,6 +78,23 @@ def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry |
                            params={"temperature": p.temperature, "max_tokens": p.max_tokens,
                                    "sample_index": p.sample_index},
                            structured=request.json_schema is not None, reply=record.reply)
+
+
+def checked_checkpoint(run_dir: Path) -> tuple[LoopState, UsageLedger] | None:
+    """The loop state and ledger a resume starts from (None: no step completed), read without writing:
+    a checkpoint that is not a file, does not parse, or holds a wrong field is a RunReadError naming
+    the file and the field, before the resume calls a model or writes a byte."""
+    checkpoint = checkpoint_to_resume(run_dir)
+    if checkpoint is None:
+        return None
+    where = run_dir / CHECKPOINT
+    state = validate_record(LoopState, checkpoint.state, where, prefix="state")
+    try:
+        ledger = UsageLedger.from_dict(checkpoint.ledger)
+    except ValueError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise RunReadError(f"{where}: field 'ledger.{field}': {problem}") from None
+    return state, ledger
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
@@ -216,6 +235,7 @@ class Engine:
 
     def _start(self, resume: bool) -> LoopState:
         if resume:
+            checked_checkpoint(self.run.path)  # before any model call or write
             self._check_inputs()
         point = prepare_resume(self.run.path) if resume else None
         if point is not None:

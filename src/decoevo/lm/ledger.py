@@ -182,13 +182,29 @@ class UsageLedger:
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> UsageLedger:
+        """A ledger from `to_dict`'s form; a ValueError naming the bad field (`rows.2.calls: ...`) when the
+        data is not one. Fields this version does not know are ignored (a newer writer's ledger reads)."""
         ledger = cls()
-        rows = data.get("rows", [])
+        rows = data.get("rows", []) if isinstance(data, dict) else None
         if not isinstance(rows, list):
-            raise ValueError("ledger data has no list of rows")
-        for row in rows:
-            fields = {k: v for k, v in row.items() if k not in {"role", "model", "tokens", "effective_cost_usd"}}
-            ledger.rows[(row["role"], row["model"])] = UsageRow(**fields)
+            raise ValueError("rows: expected a list of rows")
+        known = {f.name: f.type for f in fields(UsageRow)}
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise ValueError(f"rows.{i}: expected an object")
+            for name in ("role", "model"):
+                if not isinstance(row.get(name), str):
+                    raise ValueError(f"rows.{i}.{name}: expected a string, got {row.get(name)!r}")
+            values: dict[str, object] = {}
+            for name, value in row.items():
+                if name == "failures":
+                    if not isinstance(value, dict) or not all(_count(v) for v in value.values()):
+                        raise ValueError(f"rows.{i}.failures: expected counts by category, got {value!r}")
+                elif name in known and name not in ("role", "model") and not _number(value):
+                    raise ValueError(f"rows.{i}.{name}: expected a non-negative number, got {value!r}")
+                if name in known:
+                    values[name] = value
+            ledger.rows[(row["role"], row["model"])] = UsageRow(**values)  # type: ignore[arg-type]
         return ledger
 
     def merge(self, other: UsageLedger) -> None:
@@ -212,6 +228,14 @@ class UsageLedger:
                       str(r.failures.get("refusal", 0)), str(r.failures.get("empty", 0)),
                       dollars(r.cost_usd, r.unpriced_calls), dollars(r.effective_cost_usd, r.unpriced_calls))
         return t
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 and value < float("inf")
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def dollars(amount: float, unpriced_calls: int = 0) -> str:

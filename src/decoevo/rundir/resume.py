@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import UnsafeRunPath, truncate
-from .reader import RunReader, parse_call_lines
-from .records import CALLS, EVENTS, REQUESTS, CallLine, Checkpoint
+from .reader import RunReader, RunReadError, parse_call_lines
+from .records import CALLS, CHECKPOINT, EVENTS, REQUESTS, CallLine, Checkpoint
 from .requests import unanswered
 from .writer import RunWriter
 
@@ -40,6 +40,18 @@ def _refuse_links(root: Path) -> None:
     if links:
         raise UnsafeRunPath(f"{links[0]}: is a symbolic link; decoevo does not write through links inside a run "
                             f"directory ({len(links)} found); replace them with regular files to resume")
+
+
+def checkpoint_to_resume(path: Path | str) -> Checkpoint | None:
+    """The checkpoint a resume starts from, read without writing anything (None: no step completed).
+    Something else in its place (a directory, a link, a file that does not parse or has a wrong field) is
+    a RunReadError naming it: a resume that took it for "no checkpoint" would pay for every step again."""
+    file = Path(path) / CHECKPOINT
+    if file.is_symlink() or (file.exists() and not file.is_file()):
+        kind = "a symbolic link" if file.is_symlink() else "a directory" if file.is_dir() else "not a regular file"
+        raise RunReadError(f"{file}: is {kind}, not a checkpoint file; put the run's checkpoint.json back "
+                           "to resume it")
+    return RunReader(path).checkpoint()
 
 
 def prepare_resume(path: Path | str) -> ResumePoint:
