@@ -22,7 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from decoevo.redact import MASK, mask_secrets, redact, register_url_secrets
+from decoevo.redact import (
+    MASK,
+    PARTIAL,
+    mask_secrets,
+    redact,
+    register_environment_secrets,
+    register_url_secrets,
+)
 from decoevo.testing.leaky_server import LeakyServer
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import write_toy_questions
@@ -205,3 +212,69 @@ def test_redaction_masks_registered_secrets_and_url_credentials() -> None:
         assert redact(redact(text)) == want  # masking twice changes nothing
     data = json.dumps({"a": [token, {"b": f"x {token}"}], token: 1})
     assert token not in redact(data)
+
+
+async def test_a_key_cut_by_an_error_bodys_length_limit_is_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that quotes the key where the error message is cut (300 characters) leaves a prefix of it:
+    masked from its first PARTIAL characters on."""
+    from decoevo.lm import LM, LMConfig, LMError, Message, ModelSpec
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+
+    key = secret("cut")
+    monkeypatch.setenv("DECOEVO_TEST_KEY", key)
+    server = FakeOpenAI(lambda body, n: Reply(status=401, error_message="x" * 280 + f" {key} is not valid"))
+    with serve_app(server.app()) as url:
+        spec = ModelSpec(backend="openai", model="m", base_url=f"{url}/v1", api_key_env="DECOEVO_TEST_KEY")
+        async with LM(LMConfig(models={"default": spec}, use_cache=False)) as lm:
+            with pytest.raises(LMError) as caught:
+                await lm.complete([Message("user", "q")], role="solve")
+    assert "401" in str(caught.value) and MASK in str(caught.value)
+    assert key[:PARTIAL] not in str(caught.value)
+
+
+def test_credentials_in_the_environment_and_old_cache_rows_are_masked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from decoevo.lm import ModelSpec
+    from decoevo.lm.cache import RequestCache
+    from decoevo.lm.types import Completion
+
+    provider_key, old_key = secret("provider"), secret("old")
+    register_environment_secrets(
+        {"ANTHROPIC_API_KEY": provider_key, "MAX_TOKENS": "100000", "TOKENIZERS_PARALLELISM": "false"}
+    )
+    assert mask_secrets(f"{provider_key} 100000 false") == f"{MASK} 100000 false"
+    # A row cached unmasked (before the key was known, or by an older version) comes out masked.
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        db.execute("INSERT INTO completions VALUES (?, ?, ?, ?, ?, ?, ?)", ("k", "m", f"a {old_key}", 1, 1, old_key, 0))
+    assert cache.get("k") == Completion(f"a {old_key}", 1, 1, old_key)  # not known yet: nothing to mask
+    monkeypatch.setenv("OLD_KEY_ENV", old_key)
+    spec = ModelSpec(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", api_key_env="OLD_KEY_ENV")
+    assert spec.read_api_key() == old_key  # reading the key registers it
+    assert cache.get("k") == Completion(f"a {MASK}", 1, 1, MASK)
+    cache.close()
+
+
+def test_a_debug_traceback_shows_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DECOEVO_DEBUG=1 lets the traceback through; its messages are masked first, the whole chain."""
+    import traceback
+
+    from decoevo.boundary import DEBUG_ENV, run_guarded
+
+    monkeypatch.setenv(DEBUG_ENV, "1")
+    password = secret("debug")
+
+    def fail() -> None:
+        try:
+            raise OSError(f"cannot reach http://u:{password}@mirror.example/x")
+        except OSError as exc:
+            raise RuntimeError(f"download of https://h.example/f?sig={password} failed") from exc
+
+    def never(message: str, code: int) -> None:
+        raise AssertionError("the debug path raises")
+
+    with pytest.raises(RuntimeError) as caught:
+        run_guarded(fail, never)  # type: ignore[arg-type]
+    printed = "".join(traceback.format_exception(caught.value))
+    assert "mirror.example" in printed and password not in printed

@@ -62,6 +62,14 @@ def _describe(exc: BaseException) -> Failure:
                    f"set {DEBUG_ENV}=1 to see the traceback", 1)
 
 
+def _redact_chain(exc: BaseException | None) -> None:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
+        exc = exc.__cause__ or exc.__context__
+
+
 def debug() -> bool:
     return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
@@ -74,6 +82,7 @@ def run_guarded(fn: Callable[[], Any], fail: Callable[[str, int], NoReturn]) -> 
         raise
     except Exception as exc:
         if debug():
+            _redact_chain(exc)  # the traceback Python prints shows messages without secrets
             raise
         failure = describe(exc)
         fail(failure.message, failure.code)

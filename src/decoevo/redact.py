@@ -14,6 +14,7 @@ This module imports nothing of decoevo, so every layer (the run directory's writ
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import urllib.parse
@@ -36,6 +37,14 @@ SENSITIVE_HEADERS = frozenset(
 )
 # Shorter values are not registered: a three-letter "secret" would blank unrelated text everywhere.
 MIN_SECRET = 6
+# A secret's first PARTIAL characters mark a cut copy of it (a server's error body is quoted up to a length,
+# and the key may straddle the cut): from there, as far as the text follows the secret, it is masked. What
+# stays visible is at most a well-known prefix ("sk-proj-") and a few characters: nothing usable.
+PARTIAL = 12
+# Environment variables whose names say they hold a credential: their values are registered by
+# `register_environment_secrets` (a provider's key LiteLLM reads itself, a token a library sends).
+_CREDENTIAL_NAMES = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
+_MIN_ENV_SECRET = 12  # an environment value this long under such a name is no flag or small number
 
 # A URL runs to the next space or quote; punctuation that ends a sentence or a bracket is not part of it.
 _URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s'\"<>`]*[^\s'\"<>`:,.;)])")
@@ -65,6 +74,14 @@ def known_secrets() -> tuple[str, ...]:
     return _known
 
 
+def register_environment_secrets(environ: dict[str, str] | None = None) -> None:
+    """Register the values of environment variables named like credentials (`OPENAI_API_KEY`,
+    `ANTHROPIC_API_KEY`, `HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, ...)."""
+    for name, value in (os.environ if environ is None else environ).items():
+        if _CREDENTIAL_NAMES.search(name) and len(value.strip()) >= _MIN_ENV_SECRET and " " not in value.strip():
+            register_secret(value)
+
+
 def register_url_secrets(url: str) -> None:
     """Register the credentials a URL carries: the password of its `user:password@` (the user name too
     when there is no password: a token is often passed as `https://TOKEN@host`) and its query values."""
@@ -90,7 +107,21 @@ def mask_secrets(text: str, extra: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
+        if len(secret) > PARTIAL and secret[:PARTIAL] in text:
+            text = _mask_cut_copies(text, secret)
     return text
+
+
+def _mask_cut_copies(text: str, secret: str) -> str:
+    """Each place where `secret`'s first PARTIAL characters start, masked as far as the text follows it."""
+    out, start = [], 0
+    while (at := text.find(secret[:PARTIAL], start)) != -1:
+        end = at + PARTIAL
+        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
+            end += 1
+        out += [text[start:at], MASK]
+        start = end
+    return "".join(out) + text[start:]
 
 
 def _masked_pairs(text: str) -> str:

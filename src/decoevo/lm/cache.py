@@ -116,7 +116,9 @@ class RequestCache:
         ).fetchone()
         if row is None:
             return None
-        return Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2], finish_reason=row[3])
+        # Masked again: an answer cached before a secret was known (or by an older version) carries none out.
+        return mask_fields(Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2],
+                                      finish_reason=row[3]))
 
     def put(self, key: str, model: str, completion: Completion, *, release: bool = False) -> None:
         """Store an answer; with `release`, end this handle's lease on `key` in the same transaction (one

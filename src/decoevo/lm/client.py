@@ -16,6 +16,7 @@ from typing import TypeVar, cast, overload
 
 from pydantic import BaseModel
 
+from ..redact import register_environment_secrets
 from .backend import Backend
 from .budget import Budget, BudgetExceeded, InFlight
 from .cache import RequestCache, default_cache_path, request_key
@@ -89,6 +90,7 @@ class LM:
         on_call: Callable[[CallRecord], None] | None = None,
     ) -> None:
         self.config = config or LMConfig()
+        register_environment_secrets()  # a provider key a library reads itself is masked like ours
         self._backends: dict[str, Backend] = dict(backends or {})
         self._limiters: dict[str, AdaptiveLimiter] = {}
         # A sweep's cells share each server's concurrency (DECOEVO_SHARED_SLOTS); None outside a sweep.
