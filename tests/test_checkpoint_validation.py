@@ -54,6 +54,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
                              "state.generator.text"),
     "a ledger row without a model": (edit_state("ledger", {"rows": [{"role": "solve", "calls": 1}]}),
                                      "ledger.rows.0"),
+    "a call log that is a directory": (lambda path: into_directory(path.parent / "calls.jsonl"), "calls.jsonl"),
 }
 
 
@@ -91,7 +92,8 @@ def test_a_bad_checkpoint_is_refused_before_any_call_or_write(case: str, finishe
                               timeout=300, env=env)
     message = "".join(proc.stderr.split())  # the terminal wraps long lines anywhere
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"{run}/checkpoint.json:" in message and "".join(named.split()) in message, proc.stderr
+    file = "calls.jsonl" if named == "calls.jsonl" else "checkpoint.json"
+    assert f"{run}/{file}:" in message and "".join(named.split()) in message, proc.stderr
     assert "internal error" not in message and "Traceback" not in proc.stderr
     assert server.requests == [], f"{len(server.requests)} model calls before the refusal"
     assert snapshot(run) == before  # nothing written, nothing cut

@@ -351,12 +351,13 @@ class LM:
                     self._paying += 1  # no await since the check: no other call passes it meanwhile
                     reserved = True
                 started = time.monotonic()
-                # On disk before the request leaves: if this process dies now, a resume still bills it.
-                sent = self.journal.sent(key, role, model_name, prompt_token_bound(request),
-                                         request.params.max_tokens) if self.journal is not None else None
+                sent: str | None = None
                 try:
                     answered = False
                     try:
+                        if self.journal is not None:  # on disk before the request leaves: a kill now is billed
+                            sent = self.journal.sent(key, role, model_name, prompt_token_bound(request),
+                                                     request.params.max_tokens)
                         completion = await self._send(backend, model_name, request)
                         answered = True
                         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .files import UnsafeRunPath, truncate
 from .reader import RunReader, RunReadError, parse_call_lines
-from .records import CALLS, CHECKPOINT, EVENTS, REQUESTS, CallLine, Checkpoint
+from .records import CALLS, CHECKPOINT, EVENTS, LEDGER, REQUESTS, CallLine, Checkpoint
 from .requests import unanswered
 from .writer import RunWriter
 
@@ -46,11 +46,11 @@ def checkpoint_to_resume(path: Path | str) -> Checkpoint | None:
     """The checkpoint a resume starts from, read without writing anything (None: no step completed).
     Something else in its place (a directory, a link, a file that does not parse or has a wrong field) is
     a RunReadError naming it: a resume that took it for "no checkpoint" would pay for every step again."""
-    file = Path(path) / CHECKPOINT
-    if file.is_symlink() or (file.exists() and not file.is_file()):
-        kind = "a symbolic link" if file.is_symlink() else "a directory" if file.is_dir() else "not a regular file"
-        raise RunReadError(f"{file}: is {kind}, not a checkpoint file; put the run's checkpoint.json back "
-                           "to resume it")
+    for rel in (CHECKPOINT, CALLS, EVENTS, REQUESTS, LEDGER):  # read, then appended to or replaced
+        file = Path(path) / rel
+        if file.is_symlink() or (file.exists() and not file.is_file()):
+            kind = "a symbolic link" if file.is_symlink() else "a directory" if file.is_dir() else "not a regular file"
+            raise RunReadError(f"{file}: is {kind}, not the run's {rel}; put the run's own file back to resume it")
     return RunReader(path).checkpoint()
 
 
