@@ -278,3 +278,22 @@ def test_a_debug_traceback_shows_no_secret(monkeypatch: pytest.MonkeyPatch) -> N
         run_guarded(fail, never)  # type: ignore[arg-type]
     printed = "".join(traceback.format_exception(caught.value))
     assert "mirror.example" in printed and password not in printed
+
+
+def test_a_sweep_cells_failure_is_kept_without_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cell's unexpected error goes to its log, its outcome and the sweep's status: all masked."""
+    from decoevo.sweep import cell
+
+    password = secret("cell")
+
+    def crash(request: object, run_dir: Path) -> str:
+        raise RuntimeError(f"mirror http://u:{password}@mirror.example/x refused")
+
+    monkeypatch.setattr(cell, "_train", crash)
+    request = cell.CellRequest(cell_id="c0", run_dir=str(tmp_path / "run"), config={}, threads=1)
+    outcome = cell.run_cell(request)
+    printed = capsys.readouterr()
+    assert not outcome.ok and outcome.error is not None and "mirror.example" in outcome.error
+    assert password not in outcome.error + printed.out + printed.err
