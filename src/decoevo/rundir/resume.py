@@ -81,4 +81,6 @@ def prepare_resume(path: Path | str) -> ResumePoint:
     before = parse_call_lines(data[:cut], calls_path)
     after = parse_call_lines(data[cut:], calls_path)
     paid_after = tuple(c for c in after if not c.cached)
-    return ResumePoint(checkpoint, frozenset(c.key for c in before) | {c.key for c in paid_after}, paid_after)
+    # An estimated line is a bill without an answer: its key was not obtained, a later hit on it is not own.
+    own = frozenset(c.key for c in (*before, *paid_after) if not c.estimated)
+    return ResumePoint(checkpoint, own, paid_after)
