@@ -297,3 +297,24 @@ def test_a_sweep_cells_failure_is_kept_without_secrets(
     printed = capsys.readouterr()
     assert not outcome.ok and outcome.error is not None and "mirror.example" in outcome.error
     assert password not in outcome.error + printed.out + printed.err
+
+
+def test_a_report_over_an_older_runs_unmasked_key_masks_the_key_of_the_environment(tmp_path: Path) -> None:
+    """A run written before this masking existed may hold the key in its skills; a report made where the
+    key is set (OPENAI_API_KEY) does not carry it into the HTML."""
+    from decoevo.testing.toy_server import toy_run_args, toy_server
+
+    key = secret("older")
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    env["DECOEVO_CACHE"] = str(tmp_path / "cache.sqlite")
+    with serve_app(toy_server().app()) as url:
+        run = cli(toy_run_args(f"{url}/v1", data, tmp_path / "runs", "older", steps=1), env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    run_dir = tmp_path / "runs" / "older"
+    for skill in (run_dir / "skills").rglob("v*.md"):  # what an older version may have written
+        skill.write_text(skill.read_text() + f"\nThe key is {key}.\n")
+    report = cli(["report", str(run_dir), "-o", str(tmp_path / "report.html")], {**env, "OPENAI_API_KEY": key})
+    assert report.returncode == 0, report.stdout + report.stderr
+    html = (tmp_path / "report.html").read_text()
+    assert "The key is" in html and key not in html

@@ -20,7 +20,7 @@ import typer
 
 from .errors import UserError
 from .lm import LMError
-from .redact import redact
+from .redact import redact, register_environment_secrets
 
 DEBUG_ENV = "DECOEVO_DEBUG"
 
@@ -33,6 +33,7 @@ class Failure:
 
 def describe(exc: BaseException) -> Failure:
     failure = _describe(exc)
+    register_environment_secrets()  # a credential in the environment is masked even if nothing read it yet
     failure = Failure(redact(failure.message), failure.code)  # no key, URL password or token is printed
     if "\n" in failure.message or "\r" in failure.message:  # one line, whatever a parser or the data said
         return Failure(" ".join(failure.message.split()), failure.code)
