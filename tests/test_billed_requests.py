@@ -97,17 +97,23 @@ class Journal:
 
 async def test_each_attempt_is_recorded_before_sending_and_completed_by_how_it_ended() -> None:
     """An error status settles a request (nothing billed); an answer completes it through its call record;
-    a call cancelled in flight is billed as an estimate (prompt bound, whole max_tokens), marked as such."""
+    a success whose body cannot be read, and a call cancelled in flight, are billed as an estimate (prompt
+    bound, whole max_tokens), marked as such."""
     import asyncio
 
     from decoevo.lm import LM, GenParams, LMConfig, Message, ModelSpec
     from decoevo.lm.journal import prompt_token_bound
     from decoevo.lm.types import BackendRequest
 
+    garbled: list[int] = []
+
     def reply(body: dict, n: int) -> Reply:
         text = body["messages"][-1]["content"]
         if text == "flaky" and n == 0:
             return Reply(status=500)
+        if text == "garbled" and not garbled:
+            garbled.append(n)
+            return Reply(raw_body='{"choices": [{"message": {"content": "cut')
         if text == "bad":
             return Reply(status=400, error_message="no such parameter")
         return Reply(content="ok", delay_s=2 if text == "slow" else 0)
@@ -123,18 +129,19 @@ async def test_each_attempt_is_recorded_before_sending_and_completed_by_how_it_e
             assert (await lm.complete([Message("user", "flaky")], role="solve", params=params)).text == "ok"
             with pytest.raises(Exception, match="400"):
                 await lm.complete([Message("user", "bad")], role="solve", params=params)
+            assert (await lm.complete([Message("user", "garbled")], role="solve", params=params)).text == "ok"
             slow = asyncio.create_task(lm.complete([Message("user", "slow")], role="judge", params=params))
-            while len(server.requests) < 4:
+            while len(server.requests) < 6:
                 await asyncio.sleep(0.01)
             slow.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await slow
-    # flaky: a 500 (settled) then an answer; bad: a 400 (settled); slow: cancelled in flight
-    assert journal.requests == ["r0", "r1", "r2", "r3"] and journal.ended == ["r0", "r2"]
-    answered, estimated = records
-    assert answered.request_id == "r1" and not answered.estimated and answered.completion_tokens > 0
+    # flaky: a 500 (settled), then an answer; bad: a 400 (settled); garbled: an unreadable success (billed),
+    # then an answer; slow: cancelled in flight (billed)
+    assert journal.requests == [f"r{i}" for i in range(6)] and journal.ended == ["r0", "r2"]
+    assert [(r.request_id, r.estimated) for r in records] == [("r1", False), ("r3", True), ("r4", False), ("r5", True)]
+    assert records[0].completion_tokens > 0 and records[1].role == "solve" and records[3].role == "judge"
     bound = prompt_token_bound(BackendRequest("default", (Message("user", "slow"),), params))
-    assert (estimated.request_id, estimated.estimated, estimated.role) == ("r3", True, "judge")
-    assert (estimated.prompt_tokens, estimated.completion_tokens) == (bound, 77)
+    assert (records[3].prompt_tokens, records[3].completion_tokens) == (bound, 77)
     total = lm.ledger.total()
-    assert total.calls == 2 and total.estimated_calls == 1
+    assert total.calls == 4 and total.estimated_calls == 2

@@ -413,13 +413,14 @@ class LM:
                     key: str, request: BackendRequest) -> None:
         """Complete the write-ahead record of a request that brought no usable answer. It is billed, at
         the upper bound of its tokens, when a provider may have charged for it: an answer we cannot use
-        (empty, refused, unusable counts), a timeout after the connection was made, a cancelled call (a
-        Ctrl-C, a stopped step). An error status, or no connection at all, bills nothing."""
+        (empty, refused, unreadable, unusable counts), a connection dropped mid-reply, a timeout after the
+        connection was made, a cancelled call (a Ctrl-C, a stopped step). An error status, or no
+        connection at all, bills nothing."""
         if sent is None or self.journal is None:
             return
         billed = (answered or isinstance(exc, EmptyReplyError | RefusalError)
                   or (isinstance(exc, RequestTimeout) and exc.which != "connect")
-                  or not isinstance(exc, InfrastructureError))
+                  or getattr(exc, "may_be_billed", False) or not isinstance(exc, InfrastructureError))
         if not billed:
             self.journal.settled(sent)
             return
