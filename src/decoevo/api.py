@@ -32,12 +32,12 @@ from .api_args import (
 )
 from .domain import Question
 from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
-from .engine.run import Engine, RunResult
+from .engine.run import Engine, RunResult, checked_checkpoint
 from .engine.state import LoopState
 from .errors import ArgumentError, ConfigError
 from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
-from .rundir import RunEvent, RunReader
-from .rundir.records import CALLS, CHECKPOINT, CONFIG, QUESTIONS
+from .rundir import RunEvent, RunReader, RunReadError
+from .rundir.records import CALLS, CHECKPOINT, CONFIG, LEDGER, QUESTIONS
 
 TASK_SPEC = "task_spec.txt"
 
@@ -249,11 +249,16 @@ async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
 
 def finished_result(reader: RunReader) -> RunResult | None:
     """The result of a run that finished all its steps, read from disk (resuming it does nothing)."""
-    summary, checkpoint = reader.summary(), reader.checkpoint()
-    if summary is None or summary.run_status != "finished" or checkpoint is None:
+    summary, checked = reader.summary(), checked_checkpoint(reader.path)
+    if summary is None or summary.run_status != "finished" or checked is None:
         return None
-    return RunResult(reader.path, LoopState.model_validate(checkpoint.state),
-                     UsageLedger.from_dict(reader.ledger() or checkpoint.ledger))
+    state, ledger = checked
+    written = reader.ledger()  # the ledger at the finish (it counts calls made after the last checkpoint)
+    try:
+        return RunResult(reader.path, state, UsageLedger.from_dict(written) if written else ledger)
+    except ValueError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise RunReadError(f"{reader.path / LEDGER}: field '{field}': {problem}") from None
 
 
 def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False,

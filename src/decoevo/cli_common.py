@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .boundary import command_boundary, run_guarded
+from .redact import redact
 
 console = Console(log_path=False)
 err_console = Console(stderr=True)
@@ -18,7 +19,7 @@ err_console = Console(stderr=True)
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)  # plain text: keep its [..]
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)  # plain text: keep its [..]
     raise typer.Exit(code)
 
 

@@ -19,6 +19,7 @@ from .benchmarks.record import DataFile
 from .boundary import command_boundary
 from .display import print_json, show_table
 from .lm.errors import ConfigError
+from .redact import redact
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
 console = Console(log_path=False)
@@ -26,7 +27,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -58,7 +59,7 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tup
 
 
 def _notice(message: str) -> None:
-    err_console.print(f"[yellow]note:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[yellow]note:[/] {escape(redact(message))}", highlight=False)
 
 
 @data_app.command("list")

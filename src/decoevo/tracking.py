@@ -30,6 +30,7 @@ from . import __version__
 from .engine.state import LoopState
 from .errors import UserError
 from .lm import CallRecord
+from .redact import mask_secrets, register_url_secrets
 from .rundir import (
     FinishEvent,
     InnerStepEvent,
@@ -75,13 +76,14 @@ class MlflowTracker:
         except ImportError:
             raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
         self.run_dir = Path(run_dir).resolve()
-        self.client = client or MlflowClient(tracking_uri=tracking_uri)  # None: MLFLOW_TRACKING_URI or default
         name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
-        try:
+        try:  # the client too: MLflow refuses some stores as it is made (a file store, a driver missing)
+            self.client = client or MlflowClient(tracking_uri=tracking_uri)  # None: MLFLOW_TRACKING_URI or default
             experiment_id = self._experiment(name)
             self.run_id, self._new = self._open_run(experiment_id)
         except Exception as exc:  # before the run starts: a wrong URI is the user's to fix
-            raise UserError(f"MLflow tracking ({self.client.tracking_uri}): {type(exc).__name__}: {exc}") from None
+            where = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "the default store"
+            raise UserError(f"MLflow tracking ({where}): {type(exc).__name__}: {exc}") from None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoevo-mlflow")
         self._lock = threading.Lock()
         self._failed = False
@@ -206,11 +208,11 @@ class MlflowTracker:
         reader = RunReader(self.run_dir)
         config = reader.config_dict()
         if self._new:  # a continued MLflow run has them already
-            params = [Param(k, v) for k, v in flatten(config).items()]
+            params = [Param(k, mask_secrets(v)) for k, v in flatten(config).items()]
             for i in range(0, len(params), _BATCH):
                 self.client.log_batch(self.run_id, params=params[i:i + _BATCH])
-            self.client.log_text(self.run_id, solver, f"skills/solver/v{solver_v:03d}.md")
-            self.client.log_text(self.run_id, generator, f"skills/generator/v{generator_v:03d}.md")
+            self._text(solver, f"skills/solver/v{solver_v:03d}.md")
+            self._text(generator, f"skills/generator/v{generator_v:03d}.md")
             if reader.has(PROVENANCE):
                 self.client.log_artifact(self.run_id, str(self.run_dir / PROVENANCE))
         tags = {"decoevo.method": config.get("method"), "decoevo.seed": config.get("seed")}
@@ -219,14 +221,17 @@ class MlflowTracker:
     def _log_step(self, step: int, metrics: dict[str, float], skill: str | None, text: str) -> None:
         self._log_metrics(metrics, step)
         if skill is not None:
-            self.client.log_text(self.run_id, text, skill)
+            self._text(text, skill)
 
     def _log_round(self, index: int, step: int, metrics: dict[str, float], decision: dict[str, Any],
                    skill: str | None, text: str) -> None:
         self._log_metrics(metrics, step)
-        self.client.log_text(self.run_id, json.dumps(decision, indent=1), f"decisions/round_{index:03d}.json")
+        self._text(json.dumps(decision, indent=1), f"decisions/round_{index:03d}.json")
         if skill is not None:
-            self.client.log_text(self.run_id, text, skill)
+            self._text(text, skill)
+
+    def _text(self, text: str, artifact: str) -> None:
+        self.client.log_text(self.run_id, mask_secrets(text), artifact)  # a store outside the run: no secret in it
 
     def _log_finish(self) -> None:
         for rel in (FINAL_SKILL, SUMMARY):
@@ -273,4 +278,7 @@ def make_tracker(kind: str | None, uri: str | None) -> Callable[[Path], MlflowTr
         return None
     if kind not in TRACKERS:
         raise UserError(f"--track {kind!r}: choose one of: {', '.join(TRACKERS)}")
+    for given in (uri, os.environ.get("MLFLOW_TRACKING_URI")):  # a tracking server's credentials stay unprinted
+        if given:
+            register_url_secrets(given)
     return lambda run_dir: MlflowTracker(run_dir, tracking_uri=uri)

@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import UserError
 from ..fileio import atomic_write_text
 from ..lm.errors import ConfigError
+from ..redact import redact, register_url_secrets
 from .download import FetchError, Progress, Unreachable, download, part_path, sha256_of, shown, unchanged
 from .record import Benchmark, DataFile, Split
 from .registry import BENCHMARKS, get_benchmark
@@ -74,6 +75,7 @@ def source_url(url: str) -> str:
     mirror = os.environ.get("DECOEVO_DATA_MIRROR")
     if not mirror:
         return url
+    register_url_secrets(mirror)  # its credentials are masked in every message that quotes the URL
     check_url(mirror, "DECOEVO_DATA_MIRROR")
     parts = urlsplit(url)
     return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
@@ -265,6 +267,7 @@ def resolve_data(data: str, *, on_file: Callable[[DataFile, int | None], Progres
     if data.startswith("hf://"):
         return _from_hub(data)
     if data.startswith(("https://", "http://")):
+        register_url_secrets(data)  # its credentials are masked in every message that quotes the URL
         return _from_url(data, on_file, validate, on_notice)
     return data
 
@@ -307,7 +310,7 @@ def _from_url(url: str, on_file: Callable[[DataFile, int | None], Progress | Non
     except Unreachable as exc:
         raise ConfigError(f"{exc}; {offline_hint(None)}") from None
     except FetchError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError(redact(str(exc))) from None
     if validate is not None:
         try:
             validate(incoming)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..fileio import sha256_file as sha256_of  # the name the data store and its tests use
+from ..redact import redact_url
 
 CHUNK = 1 << 16
 ATTEMPTS = 4  # one first try and three resumes
@@ -56,14 +57,9 @@ def looks_like_html(head: bytes) -> bool:
 
 
 def shown(url: str) -> str:
-    """A URL as messages print it: without a user name or password, and on one line. (A stand-in for
-    the project-wide redaction function; replace when that lands.)"""
+    """A URL as messages print it: its credentials masked (decoevo.redact), and on one line."""
     one_line = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in url)
-    scheme, sep, rest = one_line.partition("://")
-    if not sep:
-        return one_line
-    host, slash, path = rest.partition("/")
-    return f"{scheme}://{'***@' + host.rsplit('@', 1)[1] if '@' in host else host}{slash}{path}"
+    return redact_url(one_line)
 
 
 def _mib(n: int) -> str:

@@ -21,6 +21,7 @@ from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
+    RequestLog,
     ResumeEvent,
     RunEvent,
     RunLock,
@@ -29,9 +30,11 @@ from ..rundir import (
     StartEvent,
     Summary,
     TranscriptEntry,
+    checkpoint_to_resume,
     prepare_resume,
 )
-from ..rundir.records import INPUTS, PROVENANCE, SPLITS, Inputs
+from ..rundir.reader import RunReadError, validate_record
+from ..rundir.records import CHECKPOINT, INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
@@ -63,7 +66,8 @@ class RunResult:
 def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase)
+                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase,
+                    request=record.request_id, estimated=record.estimated)
 
 
 def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
@@ -76,6 +80,23 @@ def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry |
                            params={"temperature": p.temperature, "max_tokens": p.max_tokens,
                                    "sample_index": p.sample_index},
                            structured=request.json_schema is not None, reply=record.reply)
+
+
+def checked_checkpoint(run_dir: Path) -> tuple[LoopState, UsageLedger] | None:
+    """The loop state and ledger a resume starts from (None: no step completed), read without writing:
+    a checkpoint that is not a file, does not parse, or holds a wrong field is a RunReadError naming
+    the file and the field, before the resume calls a model or writes a byte."""
+    checkpoint = checkpoint_to_resume(run_dir)
+    if checkpoint is None:
+        return None
+    where = run_dir / CHECKPOINT
+    state = validate_record(LoopState, checkpoint.state, where, prefix="state")
+    try:
+        ledger = UsageLedger.from_dict(checkpoint.ledger)
+    except ValueError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise RunReadError(f"{where}: field 'ledger.{field}': {problem}") from None
+    return state, ledger
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
@@ -162,6 +183,7 @@ class Engine:
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
         self.lm.on_call = self._record_call
+        self.lm.journal = RequestLog(self.run.path)  # each paid request on disk before it is sent
         self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
         self._transcribed: set[str] = set()
         self.observer = observer
@@ -238,6 +260,7 @@ class Engine:
 
     def _start(self, resume: bool) -> LoopState:
         if resume:
+            checked_checkpoint(self.run.path)  # before any model call or write
             self._check_inputs()
         point = prepare_resume(self.run.path) if resume else None
         if point is not None:
@@ -247,7 +270,8 @@ class Engine:
             for call in point.paid_after:
                 ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0,
                                    truncated=call.truncated, reasoning_tokens=call.reasoning_tokens,
-                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens))
+                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens),
+                                   estimated=call.estimated)
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
             self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..redact import register_secret
 from .errors import ConfigError
 
 DEFAULT_MODEL = "default"
@@ -111,6 +112,10 @@ class ModelSpec(BaseModel):
             # The URL is written to config.yaml and is part of the cache namespace: no secret may ride in it.
             raise ValueError("base_url must not carry credentials (user:password@host); put the key in the "
                              f"variable named by api_key_env (${self.api_key_env}) or in api_key_file")
+        if self.base_url and (urlsplit(self.base_url).query or urlsplit(self.base_url).fragment):
+            # `/chat/completions` is appended to the path, so a query could never work, and it may hold a token.
+            raise ValueError("base_url must not carry a query string or fragment (?...#...); give the server's "
+                             "address only, e.g. https://host/v1, and the key through api_key_env or api_key_file")
         return self
 
     def identity(self) -> str:
@@ -126,9 +131,12 @@ class ModelSpec(BaseModel):
             path = Path(self.api_key_file).expanduser()
             if not path.is_file():
                 raise ConfigError(f"api_key_file {path} does not exist; create it or set {self.api_key_env}.")
-            return path.read_text(encoding="utf-8").strip()
+            key = path.read_text(encoding="utf-8").strip()
+        else:
+            key = os.environ.get(self.api_key_env, "")
+        register_secret(key)  # from now on masked in everything this process stores or prints
         # Local servers accept any key; a placeholder keeps the bearer token well-formed.
-        return os.environ.get(self.api_key_env, "") or "not-needed"
+        return key or "not-needed"
 
 
 class LMConfig(BaseModel):

@@ -109,7 +109,7 @@ class LiteLLMBackend:
                 raise
             self.structured = "none"
             response = await self._litellm.acompletion(**self._kwargs(request))
-        body = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        body = self._redactor.body(response.model_dump() if hasattr(response, "model_dump") else dict(response))
         choices = body.get("choices") or []
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices")
@@ -118,7 +118,7 @@ class LiteLLMBackend:
             completion = completion_from_message(choice.get("message") or {}, body.get("usage") or {},
                                                  choice.get("finish_reason") or "stop", request.params.max_tokens)
         except (ValueError, TypeError) as exc:
-            raise RetryableError(f"malformed response from {self._where}: {exc}") from exc
+            raise RetryableError(f"malformed response from {self._where}: {exc}", may_be_billed=True) from exc
         return completion
 
     def _translate(self, exc: Exception) -> LMError:

@@ -12,6 +12,7 @@ from markupsafe import Markup, escape
 
 from ..analysis.stats import MeanStd
 from ..fileio import atomic_write_text
+from ..redact import mask_secrets, register_environment_secrets
 from .labels import benchmark_label, method_color, method_description, method_label
 from .model import Report
 
@@ -112,5 +113,6 @@ def render(report: Report) -> str:
 def write(report: Report, output: Path | str) -> Path:
     """Render and write atomically (a reader never opens half a report)."""
     path = Path(output)
-    atomic_write_text(path, render(report), fsync=False)
+    register_environment_secrets()  # runs made by an older version may hold a key this process has
+    atomic_write_text(path, mask_secrets(render(report)), fsync=False)
     return path

@@ -18,6 +18,7 @@ CONFIG = "config.yaml"
 SPLITS = "splits.json"
 EVENTS = "events.jsonl"
 CALLS = "calls.jsonl"
+REQUESTS = "requests.jsonl"  # the write-ahead record of paid requests (rundir/requests.py)
 LEDGER = "ledger.json"
 CHECKPOINT = "checkpoint.json"
 SUMMARY = "summary.json"
@@ -99,6 +100,8 @@ class CallLine(_Record):
     truncated: bool = False  # the reply hit max_tokens
     reasoning_tokens: int = 0  # of completion_tokens, the model's reasoning (stripped from the reply)
     phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
+    request: str | None = None  # the write-ahead record (requests.jsonl) this paid call completes
+    estimated: bool = False  # sent but never answered: its tokens are upper bounds (lm/journal.py)
 
 
 # ---- evaluation records (RUN/eval/, docs/evaluation-files.md) ---------------------------------------
