@@ -209,3 +209,16 @@ def test_a_run_from_the_world_over_http_is_evaluated_and_reported_like_any_other
     reported = runner.invoke(app, ["report", str(run_dir), "-o", str(out)])
     assert reported.exit_code == 0, reported.output
     assert "decoevo" in out.read_text()
+
+
+def test_expected_gold_is_the_mean_gold_of_sampled_answers():
+    world = TruthWorld(seed=2)
+    text = render_skill("Cover these.", world.tags("base") + world.tags("spec")[:1] + ["D03"], world.name)
+    skill = Skill(kind="solver", version=1, text=text)
+    golds = [world.gold(ask(world, solve.messages(Q, skill), temperature=0.8, index=k)) for k in range(600)]
+    assert sum(golds) / len(golds) == pytest.approx(world.expected_gold(text), abs=0.02)
+    recall, decoys = world.generator_truth(text)
+    assert decoys == 1 and recall == pytest.approx(
+        sum(world.by_tag[t].weight for t in world.tags("base") + world.tags("spec")[:1])
+        / sum(r.weight for r in world.requirements)
+    )

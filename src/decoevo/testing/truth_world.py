@@ -162,6 +162,25 @@ class TruthWorld:
         total = sum(r.weight for r in self.requirements)
         return sum(r.weight for r in self.requirements if r.tag in found) / total if total else 0.0
 
+    def expected_gold(self, solver_text: str) -> float:
+        """The expected gold score in [0, 1] of a solver skill's answers (no sampling noise): what a gate
+        deciding between two solver skills should find."""
+        p, named = self.params, set(_ordered_tags(solver_text))
+        total = sum(r.weight for r in self.requirements)
+        chance = {"contrast": p.contrast_spontaneous, "hidden": 0.0}
+        return sum(
+            r.weight * ((1 - p.solver_slip) if r.tag in named else chance.get(r.kind, p.spontaneous))
+            for r in self.requirements
+        ) / total
+
+    def generator_truth(self, generator_text: str) -> tuple[float, int]:
+        """(weighted share of the requirements a generator skill names, decoys it names): a generator is
+        truly better when the first rises, or stays and the second falls."""
+        named = set(_ordered_tags(generator_text))
+        total = sum(r.weight for r in self.requirements)
+        recall = sum(r.weight for r in self.requirements if r.tag in named) / total
+        return recall, len(named & set(self.decoys))
+
     def spec_text(self) -> str:
         named = [r for r in self.requirements if r.kind in ("base", "spec")]
         lines = "\n".join(f"- {r.tag} ({r.name})" for r in named)
