@@ -40,6 +40,46 @@ class SolverGate:
 
 
 @dataclass(frozen=True)
+class PairedBoundGate:
+    """The noise-aware solver gate (an option, `hyper.solver_gate: paired_bound`): accept s' iff the lower
+    confidence bound of the paired per-question difference clears ε, mean(d) − z·sd(d)/√n > ε, where
+    d_q = S(q, r_q(s'), R_q) − S(q, r_q(s_t), R_q). A point margin accepts a candidate of equal quality
+    whenever judge noise happens to favour it; the bound asks the difference to stand out of the noise
+    measured on the same questions. With one question (no spread) it is the point margin."""
+
+    epsilon: float
+    z: float
+
+    def decide(self, incumbent: Mapping[str, float], candidate: Mapping[str, float]) -> SolverGateDecision:
+        if set(incumbent) != set(candidate):
+            raise ValueError("the solver gate compares both skills on the same questions")
+        diffs = [candidate[q] - incumbent[q] for q in incumbent]
+        n = len(diffs)
+        mean = sum(diffs) / n
+        spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+        lower = mean - self.z * spread / n**0.5
+        return SolverGateDecision(lower > self.epsilon, mean_score(incumbent), mean_score(candidate), n)
+
+
+class SolverGateParams(Protocol):
+    """The hyperparameters the solver gates read (`engine.config.Hyper` has them, frozen)."""
+
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def solver_gate(self) -> str: ...
+    @property
+    def solver_gate_z(self) -> float: ...
+
+
+def solver_gate(p: SolverGateParams) -> SolverGate | PairedBoundGate:
+    """The solver gate the configuration asks for: the paper's point margin (default) or the paired bound."""
+    if p.solver_gate == "paired_bound":
+        return PairedBoundGate(p.epsilon, p.solver_gate_z)
+    return SolverGate(p.epsilon)
+
+
+@dataclass(frozen=True)
 class AuditObjectives:
     """Φ_str and Φ_ctr on V_g. Either may be unavailable (None): an ablation turned it off, or the
     frozen near-tie set is empty. Deliberately carries nothing about solver scores."""
