@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from decoevo.methods import METHODS  # noqa: E402
 from decoevo.tasks.load import load_questions  # noqa: E402
+from decoevo.tasks.specs import INITIAL_SOLVER_SKILL  # noqa: E402
 from decoevo.testing.truth_world import TruthWorld, WorldParams, describe  # noqa: E402
 from decoevo.testing.truth_world_run import (  # noqa: E402
     Trace,
@@ -69,7 +70,10 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     "contrast_spontaneous": [{"contrast_spontaneous": v} for v in (0.05, 0.7)],
 }
 SWEEP_EXTRA = {"generator_rewrite_drop": ("no_verification",)}  # where verification should matter
-GATE_NOISE = (0.0, 0.15, 0.3, 0.5)  # 0.15 is the default: the `main` setting
+GATE_NOISE = (0.0, 0.15, 0.3, 0.5)
+# The gate table needs many candidates that are not better: rewriters that drop and invent principles often.
+GATE_STRESS = {"solver_rewrite_drop": 0.3, "solver_rewrite_decoy": 0.3, "generator_rewrite_drop": 0.3,
+               "generator_rewrite_decoy": 0.3}
 
 
 # ---- one cell -------------------------------------------------------------------------------------
@@ -138,8 +142,10 @@ def run_cell(method: str, seed: int, overrides: dict[str, Any], work: Path, traj
                                                         world.initial_generator_skill())),
     }
     if trajectories:
+        initial = (-1, config.initial_solver_skill or INITIAL_SOLVER_SKILL, world.initial_generator_skill())
         cell["trajectory"] = [{"step": step, "gold": round(gold_score(world, s, diag), 2),
-                               "proxy": round(proxy_score(world, s, g, diag), 2)} for step, s, g in trace.steps]
+                               "proxy": round(proxy_score(world, s, g, diag), 2)}
+                              for step, s, g in [initial, *trace.steps]]
     return cell
 
 
@@ -195,8 +201,7 @@ def gate_table(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """False accepts / rejects of each gate against the truth, pooled over seeds, per judge noise."""
     rows = []
     for noise in GATE_NOISE:
-        setting = "main" if noise == WorldParams().judge_noise else f"sweep:judge_noise:judge_noise={noise}"
-        mine = [c for c in cells if c["setting"] == setting]
+        mine = [c for c in cells if c["setting"] == f"gate:margin:judge_noise={noise}"]
         solver = [d for c in mine if c["method"] == "decoevo" for d in c["decisions"]["solver"]]
         not_better = [d for d in solver if d["true_delta"] <= 1e-9]
         worse = [d for d in solver if d["true_delta"] < -1e-9]
@@ -217,6 +222,9 @@ def gate_table(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["paired_bound_false_accept"] = _rate([d["accepted"] for d in bound if d["true_delta"] <= 1e-9])
         row["paired_bound_worse_accepted"] = _rate([d["accepted"] for d in bound if d["true_delta"] < -1e-9])
         row["paired_bound_false_reject"] = _rate([not d["accepted"] for d in bound if d["true_delta"] > 1e-9])
+        row["gold_margin"] = stats([c["gold"] for c in mine if c["method"] == "decoevo"])
+        row["gold_paired_bound"] = stats([c["gold"] for c in cells
+                                          if c["setting"] == f"gate:paired_bound:judge_noise={noise}"])
         rows.append(row)
     return rows
 
@@ -225,28 +233,33 @@ def _rate(flags: list[bool]) -> dict[str, Any]:
     return {"rate": round(sum(flags) / len(flags), 3) if flags else None, "k": sum(flags), "n": len(flags)}
 
 
+FIGURE_ROWS = (("main", "default world"),
+               ("sweep:generator_rewrite_drop:generator_rewrite_drop=0.3", "generator rewriter drops a principle 30%"))
+
+
 def figure(cells: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    panels = ((axes[0], "gold", "gold (diagnostic split)"), (axes[1], "proxy", "proxy J (generator in force)"))
-    for ax, key, title in panels:
-        for method in ("skillopt", "sc_coevo", "decoevo", "task_prior", "direct_audit"):
-            mine = [c["trajectory"] for c in cells if c["setting"] == "main" and c["method"] == method]
-            if not mine:
-                continue
-            steps = sorted({p["step"] for t in mine for p in t})
-            means = [statistics.fmean(p[key] for t in mine for p in t if p["step"] == s) for s in steps]
-            ax.plot([s + 1 for s in steps], means, marker="o", ms=3, label=method)
-        ax.set_title(title)
-        ax.set_xlabel("inner step")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("score (0-100), mean over seeds")
-    axes[1].legend(fontsize=8)
-    fig.suptitle("Known-truth world, default parameters: gold and proxy after every step")
+    rows = [(k, label) for k, label in FIGURE_ROWS if any(c["setting"] == k and "trajectory" in c for c in cells)]
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3.6 * len(rows)), sharey=True, squeeze=False)
+    for (setting, label), pair in zip(rows, axes, strict=True):
+        for ax, key in zip(pair, ("gold", "proxy"), strict=True):
+            for method in ("skillopt", "sc_coevo", "decoevo", "task_prior", "direct_audit", "no_verification"):
+                mine = [c["trajectory"] for c in cells if c["setting"] == setting and c["method"] == method
+                        and "trajectory" in c]
+                if not mine:
+                    continue
+                steps = sorted({p["step"] for t in mine for p in t})
+                means = [statistics.fmean(p[key] for t in mine for p in t if p["step"] == s) for s in steps]
+                ax.plot([s + 1 for s in steps], means, marker="o", ms=3, label=method)
+            ax.set_title(f"{label}: {'gold' if key == 'gold' else 'proxy J (generator in force)'}", fontsize=10)
+            ax.set_xlabel("inner steps done")
+            ax.grid(alpha=0.3)
+        pair[0].set_ylabel("diagnostic split, 0-100, mean of seeds")
+        pair[1].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -288,28 +301,34 @@ def tables(results: dict[str, Any]) -> str:
             diff = row["decoevo"]["gold"]["mean"] - row["skillopt"]["gold"]["mean"]
             ratio = row["decoevo"]["calls"]["mean"] / row["skillopt"]["calls"]["mean"]
             out.append(f"| {k} | " + " | ".join(cells) + f" | {diff:+.1f} | {ratio:.2f} |")
-    if results.get("gates"):
-        out += ["", "### Gate decisions against the truth, by judge noise (pooled over seeds)", "",
-                "| judge noise | ε-gate decisions | ε false accept | ε accepts of worse | ε false reject | "
-                "Pareto decisions | Pareto false accept | Pareto accepts of worse | Pareto false reject | "
-                "score-coupled false accept | score-coupled false reject |", "|---" * 11 + "|"]
-
+    gates = [g for g in results.get("gates", []) if g["solver_decisions"] or g["paired_bound_decisions"]]
+    if gates:
         def r(x: dict[str, Any]) -> str:
             return "–" if x["rate"] is None else f"{x['rate']:.2f} ({x['k']}/{x['n']})"
 
-        for g in results["gates"]:
-            out.append(f"| {g['judge_noise']} | {g['solver_decisions']} | {r(g['solver_false_accept'])} | "
-                       f"{r(g['solver_worse_accepted'])} | {r(g['solver_false_reject'])} | {g['pareto_decisions']} | "
-                       f"{r(g['pareto_false_accept'])} | {r(g['pareto_worse_accepted'])} | "
-                       f"{r(g['pareto_false_reject'])} | {r(g['score_coupled_false_accept'])} | "
-                       f"{r(g['score_coupled_false_reject'])} |")
+        out += ["", "### Solver gates against the truth, by judge noise (DecoEvo, stress world, pooled over seeds)",
+                "", "| judge noise | gate | decisions | false accept | accepts of worse | false reject | final gold |",
+                "|---|---|---|---|---|---|---|"]
+        for g in gates:
+            for name, key, gold in (("ε margin", "solver", "gold_margin"),
+                                    ("paired bound", "paired_bound", "gold_paired_bound")):
+                out.append(f"| {g['judge_noise']} | {name} | {g[f'{key}_decisions']} | {r(g[f'{key}_false_accept'])} "
+                           f"| {r(g[f'{key}_worse_accepted'])} | {r(g[f'{key}_false_reject'])} | {_ms(g[gold])} |")
+        out += ["", "### Generator rules against the truth, by judge noise (stress world, pooled over seeds)", "",
+                "| judge noise | rule | decisions | false accept | accepts of worse | false reject |",
+                "|---|---|---|---|---|---|"]
+        for g in gates:
+            for name, key in (("Pareto (DecoEvo)", "pareto"), ("score-coupled (SC-CoEvo)", "score_coupled")):
+                out.append(f"| {g['judge_noise']} | {name} | {g[f'{key}_decisions']} | {r(g[f'{key}_false_accept'])} "
+                           f"| {r(g[f'{key}_worse_accepted'])} | {r(g[f'{key}_false_reject'])} |")
     return "\n".join(out) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1,2,3,4")
-    parser.add_argument("--only", default="main,controls,sweep,gates")
+    parser.add_argument("--only", default="main,controls,sweep,gates",
+                        help="parts: main, controls, sweep (or sweep:PARAM for one parameter), gates")
     parser.add_argument("--out", default=str(RESULTS / "mechanism.json"))
     parser.add_argument("--merge", action="store_true", help="keep the cells of the settings not rerun from --out")
     parser.add_argument("--tables", action="store_true", help="print the markdown tables of --out and exit")
@@ -345,14 +364,17 @@ def main() -> None:
         jobs.append(("control:spec_only", list(CORE), {"n_base": 4, "n_spec": 0, "n_contrast": 0, "n_hidden": 0},
                      {}, False))
         jobs.append(("control:generator_covers_all", list(CORE), {"initial_generator_covers_all": True}, {}, False))
-    if "sweep" in parts:
-        for param, values in SWEEP.items():
+    for param, values in SWEEP.items():
+        if "sweep" in parts or f"sweep:{param}" in parts:
             for overrides in values:
                 label = ",".join(f"{k}={v}" for k, v in overrides.items())
-                jobs.append((f"sweep:{param}:{label}", [*SWEPT, *SWEEP_EXTRA.get(param, ())], overrides, {}, False))
-    if "gates" in parts:  # the noise-aware solver gate, on the same worlds as the judge-noise sweep
+                jobs.append((f"sweep:{param}:{label}", [*SWEPT, *SWEEP_EXTRA.get(param, ())], overrides, {},
+                             param == "generator_rewrite_drop"))
+    if "gates" in parts:  # both solver gates and both generator rules, in a world that proposes bad candidates
         for noise in GATE_NOISE:
-            jobs.append((f"gate:paired_bound:judge_noise={noise}", ["decoevo"], {"judge_noise": noise},
+            stress = {**GATE_STRESS, "judge_noise": noise}
+            jobs.append((f"gate:margin:judge_noise={noise}", ["decoevo", "sc_coevo"], stress, {}, False))
+            jobs.append((f"gate:paired_bound:judge_noise={noise}", ["decoevo"], stress,
                          {"solver_gate": "paired_bound"}, False))
     with tempfile.TemporaryDirectory() as tmp:
         for name, methods, overrides, hyper, trajectories in jobs:
