@@ -222,3 +222,35 @@ def test_expected_gold_is_the_mean_gold_of_sampled_answers():
         sum(world.by_tag[t].weight for t in world.tags("base") + world.tags("spec")[:1])
         / sum(r.weight for r in world.requirements)
     )
+
+
+_RUN_ONE = """
+import json, sys, tempfile
+from pathlib import Path
+from decoevo.testing.truth_world import TruthWorld, WorldParams
+from decoevo.testing.truth_world_run import run_in_process, world_config, write_world_files
+world = TruthWorld(WorldParams(n_contrast=4, weight_min=3, weight_max=3), seed=4)  # equal weights: ties
+with tempfile.TemporaryDirectory() as tmp:
+    files = write_world_files(world, Path(tmp) / "w", 30)
+    splits = {"train": 8, "probe": 4, "solver_gate": 4, "generator_gate": 4, "test": 0}
+    config = world_config(world, files, "decoevo", 4, splits=splits,
+                          hyper={"steps": 4, "batch_size": 3, "audit_every": 2, "rollouts": 6})
+    result, trace = run_in_process(world, config, Path(tmp) / "run")
+    print(json.dumps([result.state.generator.text, result.ledger.total().calls]))
+"""
+
+
+def test_a_run_in_the_world_is_the_same_in_every_process():
+    # Python's string hashes differ between processes; the world must not depend on set order (a tie
+    # between equally heavy requirements was once broken by it, and runs of one seed differed).
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for hash_seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", _RUN_ONE], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.add(done.stdout.strip().splitlines()[-1])
+    assert len(outs) == 1

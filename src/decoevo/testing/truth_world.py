@@ -168,10 +168,13 @@ class TruthWorld:
         p, named = self.params, set(_ordered_tags(solver_text))
         total = sum(r.weight for r in self.requirements)
         chance = {"contrast": p.contrast_spontaneous, "hidden": 0.0}
-        return sum(
-            r.weight * ((1 - p.solver_slip) if r.tag in named else chance.get(r.kind, p.spontaneous))
-            for r in self.requirements
-        ) / total
+        return (
+            sum(
+                r.weight * ((1 - p.solver_slip) if r.tag in named else chance.get(r.kind, p.spontaneous))
+                for r in self.requirements
+            )
+            / total
+        )
 
     def generator_truth(self, generator_text: str) -> tuple[float, int]:
         """(weighted share of the requirements a generator skill names, decoys it names): a generator is
@@ -328,7 +331,8 @@ class TruthWorld:
     def reveal(self, preferred: str, other: str, rubric: list[str], rng: random.Random) -> dict[str, Any]:
         measured = set(TAG.findall(" ".join(rubric)))
         extra = set(TAG.findall(preferred)) - set(TAG.findall(other))
-        missed = sorted((t for t in extra - measured if t in self.by_tag), key=lambda t: -self.by_tag[t].weight)
+        # heaviest first, ties by tag: never by set order, which varies between processes (hash seeds)
+        missed = sorted((t for t in extra - measured if t in self.by_tag), key=lambda t: (-self.by_tag[t].weight, t))
         if rng.random() < self.params.reveal_error:
             missed = [rng.choice(sorted(self.decoys))]
         if not missed:
