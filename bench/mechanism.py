@@ -247,14 +247,16 @@ def figure(cells: list[dict[str, Any]], path: Path) -> None:
     fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3.6 * len(rows)), sharey=True, squeeze=False)
     for (setting, label), pair in zip(rows, axes, strict=True):
         for ax, key in zip(pair, ("gold", "proxy"), strict=True):
-            for method in ("skillopt", "sc_coevo", "decoevo", "task_prior", "direct_audit", "no_verification"):
+            for method, color in (("skillopt", "C0"), ("sc_coevo", "C1"), ("task_prior", "C3"), ("direct_audit", "C4"),
+                                  ("no_verification", "C5"), ("decoevo", "C2")):  # DecoEvo drawn last, on top
                 mine = [c["trajectory"] for c in cells if c["setting"] == setting and c["method"] == method
                         and "trajectory" in c]
                 if not mine:
                     continue
                 steps = sorted({p["step"] for t in mine for p in t})
                 means = [statistics.fmean(p[key] for t in mine for p in t if p["step"] == s) for s in steps]
-                ax.plot([s + 1 for s in steps], means, marker="o", ms=3, label=method)
+                ax.plot([s + 1 for s in steps], means, marker="o", ms=3, label=method, color=color,
+                        lw=2.5 if method == "decoevo" else 1.2, ls="--" if method == "no_verification" else "-")
             ax.set_title(f"{label}: {'gold' if key == 'gold' else 'proxy J (generator in force)'}", fontsize=10)
             ax.set_xlabel("inner steps done")
             ax.grid(alpha=0.3)
@@ -332,7 +334,12 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "mechanism.json"))
     parser.add_argument("--merge", action="store_true", help="keep the cells of the settings not rerun from --out")
     parser.add_argument("--tables", action="store_true", help="print the markdown tables of --out and exit")
+    parser.add_argument("--figure", action="store_true", help="redraw docs/mechanism_dynamics.png from --out and exit")
     args = parser.parse_args()
+    if args.figure:
+        cells = json.loads(Path(args.out).read_text(encoding="utf-8"))["cells"]
+        figure(cells, ROOT / "docs" / "mechanism_dynamics.png")
+        return
     if args.tables:
         print(tables(json.loads(Path(args.out).read_text(encoding="utf-8"))))
         return
