@@ -222,6 +222,15 @@ def gate_table(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["paired_bound_false_accept"] = _rate([d["accepted"] for d in bound if d["true_delta"] <= 1e-9])
         row["paired_bound_worse_accepted"] = _rate([d["accepted"] for d in bound if d["true_delta"] < -1e-9])
         row["paired_bound_false_reject"] = _rate([not d["accepted"] for d in bound if d["true_delta"] > 1e-9])
+        pb = [d for c in cells if c["setting"] == f"gate:pareto_bound:judge_noise={noise}"
+              for d in c["decisions"]["generator"]]
+        row["pareto_bound_decisions"] = len(pb)
+        row["pareto_bound_false_accept"] = _rate([d["accepted"] for d in pb if not d["better"]])
+        row["pareto_bound_worse_accepted"] = _rate([d["accepted"] for d in pb if d["worse"]])
+        row["pareto_bound_false_reject"] = _rate([not d["accepted"] for d in pb if d["better"]])
+        row["gold_pareto"] = stats([c["gold"] for c in mine if c["method"] == "decoevo"])
+        row["gold_pareto_bound"] = stats([c["gold"] for c in cells
+                                          if c["setting"] == f"gate:pareto_bound:judge_noise={noise}"])
         row["gold_margin"] = stats([c["gold"] for c in mine if c["method"] == "decoevo"])
         row["gold_paired_bound"] = stats([c["gold"] for c in cells
                                           if c["setting"] == f"gate:paired_bound:judge_noise={noise}"])
@@ -317,12 +326,16 @@ def tables(results: dict[str, Any]) -> str:
                 out.append(f"| {g['judge_noise']} | {name} | {g[f'{key}_decisions']} | {r(g[f'{key}_false_accept'])} "
                            f"| {r(g[f'{key}_worse_accepted'])} | {r(g[f'{key}_false_reject'])} | {_ms(g[gold])} |")
         out += ["", "### Generator rules against the truth, by judge noise (stress world, pooled over seeds)", "",
-                "| judge noise | rule | decisions | false accept | accepts of worse | false reject |",
-                "|---|---|---|---|---|---|"]
+                "| judge noise | rule | decisions | false accept | accepts of worse | false reject | final gold |",
+                "|---|---|---|---|---|---|---|"]
         for g in gates:
-            for name, key in (("Pareto (DecoEvo)", "pareto"), ("score-coupled (SC-CoEvo)", "score_coupled")):
+            for name, key in (("Pareto (DecoEvo)", "pareto"), ("Pareto, paired bound", "pareto_bound"),
+                              ("score-coupled (SC-CoEvo)", "score_coupled")):
+                if f"{key}_decisions" not in g:
+                    continue
+                gold = _ms(g[f"gold_{key}"]) if f"gold_{key}" in g else "–"
                 out.append(f"| {g['judge_noise']} | {name} | {g[f'{key}_decisions']} | {r(g[f'{key}_false_accept'])} "
-                           f"| {r(g[f'{key}_worse_accepted'])} | {r(g[f'{key}_false_reject'])} |")
+                           f"| {r(g[f'{key}_worse_accepted'])} | {r(g[f'{key}_false_reject'])} | {gold} |")
     return "\n".join(out) + "\n"
 
 
@@ -383,6 +396,8 @@ def main() -> None:
             jobs.append((f"gate:margin:judge_noise={noise}", ["decoevo", "sc_coevo"], stress, {}, False))
             jobs.append((f"gate:paired_bound:judge_noise={noise}", ["decoevo"], stress,
                          {"solver_gate": "paired_bound"}, False))
+            jobs.append((f"gate:pareto_bound:judge_noise={noise}", ["decoevo"], stress,
+                         {"generator_gate": "paired_bound"}, False))
     with tempfile.TemporaryDirectory() as tmp:
         for name, methods, overrides, hyper, trajectories in jobs:
             cells += run_setting(name, methods, seeds, overrides, Path(tmp), trajectories, hyper)

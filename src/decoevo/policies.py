@@ -86,6 +86,10 @@ class AuditObjectives:
 
     structural: float | None = None
     contrastive: float | None = None
+    # Per-item values behind the two means, for the paired-bound rule: u_q by question id, and per frozen
+    # pair its signed resolution (+1 when m ≥ γ, −1 when m ≤ −γ, else 0). Still no solver score.
+    structural_items: Mapping[str, float] = field(default_factory=dict)
+    contrastive_items: Mapping[str, float] = field(default_factory=dict)
 
     def available(self) -> dict[str, float]:
         return {k: v for k, v in (("structural", self.structural), ("contrastive", self.contrastive))
@@ -139,6 +143,51 @@ class ParetoAcceptance:
         if not improved:
             return GeneratorDecision(False, self.name, "no objective improved by more than δ", deltas)
         return GeneratorDecision(True, self.name, f"improved {', '.join(improved)}", deltas)
+
+
+@dataclass(frozen=True)
+class ParetoBoundAcceptance:
+    """The noise-aware Pareto rule (an option, `hyper.generator_gate: paired_bound`). An objective counts as
+    improved only when the lower confidence bound of its paired per-item difference, mean − z·sd/√n,
+    exceeds δ: per V_g question for Φ_str, per frozen pair of signed resolutions for Φ_ctr (a pair the
+    candidate resolves the wrong way counts against it, where eq. 9 counts it as a tie). Regression is
+    judged as in eq. 10 (a point Δ below −η). Without per-item values it is `ParetoAcceptance`."""
+
+    delta: float
+    eta: float
+    z: float
+    name: str = "pareto_bound"
+
+    def _bound(self, old: Mapping[str, float], new: Mapping[str, float]) -> float | None:
+        keys = sorted(set(old) & set(new))
+        if len(keys) < 2 or set(old) != set(new):
+            return None
+        diffs = [new[k] - old[k] for k in keys]
+        mean = sum(diffs) / len(diffs)
+        spread = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
+        return mean - self.z * spread / len(diffs) ** 0.5
+
+    def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
+        old, new = incumbent.available(), candidate.available()
+        keys = sorted(set(old) & set(new))
+        if not keys:
+            return GeneratorDecision(False, self.name, "no audit objective available")
+        deltas = {k: new[k] - old[k] for k in keys}
+        regressed = [k for k in keys if deltas[k] < -self.eta]
+        if regressed:
+            return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
+        items = {"structural": (incumbent.structural_items, candidate.structural_items),
+                 "contrastive": (incumbent.contrastive_items, candidate.contrastive_items)}
+        improved = []
+        for k in keys:
+            bound = self._bound(*items[k])
+            if bound is not None:
+                deltas[f"{k}_lower_bound"] = bound
+            if (bound if bound is not None else deltas[k]) > self.delta:
+                improved.append(k)
+        if not improved:
+            return GeneratorDecision(False, self.name, "no objective's lower bound improved by more than δ", deltas)
+        return GeneratorDecision(True, self.name, f"improved {', '.join(improved)} (lower bound)", deltas)
 
 
 @dataclass(frozen=True)
@@ -196,6 +245,10 @@ class AcceptanceParams(Protocol):
     def eta(self) -> float: ...
     @property
     def sc_margin(self) -> float: ...
+    @property
+    def generator_gate(self) -> str: ...
+    @property
+    def generator_gate_z(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -206,7 +259,9 @@ class VerifyByAudits:
     name: str = "pareto"
     needs_generator_gate: bool = True
 
-    def policy(self, p: AcceptanceParams) -> ParetoAcceptance:
+    def policy(self, p: AcceptanceParams) -> ParetoAcceptance | ParetoBoundAcceptance:
+        if p.generator_gate == "paired_bound":
+            return ParetoBoundAcceptance(p.delta, p.eta, p.generator_gate_z)
         return ParetoAcceptance(p.delta, p.eta)
 
 

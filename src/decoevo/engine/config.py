@@ -31,6 +31,11 @@ class Hyper(BaseModel):
         "paired_bound: when the lower confidence bound of the paired per-question difference, mean − z·sd/√n, "
         "exceeds ε (fewer false accepts under a noisy judge, more false rejects; docs/mechanism.md)")
     solver_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound solver gate (1.645: one-sided 95%)")
+    generator_gate: Literal["pareto", "paired_bound"] = Field(
+        "pareto", description="pareto: the paper's rule on the changes of Φ_str and Φ_ctr (δ, η); paired_bound: an "
+        "objective counts as improved only when the lower confidence bound of its paired per-item difference "
+        "exceeds δ (per V_g question; per frozen pair, resolutions signed) (docs/mechanism.md)")
+    generator_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound generator rule")
     max_failures: int = Field(3, ge=1, description="failures shown to the solver rewriter per step")
     rollouts: int = Field(4, ge=2, description="L: solver rollouts per question for the near-tie audit")
     rollout_temperature: float = Field(0.8, gt=0, le=2, description="sampling temperature of the L solver "
