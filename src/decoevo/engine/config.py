@@ -26,6 +26,16 @@ class Hyper(BaseModel):
     audit_every: int = Field(2, ge=1, description="K: run the outer loop after every K inner steps")
     max_stalls: int = Field(2, ge=1, description="M: or after M consecutive solver rejections")
     epsilon: float = Field(0.01, gt=0, description="ε: solver-gate margin on J_Vs")
+    solver_gate: Literal["margin", "paired_bound"] = Field(
+        "margin", description="margin: accept a solver rewrite when J on V_s rises by more than ε (the paper); "
+        "paired_bound: when the lower confidence bound of the paired per-question difference, mean − z·sd/√n, "
+        "exceeds ε (fewer false accepts under a noisy judge, more false rejects; docs/mechanism.md)")
+    solver_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound solver gate (1.645: one-sided 95%)")
+    generator_gate: Literal["pareto", "paired_bound"] = Field(
+        "pareto", description="pareto: the paper's rule on the changes of Φ_str and Φ_ctr (δ, η); paired_bound: an "
+        "objective counts as improved only when the lower confidence bound of its paired per-item difference "
+        "exceeds δ (per V_g question; per frozen pair, resolutions signed) (docs/mechanism.md)")
+    generator_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound generator rule")
     max_failures: int = Field(3, ge=1, description="failures shown to the solver rewriter per step")
     rollouts: int = Field(4, ge=2, description="L: solver rollouts per question for the near-tie audit")
     rollout_temperature: float = Field(0.8, gt=0, le=2, description="sampling temperature of the L solver "

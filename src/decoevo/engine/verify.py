@@ -48,17 +48,23 @@ async def audit_objectives(ctx: EngineContext, questions: list[QuestionView], ge
         structural_records(ctx, questions, generator) if ctx.method.structural_audit else done(None),
         ctx.gather(margin, frozen or []) if use_pairs else done([]))
     structural = None
+    structural_items: dict[str, float] = {}
     if records is not None:
         structural = structural_adequacy([r.adequacy for r in records])
+        structural_items = {r.question_id: r.adequacy for r in records}
         details["structural"] = [r.model_dump() for r in records]
     contrastive = None
+    signed: dict[str, float] = {}
     if use_pairs:
         margins: dict[str, list[float]] = {}
-        for qid, m in pair_margins:
+        gamma = ctx.hyper.gamma
+        for k, (qid, m) in enumerate(pair_margins):
             margins.setdefault(qid, []).append(m)
-        contrastive = contrastive_resolution(margins, ctx.hyper.gamma)
+            signed[f"{qid}#{k}"] = 1.0 if m >= gamma else -1.0 if m <= -gamma else 0.0
+        contrastive = contrastive_resolution(margins, gamma)
         details["margins"] = margins
-    return AuditObjectives(structural=structural, contrastive=contrastive), details
+    return AuditObjectives(structural=structural, contrastive=contrastive, structural_items=structural_items,
+                           contrastive_items=signed), details
 
 
 async def solver_score_objective(ctx: EngineContext, questions: list[QuestionView], solver: Skill,
