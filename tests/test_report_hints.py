@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,29 +45,9 @@ def test_every_command_suggested_for_a_quick_run_works(tmp_path, monkeypatch):
     data = write_toy_questions(tmp_path / "toy.jsonl", 24)
     run = tmp_path / "runs" / "first"
     with serve_app(toy_server().app()) as url:
-        output = invoke(
-            runner,
-            shlex.join(
-                [
-                    "decoevo",
-                    "run",
-                    "--base-url",
-                    f"{url}/v1",
-                    "--model",
-                    "toy",
-                    "--data",
-                    str(data),
-                    "--task",
-                    "healthbench",
-                    "--preset",
-                    "quick",
-                    "--runs-root",
-                    str(tmp_path / "runs"),
-                    "--name",
-                    "first",
-                ]
-            ),
-        )
+        args = ["--base-url", f"{url}/v1", "--model", "toy", "--data", str(data), "--task", "healthbench"]
+        args += ["--preset", "quick", "--runs-root", str(tmp_path / "runs"), "--name", "first"]
+        output = invoke(runner, shlex.join(["decoevo", "run", *args]))
         last = suggested(output, run)
         assert {c.split()[1] for c in last} >= {"export", "report", "eval"}, output
         for command in last:
@@ -78,6 +59,14 @@ def test_every_command_suggested_for_a_quick_run_works(tmp_path, monkeypatch):
         assert any(c.split()[1] == "align" for c in in_report), in_report
         for command in in_report:
             invoke(runner, command)
+        # a run killed after its last checkpoint, before it wrote summary.json: the report says to resume it
+        killed = tmp_path / "runs" / "killed"
+        shutil.copytree(run, killed)
+        (killed / "summary.json").unlink()
+        resume = [c for c in suggested(render(build_report([killed])), killed) if c.split()[1] == "resume"]
+        assert resume == [f"decoevo resume {killed}"]
+        invoke(runner, resume[0])
+        assert (killed / "summary.json").is_file()
     # the commands computed what the report lacked: nothing is left to suggest
     page = render(build_report([run]))
     assert 'class="callout note notcomputed"' not in page and suggested(page, run) == []
