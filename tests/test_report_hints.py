@@ -17,7 +17,13 @@ from decoevo.report import build_report, render
 from decoevo.report.hints import next_steps
 
 # a command in backticks (terminal lines, hovers), in a <code> element, or in a hover after "run "
-_PATTERNS = (r"`(decoevo [^`]+)`", r"<code>(decoevo [^<]+)</code>", r'title="not computed: run (decoevo [^"]+)"')
+# and an indented line of its own, as a run's last lines show the next commands (a comment after it)
+_PATTERNS = (
+    r"`(decoevo [^`]+)`",
+    r"<code>(decoevo [^<]+)</code>",
+    r'title="not computed: run (decoevo [^"]+)"',
+    r"(?m)^ +(decoevo [^#\n]*[^#\s])",
+)
 
 
 def suggested(text: str, run: Path) -> list[str]:
@@ -29,7 +35,7 @@ def suggested(text: str, run: Path) -> list[str]:
 def invoke(runner: CliRunner, command: str) -> str:
     words = shlex.split(command)
     assert words[0] == "decoevo", command
-    result = runner.invoke(app, words[1:])
+    result = runner.invoke(app, words[1:], env={"COLUMNS": "250"})  # a terminal as wide as the run's path
     assert result.exit_code == 0, f"`{command}` failed:\n{result.output}"
     return result.output
 

@@ -148,6 +148,6 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
     console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
                   f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
                   + (f"; stopped: {state.stopped}" if state.stopped else ""), highlight=False)
-    for line in closing_lines(run_dir):  # soft wrap: a command stays one line when copied from the terminal
-        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    for line in closing_lines(run_dir):
+        console.print(line, highlight=False, markup=False)
     return result

@@ -20,24 +20,27 @@ def shipped_line(summary: Summary | None) -> str:
 
 
 def closing_lines(run_dir: Path) -> list[str]:
-    """The run's last lines: what shipped, why, where, and how to grade it (only when it holds out a test
-    split, the split `decoevo eval` grades by default). Each command names this run and works on it."""
+    """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
+    (so it copies whole) and each one that works on this run: `eval` only when the run holds out a test
+    split, the split it grades by default."""
     reader = RunReader(run_dir)
     summary = reader.summary()
     ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
     run = shlex.quote(str(run_dir))
     lines = [
         shipped_line(summary) + ended,
-        f"the skill: {run_dir / 'final_solver_skill.md'}  (`decoevo export {run}` prints it)",
-        f"everything else: {run_dir}  (summary.json, events.jsonl, candidates/; `decoevo report {run}`)",
+        f"the skill: {run_dir / 'final_solver_skill.md'}; everything else: {run_dir} (summary.json, "
+        "events.jsonl, candidates/)",
+        "next:",
+        f"  decoevo export {run}  # prints the skill",
+        f"  decoevo report {run}  # writes report.html: the run on one page",
     ]
     try:
         test = len(reader.split_ids().get("test", ())) if reader.has(SPLITS) else 0
-    except RunReadError:  # a damaged splits.json: say nothing rather than suggest what would fail
+    except RunReadError:  # a damaged splits.json: suggest nothing that would fail on it
         test = 0
     if test:
-        lines.append(f"grade it: `decoevo eval {run}` ({test} held-out test question(s); self-graded unless "
-                     "you add --grader-model)")
+        lines.append(f"  decoevo eval {run}  # grades its {test} test question(s) (self-graded without --grader-model)")
     return lines
 
 
