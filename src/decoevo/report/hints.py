@@ -5,14 +5,10 @@ test split, `align` only where the test questions have gold rubrics, with the ru
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # runs.py asks `has_test_gold` while reading a run
-    from .runs import RunRecord
+from .runs import RunRecord
 
 
 @dataclass(frozen=True)
@@ -75,39 +71,3 @@ def next_steps(kind: str, runs: Iterable[RunRecord]) -> tuple[Step, ...]:
             command = shlex.join(["decoevo", sub, *(str(r.path) for r in members), *flags])
         out.append(Step(command, note, tuple(members)))
     return tuple(sorted(out, key=lambda s: s.command is None))
-
-
-def resume_command(path: Path) -> str:
-    return shlex.join(["decoevo", "resume", str(path)])
-
-
-def has_test_gold(data: Mapping[str, Any], split_ids: Mapping[str, Sequence[str]] | None) -> bool | None:
-    """Whether any test question of the run has a gold rubric; None when the data file cannot be read
-    from here (the commands would say so themselves)."""
-    if split_ids is None or not split_ids.get("test"):
-        return None
-    path = Path(str(data.get("path") or ""))
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    gold = _gold_ids(
-        str(path),
-        str(data.get("format") or "jsonl"),
-        data.get("task"),
-        data.get("limit"),
-        stat.st_mtime_ns,
-        stat.st_size,
-    )
-    return None if gold is None else bool(gold.intersection(split_ids["test"]))
-
-
-@lru_cache(maxsize=8)  # a sweep's runs share a few data files: each is read once
-def _gold_ids(path: str, fmt: str, task: Any, limit: Any, _mtime: int, _size: int) -> frozenset[str] | None:
-    from ..tasks.load import DataConfig, load_questions
-
-    try:
-        questions = load_questions(DataConfig(path=path, format=fmt, task=task, limit=limit))
-    except Exception:  # only a hint: when unknown, the command is shown and names the problem itself
-        return None
-    return frozenset(q.id for q in questions if q.gold is not None and q.gold.items)

@@ -8,6 +8,7 @@ a directory that is no run at all (no config.yaml) is refused, by `discover`.
 from __future__ import annotations
 
 import difflib
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -32,7 +33,7 @@ from ..rundir import (
 )
 from ..rundir.provenance import Provenance
 from ..rundir.records import ALIGNMENT, DYNAMICS, EVAL_DIR, PROVENANCE, SPLITS, AlignmentFile, DynamicsFile, EvalFile
-from .hints import has_test_gold, resume_command
+from .gold import has_test_gold
 from .labels import is_tiny_embedded
 
 T = TypeVar("T")
@@ -325,7 +326,7 @@ def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...],
         return "stopped (error)", f"{crash.category or 'error'} in {crash.role or 'a role'} at {crash.where}: " \
                                   f"{crash.message}"
     return "incomplete", f"no summary.json: the run is still going, or was killed (resume it with " \
-                         f"`{resume_command(path)}`)"
+                         f"`{shlex.join(['decoevo', 'resume', str(path)])}`)"
 
 
 # ---- the run ---------------------------------------------------------------------------------------
