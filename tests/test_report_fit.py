@@ -59,3 +59,12 @@ def test_a_sweep_report_fits_1280_px(sweep_html, tmp_path):
     assert fit["viewport"] == 1280 and fit["tables"] >= 10  # the page was laid out, with its tables
     assert fit["clipped"] == [], json.dumps(fit["clipped"], indent=1, ensure_ascii=False)
     assert fit["page"] <= fit["viewport"]
+
+
+def test_a_one_run_report_fits_1280_px(tmp_path):
+    """A report of one run shows it alone, with its transcripts; its gate tables fit too."""
+    sweep = make_sweep(tmp_path / "one", methods=("decoevo",), seeds=(0,), benchmarks=("healthbench",))
+    fit = measure(render(build_report([sweep / "runs" / "healthbench" / "decoevo-s0"])), tmp_path)
+    assert fit["viewport"] == 1280 and fit["tables"] >= 5
+    assert fit["clipped"] == [], json.dumps(fit["clipped"], indent=1, ensure_ascii=False)
+    assert fit["page"] <= fit["viewport"]
