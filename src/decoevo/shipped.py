@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
-from .rundir import RunReader
-from .rundir.records import Summary
+from .rundir import RunReader, RunReadError
+from .rundir.records import SPLITS, Summary
 
 
 def shipped_line(summary: Summary | None) -> str:
@@ -19,14 +20,28 @@ def shipped_line(summary: Summary | None) -> str:
 
 
 def closing_lines(run_dir: Path) -> list[str]:
-    """The run's last lines: what shipped, why, and where."""
-    summary = RunReader(run_dir).summary()
+    """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
+    (so it copies whole) and each one that works on this run: `eval` only when the run holds out a test
+    split, the split it grades by default."""
+    reader = RunReader(run_dir)
+    summary = reader.summary()
     ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
-    return [
+    run = shlex.quote(str(run_dir))
+    lines = [
         shipped_line(summary) + ended,
-        f"the skill: {run_dir / 'final_solver_skill.md'}  (`decoevo export {run_dir}` prints it)",
-        f"everything else: {run_dir}  (summary.json, events.jsonl, candidates/; `decoevo report {run_dir}`)",
+        f"the skill: {run_dir / 'final_solver_skill.md'}; everything else: {run_dir} (summary.json, "
+        "events.jsonl, candidates/)",
+        "next:",
+        f"  decoevo export {run}  # prints the skill",
+        f"  decoevo report {run}  # writes report.html: the run on one page",
     ]
+    try:
+        test = len(reader.split_ids().get("test", ())) if reader.has(SPLITS) else 0
+    except RunReadError:  # a damaged splits.json: suggest nothing that would fail on it
+        test = 0
+    if test:
+        lines.append(f"  decoevo eval {run}  # grades its {test} test question(s) (self-graded without --grader-model)")
+    return lines
 
 
 def export_warnings(run_dir: Path) -> list[str]:
