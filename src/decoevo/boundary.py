@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import typer
+from pydantic import ValidationError
 
-from .errors import UserError
+from .errors import UserError, validation_summary
 from .lm import LMError
 from .redact import redact, register_environment_secrets
 
@@ -54,6 +55,8 @@ def _describe(exc: BaseException) -> Failure:
     if isinstance(exc, UnicodeEncodeError):
         return Failure(f"a text holds characters that are not valid Unicode ({exc.reason}: "
                        f"{exc.object[exc.start:exc.end]!a}); fix the input that carries it", 2)
+    if isinstance(exc, ValidationError):  # a value the user gave that no command checked first; never its input
+        return Failure(f"invalid value: {validation_summary(exc)}", 2)
     if isinstance(exc, RecursionError):
         return Failure("an input is nested too deeply to read (JSON or YAML nesting in the thousands); "
                        "flatten it", 2)

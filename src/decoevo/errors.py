@@ -24,3 +24,20 @@ class DatasetError(ConfigError):
 class ArgumentError(ConfigError, TypeError):
     """A Python API argument of the wrong type or value, named with what it should be. Caught as a
     `UserError` (one line), and as the `TypeError` or `ValueError` Python code expects."""
+
+
+def validation_summary(exc: Exception) -> str:
+    """A pydantic `ValidationError` as one line of `field: problem` parts. Never its input: pydantic's text
+    quotes a cut repr of the input, which can end in the tail of a password (`'mo...7890abc@host/v1'`)
+    that no pattern recognises as one."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return " ".join(str(exc).split())
+    parts = []
+    for err in errors()[:5]:
+        loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
+                       for p in err["loc"])
+        msg = "unknown key (check the spelling; see docs/configuration.md)" if err["type"] == "extra_forbidden" \
+            else err["msg"]
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return " ".join("; ".join(parts).split())

@@ -12,7 +12,7 @@ import typer
 from .cli_common import JsonOption, console, err_console, fail, guarded
 from .data_cli import choose_data
 from .display import print_json
-from .errors import ConfigError, UserError
+from .errors import ConfigError, UserError, validation_summary
 from .lm import LMError, ModelSpec
 from .settings import refuse_empty
 
@@ -38,7 +38,7 @@ def _grader_spec(model: str | None, base_url: str | None) -> ModelSpec | None:
     try:
         return model_spec_from_flags(model, base_url)
     except ValueError as exc:
-        fail(str(exc))
+        fail(f"--grader-base-url/--grader-model: {validation_summary(exc)}")
         raise
 
 

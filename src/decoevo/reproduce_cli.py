@@ -13,17 +13,20 @@ import yaml
 from rich.markup import escape
 
 from .cli_common import console, err_console, guarded
-from .errors import ConfigError
+from .errors import ConfigError, validation_summary
 from .lm import ModelSpec
 
 SHARED_KEYS = ("hyper", "splits", "budget")
 
 
-def _spec(model: str | None, base_url: str | None) -> ModelSpec | None:
-    if base_url:
-        return ModelSpec(backend="openai", model=model or "default", base_url=base_url)
-    if model:
-        return ModelSpec(gguf_path=model, model=Path(model).stem)
+def _spec(model: str | None, base_url: str | None, flags: str = "--base-url/--model") -> ModelSpec | None:
+    try:
+        if base_url:
+            return ModelSpec(backend="openai", model=model or "default", base_url=base_url)
+        if model:
+            return ModelSpec(gguf_path=model, model=Path(model).stem)
+    except ValueError as exc:
+        raise ConfigError(f"{flags}: {validation_summary(exc)}") from None
     return None
 
 
@@ -135,7 +138,7 @@ def _reproduce(
 
     out = out.resolve()
     state = rp_mod.load_state(out) or {}
-    solver, grader = _spec(model, base_url), _spec(grader_model, grader_base_url)
+    solver, grader = _spec(model, base_url), _spec(grader_model, grader_base_url, "--grader-base-url/--grader-model")
     if models_file is not None:
         specs = yaml.safe_load(models_file.read_text(encoding="utf-8")) or {}
         if not isinstance(specs, dict) or "solver" not in specs:

@@ -20,7 +20,7 @@ import yaml
 
 from .engine.config import RunConfig, config_from_dict, deep_merge, lm_with_flags
 from .engine.resume_config import NEUTRAL_IN_WORDS, leaves, result_neutral
-from .errors import ConfigError
+from .errors import ConfigError, validation_summary
 from .lm import LMConfig
 
 ChooseData = Callable[[str | None, str | None, str | None], tuple[str | None, str | None]]
@@ -427,4 +427,4 @@ def doctor_lm_config(
     try:
         return LMConfig.model_validate(deep_merge({"lm": lm}, over)["lm"])
     except ValueError as exc:
-        raise ConfigError(f"{source}: {' '.join(str(exc).split())}") from None
+        raise ConfigError(f"{source}: {validation_summary(exc)}") from None

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..errors import validation_summary
 from ..lm import LMConfig
 from ..lm.errors import ConfigError
 from ..tasks.load import DataConfig
@@ -158,14 +159,7 @@ def with_backend_token_limits(config: RunConfig) -> RunConfig:
 
 
 def describe_validation_error(source: str, exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
-                       for p in err["loc"])
-        msg = "unknown key (check the spelling; see docs/configuration.md)" if err["type"] == "extra_forbidden" \
-            else err["msg"]
-        parts.append(f"{loc}: {msg}")
-    return f"{source}: invalid configuration: " + "; ".join(parts)
+    return f"{source}: invalid configuration: {validation_summary(exc)}"
 
 
 def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:
