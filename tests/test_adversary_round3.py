@@ -48,3 +48,18 @@ def test_a_server_address_with_credentials_is_one_line_that_quotes_no_part_of_th
     assert "validation error" not in out and "internal error" not in out and "errors.pydantic.dev" not in out
     assert PASSWORD[-4:] not in "".join(out.split())  # not even the tail, across the terminal's wrapping
     assert not (tmp_path / "OUT").exists()
+
+
+def test_a_sweep_into_a_directory_of_the_users_own_files_writes_nothing(tmp_path: Path) -> None:
+    """Before: `decoevo sweep DIR` over a directory holding the user's status.json replaced it with the
+    sweep's (and put sweep.yaml, .lock and runs/ among the user's files)."""
+    target = tmp_path / "mine"
+    target.mkdir()
+    files = {"status.json": '{"my": "own"}\n', "notes.txt": "keep me\n", ".lock": "mine too\n"}
+    for name, text in files.items():
+        (target / name).write_text(text)
+    result = runner.invoke(app, ["sweep", str(target), "--methods", "decoevo", "--seeds", "0"])
+    assert result.exit_code == 2, result.output
+    assert "not a sweep directory" in " ".join(result.output.split())
+    assert sorted(p.name for p in target.iterdir()) == sorted(files)
+    assert all((target / name).read_text() == text for name, text in files.items())

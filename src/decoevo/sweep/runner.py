@@ -26,6 +26,18 @@ POLL_S = 0.5
 SLOTS_DIR = ".slots"  # SWEEP/.slots/<endpoint>/slot-<i>: the endpoints' concurrency, shared by the cells
 
 
+def check_sweep_dir(sweep_dir: Path) -> None:
+    """A sweep writes status.json, sweep.yaml, .lock and runs/ at the top of its directory: one that holds
+    files but no sweep.yaml is somebody's own, and none of it may be written over."""
+    if not sweep_dir.is_dir() or (sweep_dir / SPEC_FILE).is_file():
+        return
+    held = sorted(p.name for p in sweep_dir.iterdir())
+    if held:
+        shown = ", ".join(held[:3]) + (", ..." if len(held) > 3 else "")
+        raise ConfigError(f"{sweep_dir} exists and is not a sweep directory (it holds {shown}); name a new or "
+                          "empty directory")
+
+
 @contextmanager
 def sweep_lock(sweep_dir: Path) -> Iterator[None]:
     """One driver per sweep directory: two would run the same cells into the same run directories."""
@@ -47,6 +59,7 @@ def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec
     console = console or Console()
     sweep_dir = sweep_dir.resolve()
     check_available(spec.evaluate)
+    check_sweep_dir(sweep_dir)
     cells = plan(spec, sweep_dir, source)
     with sweep_lock(sweep_dir):
         (sweep_dir / SPEC_FILE).write_text(spec.to_yaml(), encoding="utf-8")
