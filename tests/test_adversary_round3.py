@@ -3,7 +3,14 @@ found and fixed (docs/reliability.md, "Adversarial pass, round three")."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -63,3 +70,97 @@ def test_a_sweep_into_a_directory_of_the_users_own_files_writes_nothing(tmp_path
     assert "not a sweep directory" in " ".join(result.output.split())
     assert sorted(p.name for p in target.iterdir()) == sorted(files)
     assert all((target / name).read_text() == text for name, text in files.items())
+
+
+def _toy_world_server(delay: dict[str, float]) -> Any:
+    from decoevo.testing import world
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.toy_server import unwrap_repair
+
+    def reply(body: dict[str, Any], n: int) -> Reply:
+        messages = unwrap_repair(body["messages"])
+        answer = world.respond(messages, world.schema_of(body), world.sample_index_of(body))
+        return Reply(content=answer, delay_s=delay["s"])
+
+    return FakeOpenAI(reply, models=("toy",))
+
+
+def _kill_after(args: list[str], env: dict[str, str], server: Any, more: int) -> None:
+    """Start `decoevo ARGS` and SIGKILL it once the server has received `more` further requests."""
+    seen = len(server.requests)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "decoevo", *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while len(server.requests) < seen + more and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert proc.poll() is None, "it ended before the kill point"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(0.2)  # the server takes the last requests the kernel had sent
+
+
+def _billed(calls: Path) -> tuple[int, int]:
+    lines = [json.loads(line) for line in calls.read_text().splitlines()]
+    paid = [c for c in lines if not c["cached"]]
+    return len(paid), sum(1 for c in paid if c.get("estimated"))
+
+
+def test_an_evaluation_and_a_pilot_killed_with_requests_in_flight_count_every_request_received(
+    tmp_path: Path,
+) -> None:
+    """Before: `decoevo eval` and `decoevo pilot` kept no record of a request before sending it; one killed
+    at the default concurrency (64) had been billed for every request in flight, and their call logs
+    counted only the answered ones. Now each paid request is recorded first (RUN/eval/requests.jsonl,
+    OUT/pilot/requests.jsonl) and the next invocation completes the unanswered ones as estimated calls."""
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "toy.jsonl", n=24)
+    delay = {"s": 0.0}
+    server = _toy_world_server(delay)
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "cache.sqlite")}
+    run = tmp_path / "runs" / "r"
+    with serve_app(server.app()) as url:
+        args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=1, sets=("splits.test=8",))
+        done = subprocess.run([sys.executable, "-m", "decoevo", *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        delay["s"] = 0.5  # every request of the evaluation is in flight for a while
+
+        before = len(server.requests)
+        _kill_after(["eval", str(run)], env, server, 4)
+        finished = subprocess.run(
+            [sys.executable, "-m", "decoevo", "eval", str(run)], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        received = len(server.requests) - before
+        billed, estimated = _billed(run / "eval" / "calls.jsonl")
+        assert billed >= received, f"eval: the server received {received} requests, eval/calls.jsonl bills {billed}"
+        assert estimated > 0  # requests were in flight at the kill: not vacuous
+
+        before = len(server.requests)
+        pilot_args = [
+            "pilot",
+            str(tmp_path / "pilot"),
+            "--base-url",
+            f"{url}/v1",
+            "--model",
+            "toy",
+            "--data",
+            str(data),
+            "--preset",
+            "default",
+            "--seeds",
+            "3",
+            "--set",
+            "splits={pilot: 4, train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}",
+        ]
+        _kill_after(pilot_args, env, server, 3)
+        finished = subprocess.run(
+            [sys.executable, "-m", "decoevo", *pilot_args], env=env, capture_output=True, text=True, timeout=300
+        )
+        assert finished.returncode == 0, finished.stdout + finished.stderr
+        received = len(server.requests) - before
+        billed, estimated = _billed(tmp_path / "pilot" / "pilot" / "calls.jsonl")
+        assert billed >= received, f"pilot: the server received {received} requests, its call log bills {billed}"
+        assert estimated > 0

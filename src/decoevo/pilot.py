@@ -26,7 +26,7 @@ from .engine.run import call_line, initial_state, spec_lookup
 from .errors import ConfigError
 from .lm import LM
 from .methods import get_method
-from .rundir import RunWriter
+from .rundir import RequestLog, RunWriter, settle_interrupted
 from .tasks.load import load_questions
 from .tasks.splits import make_splits
 
@@ -107,6 +107,9 @@ async def run_pilot_async(config: RunConfig, out_dir: Path | str, *, grid: Pilot
     (out / PILOT_DIR).mkdir(parents=True, exist_ok=True)
     owns = lm is None
     lm = lm or LM(config.lm)
+    settle_interrupted(out / PILOT_DIR)  # requests in flight when an earlier pilot was killed: billed
+    if owns:  # each paid request on disk before it leaves (a caller's own LM keeps its own record)
+        lm.journal = RequestLog(out / PILOT_DIR)
     lm.on_call = lambda record: writer.record_call(call_line(record))
     method = get_method("skillopt")  # the gates measured are SkillOpt's (the solver gate) and the audit's pairs
     spec_for = spec_lookup(config)

@@ -19,7 +19,7 @@ from ..grading import GradeResult
 from ..lm import LM, CallRecord, LMError, ModelSpec
 from ..methods import get_method
 from ..roles.solve import solve
-from ..rundir import RunWriter
+from ..rundir import RequestLog, RunWriter, settle_interrupted
 from .models import evaluation_lm_config
 from .results import SaveDecision, save_result
 from .run_view import RunView
@@ -66,6 +66,11 @@ class EvalSession:
         # Evaluation calls go to RUN/eval/calls.jsonl: RUN/calls.jsonl stays the training spend.
         # Everything an evaluation writes goes under RUN/eval/; the training record is only read.
         self.writer = RunWriter(view.path / EVAL_DIR)
+        # An evaluation killed with requests in flight was billed for them: its records become estimated
+        # calls in RUN/eval/calls.jsonl now, and this one's paid requests are on disk before they leave.
+        self.interrupted = settle_interrupted(view.path / EVAL_DIR)
+        if lm is None:  # a caller's own LM keeps its own record
+            self.lm.journal = RequestLog(view.path / EVAL_DIR)
 
         def record(rec: CallRecord) -> None:
             self.writer.record_call(call_line(rec))

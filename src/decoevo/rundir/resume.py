@@ -54,13 +54,30 @@ def checkpoint_to_resume(path: Path | str) -> Checkpoint | None:
     return RunReader(path).checkpoint()
 
 
+def settle_interrupted(root: Path) -> tuple[CallLine, ...]:
+    """Make the call log of a directory whose process may have been killed (a run, RUN/eval/, a pilot's
+    calls) whole again: cut the torn last line of `calls.jsonl` and `requests.jsonl`, and complete each
+    request recorded as sent but never answered with an estimated call line (billed: the provider got it).
+    Completed once: the next call finds them answered by these lines. Returns the lines added."""
+    for rel in (CALLS, REQUESTS):
+        _cut_torn_tail(root, rel)
+    calls_path = root / CALLS
+    data = calls_path.read_bytes() if calls_path.is_file() else b""
+    lost = unanswered(root, parse_call_lines(data, calls_path))
+    if lost:
+        writer = RunWriter(root)
+        for line in lost:
+            writer.record_call(line)
+    return tuple(lost)
+
+
 def prepare_resume(path: Path | str) -> ResumePoint:
     root = Path(path)
     if root.is_symlink():  # the run's own directory too: its writes would land wherever the link points
         raise UnsafeRunPath(f"{root}: is a symbolic link to {root.resolve()}; resume the run there by its own path")
     _refuse_links(root)
-    for rel in (CALLS, EVENTS, REQUESTS):
-        _cut_torn_tail(root, rel)
+    _cut_torn_tail(root, EVENTS)
+    settle_interrupted(root)
     reader = RunReader(root)
     checkpoint = reader.checkpoint()
     events = root / EVENTS
@@ -72,12 +89,6 @@ def prepare_resume(path: Path | str) -> ResumePoint:
         return ResumePoint(checkpoint, frozenset(c.key for c in reader.calls(problems=[])), ())
     cut = checkpoint.calls_offset if checkpoint is not None else 0
     data = calls_path.read_bytes() if calls_path.is_file() else b""
-    lost = unanswered(root, parse_call_lines(data, calls_path))
-    if lost:  # completed once, here: the next resume finds them answered by these lines
-        writer = RunWriter(root)
-        for line in lost:
-            writer.record_call(line)
-        data = calls_path.read_bytes()
     before = parse_call_lines(data[:cut], calls_path)
     after = parse_call_lines(data[cut:], calls_path)
     paid_after = tuple(c for c in after if not c.cached)
