@@ -164,3 +164,16 @@ def test_an_evaluation_and_a_pilot_killed_with_requests_in_flight_count_every_re
         billed, estimated = _billed(tmp_path / "pilot" / "pilot" / "calls.jsonl")
         assert billed >= received, f"pilot: the server received {received} requests, its call log bills {billed}"
         assert estimated > 0
+
+
+def test_reproduce_given_a_url_with_a_token_refuses_it_without_printing_the_token(tmp_path: Path) -> None:
+    """Before: `reproduce --data healthbench=https://host/f.jsonl?token=T` read the URL as a path and
+    printed it back with the token in "file not found" (its `//` collapsed, so no URL pattern matched)."""
+    token = "tok-" + "9f8e7d6c5b4a3210fedc"
+    url = f"https://mirror.example/data/hb.jsonl?token={token}"
+    args = ["reproduce", str(tmp_path / "out"), "--base-url", "http://127.0.0.1:9/v1", "--model", "toy"]
+    result = runner.invoke(app, [*args, "--allow-self-grading", "--data", f"healthbench={url}", "-y"])
+    assert result.exit_code == 2, result.output
+    assert "not URLs" in " ".join(result.output.split())
+    assert token[-8:] not in "".join(result.output.split())
+    assert not (tmp_path / "out").exists()

@@ -15,6 +15,7 @@ from rich.markup import escape
 from .cli_common import console, err_console, guarded
 from .errors import ConfigError, validation_summary
 from .lm import ModelSpec
+from .redact import register_url_secrets
 
 SHARED_KEYS = ("hyper", "splits", "budget")
 
@@ -41,6 +42,10 @@ def _data(items: list[str]) -> dict[str, dict[str, Any]]:
         name, sep, rest = item.partition("=")
         if not sep or not name or not rest:
             raise ConfigError(f"--data expects NAME=PATH[:FORMAT][@LIMIT], e.g. healthbench=hb.jsonl; got '{item}'")
+        if "://" in rest:  # read as a path, a URL's token was printed back in "file not found"
+            register_url_secrets(rest)
+            raise ConfigError(f"--data {name}: reproduce reads local files, not URLs ({rest}); fetch it first "
+                              f"(`decoevo data fetch {name}`, or download it) and give its path")
         rest, _, limit = rest.partition("@")
         path, _, fmt = rest.rpartition(":") if ":" in Path(rest).name else (rest, "", "")
         out[name] = {"path": str(Path(path).resolve()), "format": fmt or name, "limit": int(limit) if limit else None}
