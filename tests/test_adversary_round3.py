@@ -177,3 +177,31 @@ def test_reproduce_given_a_url_with_a_token_refuses_it_without_printing_the_toke
     assert "not URLs" in " ".join(result.output.split())
     assert token[-8:] not in "".join(result.output.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_a_data_url_with_user_and_password_downloads_with_basic_authorization(tmp_path: Path) -> None:
+    """Before: urllib looked `alice:PW@127.0.0.1` up as a host name, so every `--data` URL (or mirror) with
+    credentials failed as "cannot be reached ([Errno -2] Name or service not known); offline?"."""
+    import base64
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from decoevo.benchmarks.download import download
+    from decoevo.testing.server import serve_app
+
+    body = b'{"id": "q1", "prompt": "hi"}\n'
+    wanted = "Basic " + base64.b64encode(b"alice:p@ss word").decode()
+
+    async def data(request: Request) -> Response:
+        if request.headers.get("authorization") != wanted:
+            return Response("no", status_code=401)
+        return Response(body, media_type="application/octet-stream")
+
+    app = Starlette(routes=[Route("/q.jsonl", data)])
+    with serve_app(app) as url:
+        target = url.replace("://", "://alice:p%40ss%20word@") + "/q.jsonl"
+        download(target, tmp_path / "q.jsonl", None)
+    assert (tmp_path / "q.jsonl").read_bytes() == body

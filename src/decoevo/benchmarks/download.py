@@ -8,6 +8,7 @@ ceiling, and its part file is deleted), and an HTML page (a login, error or inde
 
 from __future__ import annotations
 
+import base64
 import http.client
 import os
 import time
@@ -85,13 +86,25 @@ def _too_large(url: str, part: Path, limit: int, what: str) -> TooLarge:
                     "wrong URL, or a server that does not stop sending)")
 
 
+def _request(url: str) -> urllib.request.Request:
+    """A GET of `url`. urllib cannot send a URL's `user:password@` (it looks the whole netloc up as the host
+    name, "Name or service not known"): it is sent as HTTP Basic authorization instead."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"User-Agent": "decoevo-data", "Accept-Encoding": "identity"}
+    if parts.username is not None or parts.password is not None:
+        pair = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return urllib.request.Request(url, headers=headers)
+
+
 def unchanged(url: str, etag: str | None, last_modified: str | None) -> bool | None:
     """Whether the file at `url` is still the one a download saw, asked with a conditional request:
     True (304 Not Modified, or the same ETag / Last-Modified), False (changed, or nothing to compare
     with), None when the host cannot be reached at all."""
     if not etag and not last_modified:
         return False
-    request = urllib.request.Request(url, headers={"User-Agent": "decoevo-data", "Accept-Encoding": "identity"})
+    request = _request(url)
     if etag:
         request.add_header("If-None-Match", etag)
     if last_modified:
@@ -118,7 +131,7 @@ def _attempt(url: str, part: Path, on_progress: Progress | None, limit: int | No
              meta: dict[str, str] | None) -> bool:
     """One request; appends to `part` from where it ends. True when the body arrived complete."""
     have = part.stat().st_size if part.exists() else 0
-    request = urllib.request.Request(url, headers={"User-Agent": "decoevo-data", "Accept-Encoding": "identity"})
+    request = _request(url)
     if have:
         request.add_header("Range", f"bytes={have}-")
     try:
