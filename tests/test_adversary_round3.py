@@ -205,3 +205,13 @@ def test_a_data_url_with_user_and_password_downloads_with_basic_authorization(tm
         target = url.replace("://", "://alice:p%40ss%20word@") + "/q.jsonl"
         download(target, tmp_path / "q.jsonl", None)
     assert (tmp_path / "q.jsonl").read_bytes() == body
+
+
+def test_the_api_resume_of_none_names_its_argument() -> None:
+    """Before: `decoevo.resume(None)` raised os.fspath's TypeError ("expected str, bytes or os.PathLike
+    object, not NoneType"), naming neither the function nor the argument; every other type was named."""
+    import decoevo
+    from decoevo.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match="resume: run_dir"):
+        decoevo.resume(None)  # type: ignore[arg-type]

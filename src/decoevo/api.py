@@ -234,6 +234,8 @@ async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
     A changed data file or splits is refused unless `accept_changed_data`; an edit of config.yaml that
     changes results (anything but concurrency, timeouts, retries, rates, tracking) unless
     `accept_changed_config`."""
+    if run_dir is None:  # need_path lets an optional argument's None through; this one is required
+        raise ArgumentError("resume: run_dir must be a run directory (str or pathlib.Path), not None")
     need_path("resume", "run_dir", run_dir)
     callbacks = check_callbacks("resume", callbacks)
     path = Path(run_dir)
