@@ -215,3 +215,35 @@ def test_the_api_resume_of_none_names_its_argument() -> None:
 
     with pytest.raises(ArgumentError, match="resume: run_dir"):
         decoevo.resume(None)  # type: ignore[arg-type]
+
+
+FULL_DISK = """
+import os, resource, signal, sys
+from pathlib import Path
+from decoevo.fileio import atomic_write_text
+from decoevo.rundir.files import append_line
+from decoevo.rundir.transcripts import TranscriptEntry, append_transcript
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+root = Path(sys.argv[1])
+for name, write in (("summary.json", lambda p: atomic_write_text(p, "x" * 200)),
+                    ("calls.jsonl", lambda p: append_line(root, p, "y" * 200)),
+                    ("transcripts.jsonl.gz", lambda p: append_transcript(root, TranscriptEntry(
+                        key="k", role="solve", model="m", reply=os.urandom(300).hex())))):
+    try:
+        write(root / name)
+    except OSError as exc:
+        print(name, exc.filename)
+"""
+
+
+def test_a_write_that_fails_names_its_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    """Before: a run on a full disk stopped with "error: No space left on device", naming no file, and an
+    atomic write left its `.NAME.tmpPID` behind. The disk is made "full" with RLIMIT_FSIZE (no root)."""
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == [
+        f"summary.json {tmp_path / 'summary.json'}",
+        f"calls.jsonl {tmp_path / 'calls.jsonl'}",
+    ]
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]

@@ -14,12 +14,21 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        if fsync:
-            f.flush()
-            os.fsync(f.fileno())
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+    except OSError as exc:  # a full disk: no half-written temp file left beside `path`, and `path` named
+        tmp.unlink(missing_ok=True)
+        raise named(exc, path) from None
     os.replace(tmp, path)  # replaces a link itself, never its target
+
+
+def named(exc: OSError, path: Path) -> OSError:
+    """`exc` with the file it was about (a failed write() names none: "No space left on device")."""
+    return exc if exc.filename else OSError(exc.errno, exc.strerror, str(path))
 
 
 def sha256_file(path: Path) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
-from ..fileio import atomic_write_text
+from ..fileio import atomic_write_text, named
 
 
 class RunReadError(UserError):
@@ -56,12 +56,25 @@ def append_line(root: Path, path: Path, line: str, *, fsync: bool = True) -> int
     _check_no_links(root, path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
-        os.write(fd, (line + "\n").encode("utf-8", "surrogatepass"))
+        write_all(fd, (line + "\n").encode("utf-8", "surrogatepass"), path)
         if fsync:
             os.fsync(fd)
         return os.fstat(fd).st_size
+    except OSError as exc:
+        raise named(exc, path) from None
     finally:
         os.close(fd)
+
+
+def write_all(fd: int, data: bytes, path: Path) -> None:
+    """All of `data`: write() may take part of it (a disk filling up); then the rest, or the error that
+    stopped it, naming `path` (a failed write() names no file: "No space left on device")."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise named(exc, path) from None
 
 
 def sync(root: Path, path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..redact import mask_secrets
-from .files import _check_no_links, dumps_line
+from .files import _check_no_links, dumps_line, write_all
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
 _PIECE = 4096  # compressed bytes fed to the decompressor at a time when reading (an entry is ~2 KiB)
@@ -45,7 +45,7 @@ def append_transcript(root: Path, entry: TranscriptEntry) -> None:
     member = gzip.compress((line + "\n").encode("utf-8"), mtime=0)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
-        os.write(fd, member)  # not fsynced: a transcript is for reading; the call log is the record
+        write_all(fd, member, path)  # not fsynced: a transcript is for reading; the call log is the record
     finally:
         os.close(fd)
 
