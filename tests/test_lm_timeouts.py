@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import time
 
@@ -54,6 +55,7 @@ async def test_a_server_that_never_answers_fails_on_the_first_byte_timeout_after
         server.close()
     assert seen == 2 and elapsed < 3  # timeout_retries=1: two attempts, not max_retries + 1 = 6
     assert "max_tokens=512" in str(info.value)
+    assert "to wait longer: --set lm.models.default.first_byte_timeout_s=0.6" in str(info.value)
     assert lm.ledger.rows[("solve", "default")].failures["infrastructure"] == 1
 
 
@@ -96,3 +98,67 @@ async def test_a_listener_that_never_accepts_fails_on_the_connect_timeout(openai
     finally:
         for s in [*fillers, listener]:
             s.close()
+
+
+def _completion_reply(text: str) -> bytes:
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 3, "completion_tokens": 2}}).encode()
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def test_requests_queued_behind_a_one_slot_server_wait_their_turn(openai_lm):
+    """llama-cpp-python's server answers one request at a time. Each answer here takes 0.25 s against a
+    first-byte limit of 0.6 s: the 6th of 6 concurrent requests waits 1.5 s, yet the server answers
+    something every 0.25 s, so none times out (before, the 3rd to 6th did, three times each)."""
+    slot = asyncio.Lock()
+    served = 0
+
+    async def one_slot(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal served
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+        await reader.readexactly(length)
+        async with slot:
+            await asyncio.sleep(0.25)
+            served += 1
+            writer.write(_completion_reply(f"answer {served}"))
+            await writer.drain()
+        writer.close()
+
+    server, url = await _raw_server(one_slot)
+    try:
+        lm = openai_lm(url, None, first_byte_timeout_s=0.6, timeout_retries=0, max_concurrency=6)
+        started = time.monotonic()
+        replies = await asyncio.gather(*(lm.complete([Message("user", f"q{i}")], role="solve") for i in range(6)))
+        assert time.monotonic() - started >= 1.5
+        assert sorted(r.text for r in replies) == [f"answer {i}" for i in range(1, 7)]
+        assert served == 6 and lm.ledger.total().retries == 0
+    finally:
+        server.close()
+
+
+def test_default_limits_stretch_for_a_slow_server_and_not_for_a_hung_one():
+    from decoevo.lm.timeouts import COLD_STRETCH, EndpointProgress, default_first_byte_s
+
+    now = [0.0]
+    progress = EndpointProgress(clock=lambda: now[0])
+    base = request_timeouts(spec(), 400)
+    # before any answer: an unknown server gets twice the default once ...
+    assert progress.stretch() == COLD_STRETCH
+    cold = request_timeouts(spec(), 400, progress.stretch())
+    assert cold.first_byte_s == pytest.approx(COLD_STRETCH * base.first_byte_s)
+    # ... and a hung one, after that first wait, the plain default
+    progress.timed_out()
+    assert progress.stretch() == 1.0
+    # a fast server keeps the defaults; one that needed 1.5x its own default limit gets 3x, decaying later
+    progress.observe(2.0, default_first_byte_s(spec(), 100))
+    assert progress.stretch() == 1.0
+    progress.observe(1.5 * default_first_byte_s(spec(), 119), default_first_byte_s(spec(), 119))
+    assert progress.stretch() == pytest.approx(3.0)
+    slow = request_timeouts(spec(), 400, progress.stretch())
+    assert slow.first_byte_s == pytest.approx(3 * base.first_byte_s) and slow.total_s > slow.first_byte_s
+    for _ in range(20):
+        progress.observe(1.0, default_first_byte_s(spec(), 100))
+    assert progress.stretch() < 1.5
+    # explicit settings are never stretched
+    assert request_timeouts(spec(first_byte_timeout_s=7), 400, 3.0).first_byte_s == 7

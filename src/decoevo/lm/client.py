@@ -361,8 +361,8 @@ class LM:
                         # of max_retries held one call for many minutes.
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(
-                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
-                        ) from exc
+                            f"{role}: timed out {timeouts} time(s): {exc} ({exc.hint(model_name)})", role=role,
+                            model=model_name) from exc
                     if not policy.should_retry(attempt):
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(

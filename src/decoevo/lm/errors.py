@@ -53,7 +53,8 @@ class EmptyReplyError(ParseError):
 
 class RetryableError(InfrastructureError):
     """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds;
-    `throttled` marks a rate limit (429), `rate` the reply's rate-limit headers (a RateInfo)."""
+    `throttled` marks an overloaded server (a 429, or a reply that timed out), which halves the model's
+    concurrency; `rate` holds the reply's rate-limit headers (a RateInfo)."""
 
     def __init__(self, message: str, *, retry_after: float | None = None, throttled: bool = False,
                  rate: object | None = None) -> None:
@@ -63,10 +64,21 @@ class RetryableError(InfrastructureError):
         self.rate = rate
 
 
-class RequestTimeout(RetryableError):
-    """A request timed out; `which` names the limit that fired (connect, first_byte or total). Retried a
-    few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a call for minutes."""
+#: the ModelSpec field that sets each timeout
+TIMEOUT_KEYS = {"connect": "connect_timeout_s", "first_byte": "first_byte_timeout_s", "total": "timeout_s"}
 
-    def __init__(self, message: str, *, which: str) -> None:
-        super().__init__(message)
+
+class RequestTimeout(RetryableError):
+    """A request timed out; `which` names the limit that fired (connect, first_byte or total) and `limit_s`
+    its value. Retried a few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a
+    call for minutes. A reply that took too long is a sign of overload, as a 429 is (`throttled`)."""
+
+    def __init__(self, message: str, *, which: str, limit_s: float | None = None) -> None:
+        super().__init__(message, throttled=which != "connect")
         self.which = which
+        self.limit_s = limit_s
+
+    def hint(self, model_name: str) -> str:
+        """The setting that lets a slow server take longer, as a flag."""
+        value = f"{2 * self.limit_s:g}" if self.limit_s else "SECONDS"
+        return f"to wait longer: --set lm.models.{model_name}.{TIMEOUT_KEYS[self.which]}={value}"

@@ -127,7 +127,8 @@ class LiteLLMBackend:
         message = str(exc)[:500]
         where = self._where
         if "Timeout" in name:
-            return RequestTimeout(f"total timeout at {where}: {message}", which="total")
+            return RequestTimeout(f"total timeout at {where}: {message}", which="total",
+                                  limit_s=self.spec.timeout_s)
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
         retry_after = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None

@@ -1,17 +1,30 @@
-"""How long to wait for one request, sized to what it asks for.
+"""How long to wait for one request, sized to what it asks for, and measured from when the server could
+have started on it.
 
 A non-streamed completion sends its first byte only when generation is done, so the first-byte limit
-must cover generating `max_tokens` at the slowest speed we accept, plus a fixed allowance for queueing
-and the prompt. A fixed 120 s limit was both too long for a hung server (6 attempts: 12 minutes) and
-too short for a long answer from a slow one."""
+must cover generating `max_tokens` at the slowest speed we accept, plus a fixed allowance for the prompt.
+A fixed 120 s limit was both too long for a hung server (6 attempts: 12 minutes) and too short for a long
+answer from a slow one.
+
+A server with fewer slots than requests in flight (llama-cpp-python's server has one) queues the rest,
+and a queued request's clock would run out behind the others: 8 requests at a one-slot server waited
+8 answers long and timed out. So the clock of a request still waiting for its reply restarts whenever
+another request to the same endpoint is answered (`EndpointProgress`): waiting behind the client's own
+requests does not count, while a hung server (no answers at all) is still left after one limit."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .config import ModelSpec
 
-#: seconds allowed before generation starts (queueing, prompt processing)
+T = TypeVar("T")
+
+#: seconds allowed before generation starts (prompt processing, a slot freeing up)
 FIRST_BYTE_ALLOWANCE_S = 20.0
 #: seconds allowed to receive the body once it has started
 TRANSFER_ALLOWANCE_S = 15.0
@@ -28,9 +41,124 @@ class Timeouts:
         return f"{which.replace('_', '-')} timeout ({value:.1f}s)"
 
 
-def request_timeouts(spec: ModelSpec, max_tokens: int) -> Timeouts:
-    """The three limits for a request of `max_tokens`; explicit settings in `spec` win."""
-    first_byte = spec.first_byte_timeout_s or FIRST_BYTE_ALLOWANCE_S + max_tokens / spec.min_tokens_per_s
+def default_first_byte_s(spec: ModelSpec, tokens: int) -> float:
+    """The first-byte limit a reply of `tokens` gets when nothing else is known."""
+    return FIRST_BYTE_ALLOWANCE_S + tokens / spec.min_tokens_per_s
+
+
+def request_timeouts(spec: ModelSpec, max_tokens: int, stretch: float = 1.0) -> Timeouts:
+    """The three limits for a request of `max_tokens`; explicit settings in `spec` win. `stretch` widens
+    the default limits for a server seen to be slower than `min_tokens_per_s` (`EndpointProgress.stretch`)."""
+    first_byte = spec.first_byte_timeout_s or stretch * default_first_byte_s(spec, max_tokens)
     total = spec.timeout_s or first_byte + TRANSFER_ALLOWANCE_S
     return Timeouts(connect_s=min(spec.connect_timeout_s, total), first_byte_s=min(first_byte, total),
                     total_s=total)
+
+
+#: how much wider the default limits are before an endpoint has answered: an unknown server may still be
+#: loading its model, or be slower than `min_tokens_per_s`
+COLD_STRETCH = 2.0
+#: what remains of a slow answer's weight after each later answer
+LOAD_DECAY = 0.9
+
+
+class EndpointProgress:
+    """What this process has seen of one endpoint: when it last answered a request (`last`, monotonic
+    seconds), and how slow its answers were against the default limits (`load`: the largest share of its
+    own default first-byte limit a recent answer needed, decaying; None before the first answer)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.last = float("-inf")
+        self.load: float | None = None
+        self.cold = True  # until the first answer, or the first limit reached without one
+        self.clock = clock
+
+    def answered(self) -> None:
+        self.last = self.clock()
+
+    def observe(self, service_s: float, needed_s: float) -> None:
+        """A successful answer took `service_s` (from its anchor) where the default limit for its length
+        is `needed_s`."""
+        share = service_s / max(needed_s, 1e-9)
+        self.load = share if self.load is None else max(share, self.load * LOAD_DECAY)
+        self.cold = False
+
+    def timed_out(self) -> None:
+        self.cold = False
+
+    def stretch(self) -> float:
+        """The factor on the default limits: twice the load seen (never below 1), or COLD_STRETCH before
+        any answer. A server answering at a third of `min_tokens_per_s` gets limits six times as long; a
+        hung server, which answers nothing, still meets the limit after one (cold) wait."""
+        if self.cold:
+            return COLD_STRETCH
+        return max(1.0, 2.0 * (self.load or 0.0))
+
+
+_PROGRESS: dict[str, EndpointProgress] = {}
+
+
+def progress_of(url: str) -> EndpointProgress:
+    """The one record per endpoint URL in this process: two model names served by one server queue together."""
+    found = _PROGRESS.get(url)
+    if found is None:
+        found = _PROGRESS[url] = EndpointProgress()
+    return found
+
+
+class Exchange:
+    """One request's clock at one endpoint; the code that talks to the server calls `heard` when the
+    reply's status line arrives (for a non-streamed completion: generation is done)."""
+
+    def __init__(self, progress: EndpointProgress) -> None:
+        self.progress = progress
+        self.started = progress.clock()
+        self.heard_at: float | None = None
+        self._anchor_when_heard = self.started
+
+    def heard(self) -> None:
+        self._anchor_when_heard = self.anchor()
+        self.heard_at = self.progress.clock()
+
+    def service_s(self) -> float:
+        """Seconds from the anchor to the reply's start (to now, before it)."""
+        return (self.heard_at if self.heard_at is not None else self.progress.clock()) - self.anchor()
+
+    def anchor(self) -> float:
+        """When this request's limits count from: sent, or the endpoint's latest answer to another request
+        while this one had no reply yet."""
+        if self.heard_at is not None:
+            return self._anchor_when_heard
+        return max(self.started, self.progress.last)
+
+
+async def within(work: Awaitable[T], limits: Timeouts, exchange: Exchange) -> T:
+    """`await work`, or `LimitReached` naming the limit ("first_byte" or "total") that fired first, both
+    counted from `exchange.anchor()`; the first-byte limit ends when the reply starts."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            anchor = exchange.anchor()
+            deadline, which = anchor + limits.total_s, "total"
+            if exchange.heard_at is None and anchor + limits.first_byte_s < deadline:
+                deadline, which = anchor + limits.first_byte_s, "first_byte"
+            remaining = deadline - exchange.progress.clock()
+            if remaining <= 0:
+                task.cancel()
+                raise LimitReached(which)
+            # The deadline only ever moves later: wake at the current one, then look again.
+            done, _ = await asyncio.wait({task}, timeout=remaining)
+            if done:
+                return task.result()
+    except BaseException:
+        if not task.done():
+            task.cancel()
+        raise
+
+
+class LimitReached(TimeoutError):
+    """`within`'s timeout; `which` is "first_byte" or "total"."""
+
+    def __init__(self, which: str) -> None:
+        super().__init__(which)
+        self.which = which
