@@ -6,8 +6,8 @@ from enum import StrEnum
 
 from ..errors import ConfigError
 
-__all__ = ["ConfigError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError", "ParseError",
-           "RefusalError", "RequestTimeout", "RetryableError"]
+__all__ = ["ConfigError", "CredentialError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError",
+           "ParseError", "RefusalError", "RequestTimeout", "RetryableError"]
 
 
 class FailureCategory(StrEnum):
@@ -30,6 +30,11 @@ class LMError(Exception):
 
 class InfrastructureError(LMError):
     category = FailureCategory.INFRASTRUCTURE
+
+
+class CredentialError(InfrastructureError):
+    """The server refused the credentials (HTTP 401/403), or none was found for a provider that needs one.
+    Never retried: no wait makes a wrong key right. The message names the variable or file to set."""
 
 
 class ParseError(LMError):

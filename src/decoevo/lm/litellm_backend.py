@@ -14,8 +14,8 @@ import os
 from typing import Any
 
 from .config import ModelSpec
-from .endpoint import hint_for_status, schema_instruction, server_schema, with_instruction
-from .errors import ConfigError, InfrastructureError, LMError, RequestTimeout, RetryableError
+from .endpoint import credential_hint, hint_for_status, is_local, schema_instruction, server_schema, with_instruction
+from .errors import ConfigError, CredentialError, InfrastructureError, LMError, RequestTimeout, RetryableError
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
@@ -37,13 +37,26 @@ def load_litellm() -> Any:
     return litellm
 
 
-def api_key(spec: ModelSpec) -> str | None:
+def api_key(spec: ModelSpec, provider_has_key: bool = True) -> str | None:
     """The key to pass, or None to let LiteLLM read the provider's own variable (ANTHROPIC_API_KEY, ...):
-    the openai default `api_key_env` would hand an OpenAI key to another provider."""
+    the openai default `api_key_env` would hand an OpenAI key to another provider. A server on this
+    machine needs none: without any key it gets a placeholder, not LiteLLM's "missing credentials"."""
     if spec.api_key_file or "api_key_env" in spec.model_fields_set:
         key = spec.read_api_key()
-        return None if key == "not-needed" else key
-    return None
+        if key != "not-needed":
+            return key
+    elif provider_has_key:
+        return None
+    return "not-needed" if is_local(spec.base_url) else None
+
+
+def provider_variables(litellm: Any, spec: ModelSpec) -> tuple[str, ...]:
+    """The variables LiteLLM looks for this model's key in that are unset (empty: none needed, or set)."""
+    try:
+        found = litellm.validate_environment(spec.model, api_base=spec.base_url)
+    except Exception:  # an unknown provider: LiteLLM's own error says more at the first request
+        return ()
+    return tuple(str(v) for v in found.get("missing_keys") or ())
 
 
 class LiteLLMBackend:
@@ -52,7 +65,9 @@ class LiteLLMBackend:
         self.identity = spec.identity()
         self.max_concurrency = spec.max_concurrency or 64  # as the openai backend: what a serving process batches
         self._litellm = load_litellm()
-        self._key = api_key(spec)
+        explicit = bool(spec.api_key_file) or "api_key_env" in spec.model_fields_set
+        self._variables = () if explicit else provider_variables(self._litellm, spec)
+        self._key = api_key(spec, provider_has_key=not self._variables)
         self._redactor = Redactor(tuple(k for k in (self._key,) if k and len(k) >= 8))
         self._where = redact_url(spec.base_url) if spec.base_url else spec.model.split("/", 1)[0]
         # Providers differ in structured output; LiteLLM translates json_schema where it can. A server that
@@ -88,7 +103,17 @@ class LiteLLMBackend:
             kwargs["reasoning_effort"] = self.spec.reasoning_effort
         return kwargs
 
+    def _missing_key(self) -> CredentialError | None:
+        """A provider on another machine that needs a key and has none: said before any request."""
+        if self._key is not None or is_local(self.spec.base_url) or not self._variables:
+            return None
+        return CredentialError(f"no API key for {self.spec.model}: "
+                               f"{credential_hint(self.spec, self._variables)}")
+
     async def complete(self, request: BackendRequest) -> Completion:
+        missing = self._missing_key()
+        if missing is not None:
+            raise missing
         try:
             return await self._complete(request)
         except LMError as exc:
@@ -138,6 +163,10 @@ class LiteLLMBackend:
         if status == 429 or "RateLimit" in name:
             return RetryableError(f"rate limited (429) by {where}: {message}", retry_after=retry_after,
                                   throttled=True)
+        if status in (401, 403) or "Authentication" in name or "PermissionDenied" in name or \
+                "missing credentials" in message.lower():
+            hint = credential_hint(self.spec, self._variables)
+            return CredentialError(f"credentials refused ({name}, HTTP {status}) by {where}: {message}. {hint}")
         if "Connection" in name or status is None or status >= 500 or status in (408, 409):
             return RetryableError(f"{name} from {where}: {message}", retry_after=retry_after)
         hint = hint_for_status(status, message, self.spec, where)

@@ -33,7 +33,7 @@ from .endpoint import (
     server_schema,
     with_instruction,
 )
-from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
+from .errors import CredentialError, InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
 from .ratelimit import RateInfo
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
@@ -287,6 +287,8 @@ class OpenAIBackend:
             return RetryableError(f"server error {status} from {where}: {message}{tried}", retry_after=retry_after,
                                   rate=reply.rate)
         hint = hint_for_status(status, message, self.spec, where)
+        if status in (401, 403):
+            return CredentialError(f"credentials refused (HTTP {status}) by {where}: {message}. {hint}")
         return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 
     def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
