@@ -415,7 +415,7 @@ def sweep(
     from .tracking import export_tracking
 
     set_ = [*set_, *([f"budget.max_cost={max_cost}"] if max_cost is not None else [])]
-    _guard(export_tracking, track, track_uri)  # one tracker run per cell
+    _guard(export_tracking, track, track_uri, sweep_dir)  # one tracker run per cell
     try:
         _guard(_sweep, sweep_dir, spec, methods, seeds, data, fmt, task, benchmark, preset, model, base_url, steps,
                max_calls, max_tokens, evaluate, workers, threads, ray_address, no_cache, set_, pilot)
