@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from decoevo.lm import InfrastructureError, Message, ModelSpec
+from decoevo.lm import GenParams, InfrastructureError, Message, ModelSpec
 from decoevo.lm.timeouts import request_timeouts
 
 
@@ -137,28 +137,74 @@ async def test_requests_queued_behind_a_one_slot_server_wait_their_turn(openai_l
         server.close()
 
 
-def test_default_limits_stretch_for_a_slow_server_and_not_for_a_hung_one():
-    from decoevo.lm.timeouts import COLD_STRETCH, EndpointProgress, default_first_byte_s
+def test_default_limits_follow_the_servers_speed_and_back_off_like_tcp():
+    from decoevo.lm.timeouts import EndpointProgress, default_first_byte_s
 
     now = [0.0]
     progress = EndpointProgress(clock=lambda: now[0])
     base = request_timeouts(spec(), 400)
-    # before any answer: an unknown server gets twice the default once ...
-    assert progress.stretch() == COLD_STRETCH
-    cold = request_timeouts(spec(), 400, progress.stretch())
-    assert cold.first_byte_s == pytest.approx(COLD_STRETCH * base.first_byte_s)
-    # ... and a hung one, after that first wait, the plain default
-    progress.timed_out()
     assert progress.stretch() == 1.0
-    # a fast server keeps the defaults; one that needed 1.5x its own default limit gets 3x, decaying later
-    progress.observe(2.0, default_first_byte_s(spec(), 100))
-    assert progress.stretch() == 1.0
+    # a wave of requests sent together times out: one doubling, not one per request
+    for _ in range(8):
+        progress.timed_out(sent_at=0.0)
+    assert progress.stretch() == 2.0
+    now[0] = 50.0
+    progress.timed_out(sent_at=40.0)  # a retry sent after the doubling, timed out again
+    progress.timed_out(sent_at=10.0)  # sent before it: says nothing new
+    assert progress.stretch() == 4.0
+    widened = request_timeouts(spec(), 400, progress.stretch())
+    assert widened.first_byte_s == pytest.approx(4 * base.first_byte_s)
+    # a hung server never answers: three attempts wait 1 + 2 + 4 limits, and the backoff is capped
+    for t in range(100, 2000, 100):
+        now[0] = float(t)
+        progress.timed_out(sent_at=float(t))
+    assert progress.stretch() == 8.0
+    # an answer measures the server: one that needed 1.5x its default limit gets 3x, decaying later
     progress.observe(1.5 * default_first_byte_s(spec(), 119), default_first_byte_s(spec(), 119))
     assert progress.stretch() == pytest.approx(3.0)
-    slow = request_timeouts(spec(), 400, progress.stretch())
-    assert slow.first_byte_s == pytest.approx(3 * base.first_byte_s) and slow.total_s > slow.first_byte_s
+    progress.observe(2.0, default_first_byte_s(spec(), 100))
+    assert 2.5 < progress.stretch() < 3.0
     for _ in range(20):
         progress.observe(1.0, default_first_byte_s(spec(), 100))
     assert progress.stretch() < 1.5
-    # explicit settings are never stretched
+    # a fast server keeps the defaults, and explicit settings are never stretched
+    fast = EndpointProgress()
+    fast.observe(2.0, default_first_byte_s(spec(), 100))
+    assert fast.stretch() == 1.0
     assert request_timeouts(spec(first_byte_timeout_s=7), 400, 3.0).first_byte_s == 7
+
+
+async def test_a_server_slower_than_the_default_limit_is_waited_for_after_one_timeout(openai_lm):
+    """Each answer takes 0.5 s against a (test-sized) default limit of 0.3 s. As llama-cpp-python's server
+    does, a request the client gave up on still holds the slot until it is generated, so the first retry
+    (limit 0.6 s) waits behind it and times out too; the second (1.2 s) is answered. The next request
+    uses the measured speed at once. Before, all three attempts had 0.3 s and the call failed."""
+    slot = asyncio.Lock()
+
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+        await reader.readexactly(length)
+        async with slot:
+            await asyncio.sleep(0.5)
+            writer.write(_completion_reply("slow but sure"))
+            await writer.drain()
+        writer.close()
+
+    server, url = await _raw_server(slow)
+    try:
+        import decoevo.lm.timeouts as timeouts
+
+        allowance = timeouts.FIRST_BYTE_ALLOWANCE_S
+        timeouts.FIRST_BYTE_ALLOWANCE_S = 0.3 - 16 / 1000.0  # 0.3 s for max_tokens=16 at 1000 tokens/s
+        try:
+            lm = openai_lm(url, None, min_tokens_per_s=1000.0, timeout_retries=2)
+            params = GenParams(max_tokens=16)
+            first = await lm.complete([Message("user", "q1")], role="solve", params=params)
+            assert first.text == "slow but sure" and lm.ledger.total().retries == 2
+            second = await lm.complete([Message("user", "q2")], role="solve", params=params)
+            assert second.text == "slow but sure" and lm.ledger.total().retries == 2
+        finally:
+            timeouts.FIRST_BYTE_ALLOWANCE_S = allowance
+    finally:
+        server.close()

@@ -238,15 +238,16 @@ class OpenAIBackend:
         self._memory.remember(self.identity, profile)
 
     async def _post(self, request: BackendRequest, profile: EndpointProfile) -> Reply:
-        where = self._where
-        limits = request_timeouts(self.spec, request.params.max_tokens, self._progress.stretch())
+        where, max_tokens = self._where, request.params.max_tokens
         exchange = Exchange(self._progress)
         try:
-            reply = await within(self._exchange(request, profile, exchange), limits, exchange)
+            reply = await within(self._exchange(request, profile, exchange),
+                                 lambda: request_timeouts(self.spec, max_tokens, self._progress.stretch()), exchange)
         except LimitReached as exc:
-            self._progress.timed_out()
-            raise RequestTimeout(f"{limits.describe(exc.which)} at {where} for max_tokens="
-                                 f"{request.params.max_tokens}; {TIMEOUT_FIX[exc.which]}", which=exc.which,
+            self._progress.timed_out(exchange.started)
+            limits = exc.limits
+            raise RequestTimeout(f"{limits.describe(exc.which)} at {where} for max_tokens={max_tokens}; "
+                                 f"{TIMEOUT_FIX[exc.which]}", which=exc.which,
                                  limit_s=limits.total_s if exc.which == "total" else limits.first_byte_s) from None
         except aiohttp.ConnectionTimeoutError as exc:
             raise RequestTimeout(f"connect timeout ({self.spec.connect_timeout_s:.1f}s) at {where}; "

@@ -55,22 +55,26 @@ def request_timeouts(spec: ModelSpec, max_tokens: int, stretch: float = 1.0) -> 
                     total_s=total)
 
 
-#: how much wider the default limits are before an endpoint has answered: an unknown server may still be
-#: loading its model, or be slower than `min_tokens_per_s`
-COLD_STRETCH = 2.0
 #: what remains of a slow answer's weight after each later answer
 LOAD_DECAY = 0.9
+#: the most the default limits are widened after timeouts without an answer in between
+MAX_BACKOFF = 8.0
 
 
 class EndpointProgress:
-    """What this process has seen of one endpoint: when it last answered a request (`last`, monotonic
-    seconds), and how slow its answers were against the default limits (`load`: the largest share of its
-    own default first-byte limit a recent answer needed, decaying; None before the first answer)."""
+    """What this process has seen of one endpoint, to size its default limits the way TCP sizes its
+    retransmission timeout: from the answers measured, and doubled after a timeout until an answer comes.
+
+    `last`: when the endpoint last answered a request (monotonic seconds). `load`: the largest share of
+    its own default first-byte limit a recent successful answer needed (decaying; None before the first).
+    `backoff`: doubled by a timeout of a request sent after the last doubling (one doubling per wave of
+    requests, as TCP backs off once per window), reset by a successful answer."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.last = float("-inf")
         self.load: float | None = None
-        self.cold = True  # until the first answer, or the first limit reached without one
+        self.backoff = 1.0
+        self._backed_off_at = float("-inf")
         self.clock = clock
 
     def answered(self) -> None:
@@ -81,18 +85,19 @@ class EndpointProgress:
         is `needed_s`."""
         share = service_s / max(needed_s, 1e-9)
         self.load = share if self.load is None else max(share, self.load * LOAD_DECAY)
-        self.cold = False
+        self.backoff = 1.0
 
-    def timed_out(self) -> None:
-        self.cold = False
+    def timed_out(self, sent_at: float) -> None:
+        if sent_at > self._backed_off_at:
+            self.backoff = min(MAX_BACKOFF, 2.0 * self.backoff)
+            self._backed_off_at = self.clock()
 
     def stretch(self) -> float:
-        """The factor on the default limits: twice the load seen (never below 1), or COLD_STRETCH before
-        any answer. A server answering at a third of `min_tokens_per_s` gets limits six times as long; a
-        hung server, which answers nothing, still meets the limit after one (cold) wait."""
-        if self.cold:
-            return COLD_STRETCH
-        return max(1.0, 2.0 * (self.load or 0.0))
+        """The factor on the default limits: twice the load seen (at least 1), times the backoff. A server
+        answering at a third of `min_tokens_per_s` gets limits six times as long; one whose first answers
+        take longer than the default limit gets it doubled until they fit; a hung server is left after
+        1 + 2 + 4 default limits (three attempts)."""
+        return max(1.0, 2.0 * (self.load or 0.0)) * self.backoff
 
 
 _PROGRESS: dict[str, EndpointProgress] = {}
@@ -132,12 +137,14 @@ class Exchange:
         return max(self.started, self.progress.last)
 
 
-async def within(work: Awaitable[T], limits: Timeouts, exchange: Exchange) -> T:
+async def within(work: Awaitable[T], limits_now: Callable[[], Timeouts], exchange: Exchange) -> T:
     """`await work`, or `LimitReached` naming the limit ("first_byte" or "total") that fired first, both
-    counted from `exchange.anchor()`; the first-byte limit ends when the reply starts."""
+    counted from `exchange.anchor()`; the first-byte limit ends when the reply starts. `limits_now()` is
+    asked again at each deadline: the endpoint's limits may have widened meanwhile."""
     task = asyncio.ensure_future(work)
     try:
         while True:
+            limits = limits_now()
             anchor = exchange.anchor()
             deadline, which = anchor + limits.total_s, "total"
             if exchange.heard_at is None and anchor + limits.first_byte_s < deadline:
@@ -145,7 +152,7 @@ async def within(work: Awaitable[T], limits: Timeouts, exchange: Exchange) -> T:
             remaining = deadline - exchange.progress.clock()
             if remaining <= 0:
                 task.cancel()
-                raise LimitReached(which)
+                raise LimitReached(which, limits)
             # The deadline only ever moves later: wake at the current one, then look again.
             done, _ = await asyncio.wait({task}, timeout=remaining)
             if done:
@@ -157,8 +164,9 @@ async def within(work: Awaitable[T], limits: Timeouts, exchange: Exchange) -> T:
 
 
 class LimitReached(TimeoutError):
-    """`within`'s timeout; `which` is "first_byte" or "total"."""
+    """`within`'s timeout; `which` is "first_byte" or "total", `limits` the limits in force."""
 
-    def __init__(self, which: str) -> None:
+    def __init__(self, which: str, limits: Timeouts) -> None:
         super().__init__(which)
         self.which = which
+        self.limits = limits
