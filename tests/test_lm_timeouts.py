@@ -103,7 +103,8 @@ async def test_a_listener_that_never_accepts_fails_on_the_connect_timeout(openai
 def _completion_reply(text: str) -> bytes:
     body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                        "usage": {"prompt_tokens": 3, "completion_tokens": 2}}).encode()
-    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body))
 
 
 async def test_requests_queued_behind_a_one_slot_server_wait_their_turn(openai_lm):

@@ -11,6 +11,7 @@ through the same redactor. The aiohttp backend stays the fast path for OpenAI-co
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from .config import ModelSpec
@@ -19,8 +20,11 @@ from .errors import ConfigError, CredentialError, InfrastructureError, LMError, 
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
-from .timeouts import request_timeouts
+from .timeouts import Exchange, LimitReached, Timeouts, progress_of, request_timeouts, within
 from .types import BackendRequest, Completion
+
+#: LiteLLM's own timeout: only a backstop behind ours, which does not count a queue at the server
+BACKSTOP_TIMEOUT_S = 3600.0
 
 
 def load_litellm() -> Any:
@@ -70,6 +74,7 @@ class LiteLLMBackend:
         self._key = api_key(spec, provider_has_key=not self._variables)
         self._redactor = Redactor(tuple(k for k in (self._key,) if k and len(k) >= 8))
         self._where = redact_url(spec.base_url) if spec.base_url else spec.model.split("/", 1)[0]
+        self._progress = progress_of(f"litellm:{spec.base_url or spec.model.split('/', 1)[0]}")
         # Providers differ in structured output; LiteLLM translates json_schema where it can. A server that
         # refuses it gets the schema in the prompt (validated after decoding), remembered for this process.
         self.structured = spec.structured_output if spec.structured_output != "auto" else "json_schema"
@@ -82,7 +87,8 @@ class LiteLLMBackend:
             "temperature": request.params.temperature,
             "max_tokens": request.params.max_tokens,
             "seed": request.params.effective_seed(),
-            "timeout": request_timeouts(self.spec, request.params.max_tokens).total_s,
+            # ours (`_call`) counts from the endpoint's latest answer; LiteLLM's, from sending, is a backstop
+            "timeout": BACKSTOP_TIMEOUT_S,
             "num_retries": 0,  # ours retry, with the ledger counting
             "drop_params": True,  # a provider without seed (or temperature) gets the rest
         }
@@ -124,7 +130,7 @@ class LiteLLMBackend:
 
     async def _complete(self, request: BackendRequest) -> Completion:
         try:
-            response = await self._litellm.acompletion(**self._kwargs(request))
+            response, service_s = await self._call(request)
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             structured_refused = request.json_schema is not None and self.structured != "none" and \
@@ -133,7 +139,7 @@ class LiteLLMBackend:
             if not structured_refused:
                 raise
             self.structured = "none"
-            response = await self._litellm.acompletion(**self._kwargs(request))
+            response, service_s = await self._call(request)
         body = response.model_dump() if hasattr(response, "model_dump") else dict(response)
         choices = body.get("choices") or []
         if not choices:
@@ -144,7 +150,29 @@ class LiteLLMBackend:
                                                  choice.get("finish_reason") or "stop", request.params.max_tokens)
         except (ValueError, TypeError) as exc:
             raise RetryableError(f"malformed response from {self._where}: {exc}") from exc
+        # how slow the endpoint is against the default limit for an answer of this length
+        self._progress.observe(service_s, request_timeouts(self.spec, completion.completion_tokens).total_s)
         return completion
+
+    async def _call(self, request: BackendRequest) -> tuple[Any, float]:
+        """LiteLLM's call within the total limit, counted as the openai backend counts it: from the latest
+        answer this endpoint gave to another request (a queue at a server with few slots does not count).
+        Returns the response and its service time."""
+        max_tokens = request.params.max_tokens
+        exchange = Exchange(self._progress)
+
+        def limits() -> Timeouts:
+            found = request_timeouts(self.spec, max_tokens, self._progress.stretch())
+            return replace(found, first_byte_s=found.total_s)  # the reply is seen only when it is whole
+
+        try:
+            response = await within(self._litellm.acompletion(**self._kwargs(request)), limits, exchange)
+        except LimitReached as exc:
+            self._progress.timed_out(exchange.started)
+            raise RequestTimeout(f"{exc.limits.describe('total')} at {self._where} for max_tokens={max_tokens}",
+                                 which="total", limit_s=exc.limits.total_s) from None
+        self._progress.answered()
+        return response, exchange.service_s()
 
     def _translate(self, exc: Exception) -> LMError:
         """LiteLLM's exception as ours: transient ones retryable, the rest with the fix to make."""
