@@ -209,3 +209,34 @@ async def test_a_server_slower_than_the_default_limit_is_waited_for_after_one_ti
             timeouts.FIRST_BYTE_ALLOWANCE_S = allowance
     finally:
         server.close()
+
+
+async def test_a_stuck_request_is_not_kept_alive_by_answers_to_requests_sent_after_it(openai_lm):
+    """A server with many slots answers the others while one request is stuck: only answers to requests
+    that were ahead of it restart its clock, so it times out after its own limit."""
+
+    async def many_slots(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+        body = await reader.readexactly(length)
+        if b"stuck" in body:
+            await asyncio.sleep(30)
+        await asyncio.sleep(0.05)
+        writer.write(_completion_reply("fine"))
+        await writer.drain()
+        writer.close()
+
+    server, url = await _raw_server(many_slots)
+    try:
+        lm = openai_lm(url, None, first_byte_timeout_s=0.5, timeout_retries=0, max_retries=0)
+        stuck = asyncio.ensure_future(lm.complete([Message("user", "stuck")], role="solve"))
+        started = time.monotonic()
+        for i in range(30):  # answers keep coming for ~1.5 s
+            await lm.complete([Message("user", f"q{i}")], role="solve")
+            if stuck.done():
+                break
+        with pytest.raises(InfrastructureError, match=r"first-byte timeout \(0\.5s\)"):
+            await stuck
+        assert time.monotonic() - started < 1.2
+    finally:
+        server.close()

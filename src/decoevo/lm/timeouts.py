@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -55,6 +56,8 @@ def request_timeouts(spec: ModelSpec, max_tokens: int, stretch: float = 1.0) -> 
                     total_s=total)
 
 
+#: how many answer times an endpoint remembers (more than any request has requests ahead of it)
+ANSWER_MEMORY = 4096
 #: what remains of a slow answer's weight after each later answer
 LOAD_DECAY = 0.9
 #: the most the default limits are widened after timeouts without an answer in between
@@ -72,6 +75,9 @@ class EndpointProgress:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.last = float("-inf")
+        self.answers = 0  # answers so far; `_times` holds the times of the latest ones
+        self._times: deque[float] = deque(maxlen=ANSWER_MEMORY)
+        self.in_flight = 0
         self.load: float | None = None
         self.backoff = 1.0
         self._backed_off_at = float("-inf")
@@ -79,6 +85,13 @@ class EndpointProgress:
 
     def answered(self) -> None:
         self.last = self.clock()
+        self.answers += 1
+        self._times.append(self.last)
+
+    def answer_time(self, number: int) -> float:
+        """When answer `number` (1-based) came; the oldest remembered one if it is forgotten."""
+        index = number - 1 - (self.answers - len(self._times))
+        return self._times[max(0, index)] if self._times else self.last
 
     def observe(self, service_s: float, needed_s: float) -> None:
         """A successful answer took `service_s` (from its anchor) where the default limit for its length
@@ -113,11 +126,20 @@ def progress_of(url: str) -> EndpointProgress:
 
 class Exchange:
     """One request's clock at one endpoint; the code that talks to the server calls `heard` when the
-    reply's status line arrives (for a non-streamed completion: generation is done)."""
+    reply's status line arrives (for a non-streamed completion: generation is done) and `done` at the end.
+
+    The requests this client had in flight at the endpoint when this one was sent are ahead of it in the
+    server's queue; the clock restarts with each of their answers, and not after: once as many answers as
+    there were requests ahead have come, this request is the one being served (a stuck request at a
+    server with many slots is not kept alive by the others' answers)."""
 
     def __init__(self, progress: EndpointProgress) -> None:
         self.progress = progress
         self.started = progress.clock()
+        self.ahead = progress.in_flight
+        self._answers0 = progress.answers
+        progress.in_flight += 1
+        self._open = True
         self.heard_at: float | None = None
         self._anchor_when_heard = self.started
 
@@ -125,16 +147,24 @@ class Exchange:
         self._anchor_when_heard = self.anchor()
         self.heard_at = self.progress.clock()
 
+    def done(self) -> None:
+        if self._open:
+            self._open = False
+            self.progress.in_flight -= 1
+
     def service_s(self) -> float:
         """Seconds from the anchor to the reply's start (to now, before it)."""
         return (self.heard_at if self.heard_at is not None else self.progress.clock()) - self.anchor()
 
     def anchor(self) -> float:
-        """When this request's limits count from: sent, or the endpoint's latest answer to another request
-        while this one had no reply yet."""
+        """When this request's limits count from: its sending, or the latest answer to a request that was
+        ahead of it, while it had no reply yet."""
         if self.heard_at is not None:
             return self._anchor_when_heard
-        return max(self.started, self.progress.last)
+        counted = min(self.ahead, self.progress.answers - self._answers0)
+        if counted <= 0:
+            return self.started
+        return max(self.started, self.progress.answer_time(self._answers0 + counted))
 
 
 async def within(work: Awaitable[T], limits_now: Callable[[], Timeouts], exchange: Exchange) -> T:
@@ -161,6 +191,8 @@ async def within(work: Awaitable[T], limits_now: Callable[[], Timeouts], exchang
         if not task.done():
             task.cancel()
         raise
+    finally:
+        exchange.done()
 
 
 class LimitReached(TimeoutError):
