@@ -289,7 +289,7 @@ class OpenAIBackend:
                                   rate=reply.rate)
         hint = hint_for_status(status, message, self.spec, where)
         if status in (401, 403):
-            return CredentialError(f"credentials refused (HTTP {status}) by {where}: {message}. {hint}")
+            return CredentialError(f"credentials refused (HTTP {status}) by {where}: {message.rstrip('.')}. {hint}")
         return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 
     def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
