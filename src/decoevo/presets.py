@@ -21,12 +21,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # Every preset holds out a test split, so `decoevo eval` works on any run started from one; the split
     # sizes of `default` (24 questions in all) fit the bundled HealthBench sample.
-    "default": {"splits": {"test": 6}},
+    # No rubric-size cap below the gold rubrics': the bundled HealthBench rubrics have 5-27 criteria (mean 13.9).
+    "default": {"splits": {"test": 6}, "hyper": {"max_criteria": 30}},
     "paper": {
         "splits": {"pilot": 10, "train": 60, "probe": 12, "solver_gate": 20, "generator_gate": 20,
                    "diagnostic": 20, "test": 100},
         "hyper": {"steps": 20, "batch_size": 6, "audit_every": 4, "max_stalls": 3, "rollouts": 6,
-                  "pairs_per_question": 2, "max_tokens_solve": 1024, "max_tokens_judge": 1500,
+                  "pairs_per_question": 2, "max_criteria": 30, "max_tokens_solve": 1024, "max_tokens_judge": 1500,
                   "max_tokens_rewrite": 1200, "max_tokens_audit": 600,
                   "concurrency": 64},  # questions at once: a server's batch (the embedded model queues them)
     },
