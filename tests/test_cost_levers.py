@@ -74,8 +74,9 @@ def _file(run: Path, rnd: int, name: str) -> str:
 def test_reuse_draws_once_per_skill_pair(tmp_path, probe_too):
     (tmp_path / "off").mkdir()
     (tmp_path / "on").mkdir()
-    off, off_roles = _run(tmp_path / "off")
-    on, on_roles = _run(tmp_path / "on", reuse_frozen_set=True, reuse_probe_draws=probe_too)
+    # Without the decision short cuts every verified round builds Γ (else a structural rejection skips it).
+    off, off_roles = _run(tmp_path / "off", decision_shortcuts=False)
+    on, on_roles = _run(tmp_path / "on", reuse_frozen_set=True, reuse_probe_draws=probe_too, decision_shortcuts=False)
     compared = 0
     for rounds in _rounds_by_skills(on).values():
         # rounds that audited the same skills and reached verification froze the same set

@@ -102,7 +102,8 @@ async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solve
         verdicts = await together(*[  # the H pairs of a question are independent
             blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
                              rubric=None if ctx.method.rubric_blind else scored[i].rubric,
-                             params=ctx.params(h.max_tokens_audit)) for i, j in pairs])
+                             params=ctx.params(h.max_tokens_audit),
+                             second_order_if_decisive=h.decision_shortcuts) for i, j in pairs])
         for (i, j), (winner, rationale) in zip(pairs, verdicts, strict=True):
             if winner is None:
                 continue

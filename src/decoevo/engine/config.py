@@ -39,7 +39,7 @@ class Hyper(BaseModel):
     judge_mode: Literal["joint", "per_criterion"] = Field(
         "joint", description="joint: the judge scores every criterion of a rubric in one call; per_criterion: "
         "one call per criterion")
-    max_criteria: int = Field(8, ge=1, le=20, description="most criteria a generated rubric may have")
+    max_criteria: int = Field(8, ge=1, le=64, description="most criteria a generated rubric may have")
     budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
     # The token limits' defaults fit the embedded model; unset, a role served by a server gets
     # SERVER_TOKEN_LIMITS below instead (see with_backend_token_limits).
@@ -55,6 +55,10 @@ class Hyper(BaseModel):
                                   "contrastive-audit stages; unset and `structural_audit` served by "
                                   "openai/litellm: 1200")
     concurrency: int = Field(8, ge=1, description="questions processed at once")
+    decision_shortcuts: bool = Field(True, description="skip work that cannot change a decision (docs/cost.md): "
+                                     "V_g's contrastive verification when the structural objective already "
+                                     "rejects the candidate, a blind comparison's second order after an "
+                                     "'equivalent'; the same decisions and skills either way")
     # Cost levers (docs/cost.md). Both change which rollouts the audits see, so both are off by default.
     reuse_frozen_set: bool = Field(False, description="V_g's frozen near-tie set is drawn once per (solver, "
                                    "generator) pair and reused by every round in which neither changed")

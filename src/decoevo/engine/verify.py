@@ -9,10 +9,11 @@ baseline only and takes the solver skill explicitly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..aio import done, together
 from ..domain import QuestionView, Response, Skill
-from ..policies import AuditObjectives
+from ..policies import AuditObjectives, GeneratorDecision
 from ..scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
 from .context import EngineContext
 
@@ -31,34 +32,62 @@ class FrozenPair:
                 "rationale": self.rationale}
 
 
-async def audit_objectives(ctx: EngineContext, questions: list[QuestionView], generator: Skill,
-                           frozen: list[FrozenPair] | None) -> tuple[AuditObjectives, dict[str, object]]:
-    """Φ_str(g) = φ_str(g; V_g) and Φ_ctr(g) = φ_ctr(g; Γ) (eq. 9), with per-item details."""
+async def structural_objective(ctx: EngineContext, questions: list[QuestionView],
+                               generator: Skill) -> tuple[float, list[dict[str, object]]]:
+    """Φ_str(g) = φ_str(g; V_g), with its records."""
     from .audits import structural_records
 
-    details: dict[str, object] = {}
+    records = await structural_records(ctx, questions, generator)
+    return structural_adequacy([r.adequacy for r in records]), [r.model_dump() for r in records]
+
+
+async def contrastive_objective(ctx: EngineContext, generator: Skill,
+                                frozen: list[FrozenPair]) -> tuple[float | None, dict[str, list[float]]]:
+    """Φ_ctr(g) = φ_ctr(g; Γ): None when Γ is empty, with each question's margins."""
 
     async def margin(p: FrozenPair) -> tuple[str, float]:
         rubric = await ctx.rubric(p.question, generator)
         plus, minus = await together(ctx.judge(p.question, p.preferred, rubric), ctx.judge(p.question, p.other, rubric))
         return p.question.id, pair_margin(plus.score, minus.score)
 
+    margins: dict[str, list[float]] = {}
+    for qid, m in await ctx.gather(margin, frozen):
+        margins.setdefault(qid, []).append(m)
+    return (contrastive_resolution(margins, ctx.hyper.gamma) if frozen else None), margins
+
+
+async def audit_objectives(ctx: EngineContext, questions: list[QuestionView], generator: Skill,
+                           frozen: list[FrozenPair] | None) -> tuple[AuditObjectives, dict[str, object]]:
+    """Φ_str(g) = φ_str(g; V_g) and Φ_ctr(g) = φ_ctr(g; Γ) (eq. 9), with per-item details."""
+    details: dict[str, object] = {}
     use_pairs = ctx.method.contrastive_audit and bool(frozen)
-    records, pair_margins = await together(  # the two objectives are independent
-        structural_records(ctx, questions, generator) if ctx.method.structural_audit else done(None),
-        ctx.gather(margin, frozen or []) if use_pairs else done([]))
-    structural = None
-    if records is not None:
-        structural = structural_adequacy([r.adequacy for r in records])
-        details["structural"] = [r.model_dump() for r in records]
-    contrastive = None
-    if use_pairs:
-        margins: dict[str, list[float]] = {}
-        for qid, m in pair_margins:
-            margins.setdefault(qid, []).append(m)
-        contrastive = contrastive_resolution(margins, ctx.hyper.gamma)
-        details["margins"] = margins
-    return AuditObjectives(structural=structural, contrastive=contrastive), details
+    structural, contrastive = await together(  # the two objectives are independent
+        structural_objective(ctx, questions, generator) if ctx.method.structural_audit else done(None),
+        contrastive_objective(ctx, generator, frozen or []) if use_pairs else done(None))
+    if structural is not None:
+        details["structural"] = structural[1]
+    if contrastive is not None:
+        details["margins"] = contrastive[1]
+    return AuditObjectives(structural=structural[0] if structural else None,
+                           contrastive=contrastive[0] if contrastive else None), details
+
+
+class _Decides(Protocol):
+    def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision: ...
+
+
+def decided_by_structural(policy: _Decides, incumbent: float,
+                          candidate: float) -> GeneratorDecision | None:
+    """The decision when Φ_str alone settles it, else None (the contrastive objective is needed).
+
+    Eq. 10 is monotone in each Δ: raising Δ_ctr can turn a rejection into an acceptance, never the reverse.
+    So a candidate rejected even with the best contrastive outcome there is (Φ_ctr from 0 to 1), and
+    rejected when Γ is empty (Φ_ctr unavailable), is rejected whatever Γ and its margins turn out to be:
+    the frozen set need not be drawn nor the margins judged. Asked of the policy itself, so the check
+    follows its comparisons exactly."""
+    best = policy.decide(AuditObjectives(incumbent, 0.0), AuditObjectives(candidate, 1.0))
+    alone = policy.decide(AuditObjectives(structural=incumbent), AuditObjectives(structural=candidate))
+    return alone if not (best.accepted or alone.accepted) else None
 
 
 async def solver_score_objective(ctx: EngineContext, questions: list[QuestionView], solver: Skill,
