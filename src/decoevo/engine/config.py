@@ -64,6 +64,9 @@ class Hyper(BaseModel):
                                    "generator) pair and reused by every round in which neither changed")
     reuse_probe_draws: bool = Field(False, description="the probe audit's rollouts likewise: a round in which "
                                     "neither skill changed sees the same pairs and records as the last one")
+    reuse_gate_answers: bool = Field(False, description="V_g's rollouts are drawn once per solver version: a "
+                                     "round whose solver did not change judges the same answers again under the "
+                                     "current generator's rubrics (a superset of reuse_frozen_set)")
     rollouts_early_stop: bool = Field(False, description="draw a question's rollouts 2H first and the rest "
                                       "only if those hold fewer than H near-tie pairs")
     audit_schedule: Literal["fixed", "since_last_round"] = Field(
