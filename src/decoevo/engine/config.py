@@ -75,8 +75,9 @@ class Hyper(BaseModel):
 
 
 class BudgetConfig(BaseModel):
-    """Limits checked before every paid call; the run stops cleanly at the last completed step. Answers
-    inherited from a shared cache (paid by another run) count, so a budget is what the run would cost alone."""
+    """Limits checked before every paid call and every answer inherited from a shared cache (paid by another
+    run); the run stops cleanly at the last completed step. Inherited answers count, so a budget is what the
+    run would cost alone, and a rerun answered wholly from another run's cache stops where that run would."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
