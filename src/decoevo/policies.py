@@ -62,7 +62,7 @@ class PairedBoundGate:
         mean = sum(diffs) / n
         spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
         lower = mean - self.z * spread / n**0.5
-        return SolverGateDecision(lower > self.epsilon, mean_score(incumbent), mean_score(candidate), n)
+        return SolverGateDecision(exceeds(lower, self.epsilon), mean_score(incumbent), mean_score(candidate), n)
 
 
 class SolverGateParams(Protocol):
@@ -177,7 +177,7 @@ class ParetoBoundAcceptance:
         if not keys:
             return GeneratorDecision(False, self.name, "no audit objective available")
         deltas = {k: new[k] - old[k] for k in keys}
-        regressed = [k for k in keys if deltas[k] < -self.eta]
+        regressed = [k for k in keys if below(deltas[k], -self.eta)]
         if regressed:
             return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
         items = {"structural": (incumbent.structural_items, candidate.structural_items),
@@ -187,7 +187,7 @@ class ParetoBoundAcceptance:
             bound = self._bound(*items[k])
             if bound is not None:
                 deltas[f"{k}_lower_bound"] = bound
-            if (bound if bound is not None else deltas[k]) > self.delta:
+            if exceeds(bound if bound is not None else deltas[k], self.delta):
                 improved.append(k)
         if not improved:
             return GeneratorDecision(False, self.name, "no objective's lower bound improved by more than δ", deltas)

@@ -258,6 +258,8 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                if key not in self.own_keys and self.budget.limited:  # inherited spend counts against the
+                    self.budget.check(self.ledger, self._in_flight())  # budget: a cached rerun stops at it
                 self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
