@@ -70,7 +70,8 @@ def cli(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [{k: v for k, v in json.loads(line).items() if k != "t"}
+    # without times and the start's configuration (its base_url is the proxy's)
+    return [{k: v for k, v in json.loads(line).items() if k not in ("t", "config")}
             for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 

@@ -5,6 +5,7 @@ with `max_concurrency=C` and a fresh temporary cache (so every call is paid). Th
 `ceil(N / C) * delay`; overhead % = wall / ideal - 1. Runs are C:N[:variant[:loop]]; variants:
   text     LM.complete, plain text (default)     schema   LM.complete with a pydantic schema
   nocache  LM.complete with use_cache=false
+  journal  LM.complete with each paid request recorded before it is sent (a run's requests.jsonl)
   sdk      LM.complete on the previous openai backend (SDK + httpx2, bench/_sdk_backend.py): the baseline
   aiohttp  the shipped backend's HTTP client (aiohttp) alone, no LM
   http     the openai SDK's HTTP client (httpx2) alone, no LM
@@ -38,10 +39,11 @@ from _fake_server import fake_server, server_stack
 from pydantic import BaseModel
 
 from decoevo.lm import LM, GenParams, LMConfig, Message, ModelSpec, RequestCache
+from decoevo.rundir import RequestLog
 
 DEFAULT_RUNS = ("1:20,16:320,64:1280,64:1280:schema,64:1280:nocache,64:1280:sdk,64:1280:aiohttp,64:1280:http,"
                 "64:1280:floor")
-LM_VARIANTS = ("text", "schema", "nocache", "sdk")
+LM_VARIANTS = ("text", "schema", "nocache", "sdk", "journal")
 
 
 class Answer(BaseModel):
@@ -67,6 +69,8 @@ async def _client(variant: str, url: str, concurrency: int, cache: Path) -> tupl
             backends["default"] = SDKBackend(spec)
         lm = LM(LMConfig(models={"default": spec}, use_cache=variant != "nocache"), backends=backends,
                 cache=RequestCache(cache) if variant != "nocache" else None)
+        if variant == "journal":
+            lm.journal = RequestLog(cache.with_suffix(".run"))
         kind, params = (Answer if variant == "schema" else None), GenParams(max_tokens=64)
 
         async def lm_call(text: str) -> None:

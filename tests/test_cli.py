@@ -67,7 +67,38 @@ def test_export_prints_the_final_solver_skill(tmp_path):
     (run / "checkpoint.json").write_text(json.dumps({"state": {"solver": {"kind": "solver", "version": 2,
                                                                          "text": "Be precise."}},
                                                      "ledger": {}, "events_offset": 0}))
-    code, output = invoke("export", str(run))
-    assert code == 0 and output.strip() == "Be precise."
+    result = runner.invoke(app, ["export", str(run)])
+    assert result.exit_code == 0 and result.stdout.strip() == "Be precise."
+    assert "unfinished" in result.stderr and "decoevo resume" in result.stderr  # no summary: never finished
     code, _ = invoke("export", str(run), "-o", str(tmp_path / "skill.md"))
     assert code == 0 and (tmp_path / "skill.md").read_text() == "Be precise.\n"
+
+
+def export_of(run):
+    result = runner.invoke(app, ["export", str(run)])
+    assert result.exit_code == 0, result.output
+    return result.stdout, " ".join(result.stderr.split())
+
+
+def test_export_warns_when_the_initial_skill_shipped_or_the_run_never_checkpointed(tmp_path):
+    run = tmp_path / "r"
+    (run / "skills" / "solver").mkdir(parents=True)
+    (run / "skills" / "solver" / "v000.md").write_text(
+        "<!-- kind: solver; version: v000; parent: none -->\n<!-- reason: initial -->\n\nBe kind.\n")
+    stdout, stderr = export_of(run)  # killed before its first checkpoint
+    assert stdout.strip() == "Be kind." and "never reached a checkpoint" in stderr and "initial" in stderr
+    (run / "summary.json").write_text(json.dumps({
+        "method": "decoevo", "seed": 0, "steps_done": 3, "status": "finished",
+        "final_solver": "initial: no rewrite passed the solver gate (see candidates/)"}))
+    stdout, stderr = export_of(run)
+    assert stdout.strip() == "Be kind."
+    assert "shipped its initial solver skill: no rewrite passed the solver gate" in stderr
+    assert "unfinished" not in stderr
+    (run / "summary.json").write_text(json.dumps({
+        "method": "decoevo", "seed": 0, "steps_done": 3, "status": "finished", "solver_version": 0,
+        "final_solver": "improved: solver v001 passed the solver gate (1 accepted rewrite(s))"}))
+    assert export_of(run)[1] == ""  # a finished, improved run: nothing to warn about
+    (run / "summary.json").write_text(json.dumps({
+        "method": "decoevo", "seed": 0, "steps_done": 1, "status": "budget_stop", "stopped": "max_calls 10 reached",
+        "final_solver": "improved: solver v001 passed the solver gate (1 accepted rewrite(s))"}))
+    assert "stopped at its budget before its last step (max_calls 10 reached)" in export_of(run)[1]

@@ -116,15 +116,15 @@ def test_the_command_line_merges_in_the_order_the_page_gives(tmp_path: Path, mon
     config.write_text("seed: 7\nsplits: {train: 30}\nhyper: {steps: 5, rollouts: 3}\nlm: {models: {default: "
                       "{backend: openai, base_url: 'http://127.0.0.1:9/v1', model: file-model, max_retries: 1}}}\n")
     result = CliRunner().invoke(cli.app, [
-        "run", "--preset", "paper", "--config", str(config), "--model", "flag-model", "--steps", "6",
-        "--set", "hyper.steps=8", "--set", "hyper.steps=9", "--set", "seed=5", "--seeds", "3",
-        "--runs-root", str(tmp_path / "runs")])
+        "run", "--preset", "paper", "--config", str(config), "--model", "flag-model", "--steps", "9",
+        "--set", "hyper.steps=8", "--set", "hyper.steps=9", "--set", "seed=3", "--seeds", "3",
+        "--set", "hyper={rollouts: 4}", "--runs-root", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output
     (run,) = seen
     assert run.splits.train == 30 and run.splits.test == 100  # the file over the preset, key by key
-    assert run.hyper.rollouts == 3 and run.hyper.batch_size == 6
-    assert run.hyper.steps == 9  # the last --set over --steps over the file
-    assert run.seed == 3  # --seeds over the file and --set
+    assert run.hyper.rollouts == 4 and run.hyper.batch_size == 6  # a --set mapping merges with --steps
+    assert run.hyper.steps == 9  # the last --set, agreeing with --steps, over the file
+    assert run.seed == 3  # --seeds over the file
     default = run.lm.models["default"]  # --model changes the default model's name only
     assert (default.model, default.max_retries, default.base_url) == ("flag-model", 1, "http://127.0.0.1:9/v1")
 
@@ -140,3 +140,25 @@ def test_without_seeds_the_configuration_keeps_its_seed(tmp_path: Path, monkeypa
         result = CliRunner().invoke(cli.app, [*base, *extra])
         assert result.exit_code == 0, result.output
         assert seen.pop().seed == seed  # it used to be 0 whatever the file or --set said
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--steps", "-1", "--set", "hyper.steps=4"], "--steps -1 and --set hyper.steps=4"),
+    (["--steps", "3", "--set", "hyper=2"], "--steps 3 and --set hyper=2"),
+    (["--max-cost", "1", "--set", "budget.max_cost=2"], "--max-cost 1.0 and --set budget.max_cost=2"),
+    (["--seeds", "1", "--set", "seed=2"], "--seeds 1 and --set seed=2"),
+    (["--base-url", "http://127.0.0.1:9/v1", "--set", "lm.models.default.base_url=http://h/v1"],
+     "--base-url 'http://127.0.0.1:9/v1' and --set lm.models.default.base_url='http://h/v1'"),
+    (["--no-cache", "--set", "lm.use_cache=true"], "--no-cache and --set lm.use_cache=True"),
+    (["--benchmark", ""], "--benchmark is empty"),
+    (["--data", " "], "--data is empty"),
+    (["--method", ""], "--method is empty"),
+])
+def test_a_flag_and_a_set_of_one_key_must_agree_and_no_flag_is_empty(
+        args: list[str], says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[RunConfig] = []
+    monkeypatch.setattr(cli, "_execute", lambda config, *a, **k: seen.append(config))
+    result = CliRunner().invoke(cli.app, ["run", *args, "--runs-root", str(tmp_path / "runs")])
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+    assert len(result.output.strip().splitlines()) <= 3 and "Traceback" not in result.output
+    assert seen == []  # nothing ran (`--benchmark ""` used to run on the bundled sample)

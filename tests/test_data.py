@@ -8,6 +8,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from hashlib import sha256
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -21,6 +22,7 @@ from decoevo.benchmarks.download import ChecksumMismatch, download, sha256_of
 from decoevo.cli import app
 
 from .conftest import SHARED_DATA
+from .data_helpers import unpinned
 
 runner = CliRunner()
 SCHOLAR = BENCHMARKS["scholarqa_cs"].source.splits[0].files[0]  # type: ignore[union-attr]
@@ -32,9 +34,17 @@ class Mirror:
     root: Path
     url: str
     requests: list[tuple[str, str | None]] = field(default_factory=list)  # (path, Range header)
+    statuses: list[int] = field(default_factory=list)
     drop_once: set[str] = field(default_factory=set)  # paths whose first answer stops halfway
     drop_always: bool = False  # every answer stops halfway
     ignore_range: bool = False
+    validators: bool = True  # send ETag and Last-Modified, and answer a matching If-None-Match with 304
+    html: bool = False  # answer every request with an HTML page (200, text/html)
+    no_length: bool = False  # no Content-Length: the body ends when the connection closes
+    truncate: bool = False  # with no_length: send the first half of the body and close, as if complete
+    endless: int = 0  # when > 0: send this many bytes of "x" without a length (an endless body), then stop
+    sent: int = 0  # bytes the last endless answer managed to send before the client hung up
+    raw: dict[str, bytes] = field(default_factory=dict)  # bodies served for exact request paths
 
     def put(self, upstream_url: str, source: Path) -> Path:
         parts = urlsplit(upstream_url)
@@ -51,11 +61,38 @@ def _handler(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             mirror.requests.append((self.path, self.headers.get("Range")))
+            if mirror.html:
+                page = b"<!DOCTYPE html><html><body>Sign in to continue</body></html>"
+                mirror.statuses.append(200)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(page)))
+                self.end_headers()
+                self.wfile.write(page)
+                return
+            if mirror.endless:
+                self._endless()
+                return
             path = mirror.root / self.path.lstrip("/")
-            if not path.is_file():
+            if self.path not in mirror.raw and not path.is_file():
+                mirror.statuses.append(404)
                 self.send_error(404)
                 return
-            body = path.read_bytes()
+            body = mirror.raw[self.path] if self.path in mirror.raw else path.read_bytes()
+            etag = f'"{sha256(body).hexdigest()[:16]}"'
+            if mirror.validators and self.headers.get("If-None-Match") == etag:
+                mirror.statuses.append(304)
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.end_headers()
+                return
+            if mirror.no_length:
+                mirror.statuses.append(200)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2] if mirror.truncate else body)
+                self.close_connection = True
+                return
             start = 0
             rng = self.headers.get("Range")
             if rng and not mirror.ignore_range:
@@ -64,6 +101,10 @@ def _handler(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             else:
                 self.send_response(200)
+            mirror.statuses.append(206 if start else 200)
+            if mirror.validators:
+                self.send_header("ETag", etag)
+                self.send_header("Last-Modified", "Mon, 01 Dec 2025 10:00:00 GMT")
             self.send_header("Content-Length", str(len(body) - start))
             self.end_headers()
             if self.path in mirror.drop_once or mirror.drop_always:
@@ -74,11 +115,30 @@ def _handler(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
                 return
             self.wfile.write(body[start:])
 
+        def _endless(self) -> None:
+            mirror.statuses.append(200)
+            self.send_response(200)
+            self.end_headers()
+            mirror.sent = 0
+            block = b"x" * (1 << 16)
+            try:
+                while mirror.sent < mirror.endless:
+                    self.wfile.write(block)
+                    mirror.sent += len(block)
+            except OSError:  # the client hung up
+                pass
+            self.close_connection = True
+
     return Handler
 
 
 @pytest.fixture
 def mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mirror]:
+    yield from serve_mirror(tmp_path, monkeypatch)
+
+
+def serve_mirror(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Mirror]:
+    """A mirror on 127.0.0.1 that DECOEVO_DATA_MIRROR points at, with the cache in tmp_path."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(m := Mirror(tmp_path / "mirror", "")))
     m.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -144,7 +204,7 @@ def test_a_fetch_that_keeps_failing_leaves_a_part_file_that_the_next_fetch_resum
     result = runner.invoke(app, ["data", "fetch", "scholarqa_cs"])
     assert result.exit_code == 1 and "run the same command again to resume" in " ".join(result.output.split())
     folder = datastore.data_root() / "scholarqa_cs"
-    part = folder / f"{SCHOLAR.name}.part"
+    part = folder / ".incoming" / f"{SCHOLAR.name}.part"
     assert not (folder / SCHOLAR.name).exists() and 0 < part.stat().st_size < served.stat().st_size
     kept = part.stat().st_size
     mirror.drop_always = False
@@ -153,11 +213,13 @@ def test_a_fetch_that_keeps_failing_leaves_a_part_file_that_the_next_fetch_resum
     assert not part.exists()
 
 
-def test_unpinned_file_records_its_checksum_at_first_fetch(mirror: Mirror) -> None:
-    mirror.put(HARD.url, shared("healthbench/healthbench_eval_500.jsonl"))
+def test_unpinned_file_records_its_checksum_once_it_validates(mirror: Mirror,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    hard = unpinned(monkeypatch, "healthbench", "hard", records=500)  # the shared extract stands in
+    mirror.put(hard.url, shared("healthbench/healthbench_eval_500.jsonl"))
     local, _ = datastore.fetch("healthbench:hard")
     bench = BENCHMARKS["healthbench"]
-    assert datastore.expected_sha(bench, HARD) == sha256_of(local)
+    assert datastore.expected_sha(bench, hard) == sha256_of(local)
     assert runner.invoke(app, ["data", "verify"]).exit_code == 0
     local.write_text("{}\n", encoding="utf-8")  # a file changed after the fetch fails verification
     result = runner.invoke(app, ["data", "verify", "healthbench:hard"])
@@ -194,8 +256,8 @@ def test_data_url_is_downloaded_into_the_cache_once(mirror: Mirror) -> None:
     mirror.put("https://example.org/data/med.json", shared("llmeval_med_sample/dataset_sample.json"))
     url = "https://example.org/data/med.json"
     first = datastore.resolve_data(url)
-    second = datastore.resolve_data(url)
-    assert first == second and Path(first).is_file() and len(mirror.requests) == 1
+    second = datastore.resolve_data(url)  # asks whether it changed: 304, nothing downloaded again
+    assert first == second and Path(first).is_file() and mirror.statuses == [200, 304]
     assert str(datastore.data_root()) in first and len(BENCHMARKS["llmeval_med"].load(first)) == 20
 
 
@@ -208,7 +270,8 @@ def test_hf_uri_is_checked_before_any_download(mirror: Mirror) -> None:
         datastore.resolve_data("hf://models/a/b/c")
 
 
-def test_run_reads_data_from_a_url_and_a_fetched_benchmark(mirror: Mirror, tmp_path: Path) -> None:
+def test_run_reads_data_from_a_url_and_a_fetched_benchmark(mirror: Mirror, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end on the toy world served over HTTP: `--data https://…` and `--benchmark NAME:split` both
     resolve to files in the cache, and each run records the local file it read and its format."""
     pytest.importorskip("uvicorn")
@@ -223,6 +286,7 @@ def test_run_reads_data_from_a_url_and_a_fetched_benchmark(mirror: Mirror, tmp_p
         json.dumps({"prompt_id": q["id"], "prompt": [{"role": "user", "content": q["prompt"]}],
                     "rubrics": [{"criterion": i["text"], "points": i.get("points", 1)} for i in q["gold"]["items"]]})
         + "\n" for q in map(json.loads, questions.read_text(encoding="utf-8").splitlines())), encoding="utf-8")
+    unpinned(monkeypatch, "healthbench", "hard", records=len(as_healthbench.read_text().splitlines()))
     mirror.put(HARD.url, as_healthbench)
     with serve_app(toy_server().app()) as url:
         args = toy_run_args(f"{url}/v1", questions, tmp_path / "runs", "from-url", steps=1,

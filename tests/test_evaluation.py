@@ -48,15 +48,15 @@ def test_timeline_replays_versions_per_step() -> None:
 
 
 def test_overlap_counts_each_side_once() -> None:
-    # generated 0 and 1 both match gold 2; generated 3 matches gold 0; 4 generated, 5 gold
-    o = overlap(4, 5, [(0, 2), (1, 2), (3, 0)])
+    # generated 0 and 1 both state gold 2; generated 3 states gold 0; 4 generated, 5 gold
+    o = overlap(5, [{2}, {2}, set(), {0}])
     assert o.precision == pytest.approx(3 / 4)
     assert o.recall == pytest.approx(2 / 5)
     assert o.f1 == pytest.approx(2 * 0.75 * 0.4 / 1.15)
-    assert overlap(2, 3, []).f1 == 0.0
+    assert overlap(3, [set(), set()]).f1 == 0.0
     with pytest.raises(ValueError):
-        overlap(0, 3, [])
-    avg = macro([overlap(1, 1, [(0, 0)]), overlap(2, 2, [])])
+        overlap(3, [])
+    avg = macro([overlap(1, [{0}]), overlap(2, [set(), set()])])
     assert avg is not None and (avg.precision, avg.recall, avg.f1) == (0.5, 0.5, 0.5)
     assert macro([]) is None
 
@@ -91,12 +91,16 @@ def test_eval_dynamics_align_on_toy_runs(toy_env: Path) -> None:
             assert result.exit_code == 0, result.output
         paid_once = _paid(decoevo / "eval" / "calls.jsonl")
         assert paid_once > 0
-        # rerunning pays nothing: every answer comes from the cache
-        assert runner.invoke(app, ["eval", str(decoevo), *base]).exit_code == 0
+        # rerunning pays nothing: every answer comes from the cache; --json prints the record alone on stdout
+        again = runner.invoke(app, ["eval", str(decoevo), *base, "--json"])
+        assert again.exit_code == 0, again.output
         assert _paid(decoevo / "eval" / "calls.jsonl") == paid_once
+        (printed,) = [json.loads(line) for line in again.stdout.splitlines()]
 
     assert (decoevo / "calls.jsonl").read_text() == training_calls  # the training spend log is untouched
     test = json.loads((decoevo / "eval" / "test.json").read_text())
+    assert printed["run_dir"] == str(decoevo) and printed["score"] == test["score"]
+    assert printed["n_graded"] == test["n_graded"]
     # the toy solver learns safety advice, which is what the toy gold rubric rewards: 7 of 7 points
     assert test["skill_version"] >= 1 and test["score"] == pytest.approx(100.0)
     assert test["n_graded"] == 2 and test["n_ungraded"] == 0 and len(test["items"]) == 2
@@ -115,6 +119,8 @@ def test_eval_dynamics_align_on_toy_runs(toy_env: Path) -> None:
     assert aligned["precision"] == pytest.approx(1.0) and aligned["recall"] == pytest.approx(2 / 3)
     assert coupled_aligned["generator_version"] >= 1 and coupled_aligned["f1"] == 0.0
     assert aligned["n_questions"] == 2 and aligned["n_failed"] == 0
+    assert aligned["matcher_self_graded"] is True  # the toy grader (the matcher too) is the run's own model
+    assert test["self_graded"] is True and dyn["self_graded"] is True
 
 
 def test_transfer_grades_another_file_with_the_final_skill(toy_env: Path) -> None:

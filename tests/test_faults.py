@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from decoevo.engine.resume_config import result_changes
 from decoevo.testing.fault_proxy import OUTPUT_FAULTS, TRANSPORT_FAULTS, FaultProxy, FaultRates
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import REPAIR_PREFIX, toy_run_args, toy_server, write_toy_questions
@@ -47,8 +48,14 @@ def run_cli(base_url: str, data: Path, root: Path, name: str) -> subprocess.Comp
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
-    return [{k: v for k, v in json.loads(line).items() if k != "t"}
+    """The events without their times and the start's configuration (its base_url is the proxy's)."""
+    return [{k: v for k, v in json.loads(line).items() if k not in ("t", "config")}
             for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def start_config(run_dir: Path) -> dict[str, Any]:
+    config: dict[str, Any] = json.loads((run_dir / "events.jsonl").read_text().splitlines()[0])["config"]
+    return config
 
 
 def ledger_total(run_dir: Path) -> dict[str, Any]:
@@ -78,6 +85,7 @@ def test_run_through_faults_matches_fault_free_run(tmp_path: Path) -> None:
     # ... and so does every logged step: the same batch scores, J values and decisions.
     evs = events(faulty)
     assert evs == events(reference)
+    assert result_changes(start_config(reference), start_config(faulty)) == []  # only the server's address
 
     # No failure was scored: every step is a decision computed from scores, or a failure with a category.
     for e in evs:
@@ -102,4 +110,7 @@ def test_run_through_faults_matches_fault_free_run(tmp_path: Path) -> None:
     # A broken reply is cached like any paid reply, so a later identical request replays it and its
     # (cached) repair: the ledger counts those repairs too, the server saw each repair once.
     assert 1 <= len(repair_requests) <= malformed <= total["repairs"]
-    assert total["calls"] == ref_total["calls"] + len(repair_requests)  # repairs are the only extra paid calls
+    # Repairs are the only extra answered calls; a timeout or a reply cut mid-way may have been billed by a
+    # provider, so each is counted too, as an estimated call (lm/journal.py).
+    assert total["calls"] - total["estimated_calls"] == ref_total["calls"] + len(repair_requests)
+    assert total["estimated_calls"] >= injected["timeout"] + injected["truncate"]

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -221,6 +224,74 @@ CONFIG = {
 @given(data=st.data())
 def test_config_from_dict(data):
     accepted_or_one_line(lambda: config_from_dict(data.draw(mutated(CONFIG)), source="run.yaml"), "run.yaml")
+
+
+def set_at(tree: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(tree)
+    node = out
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return out
+
+
+INT_KEYS = [("seed",), ("hyper", "steps"), ("hyper", "batch_size"), ("hyper", "rollouts"), ("splits", "train"),
+            ("budget", "max_calls"), ("data", "limit"), ("lm", "models", "default", "max_retries"),
+            ("lm", "models", "grader", "max_concurrency"), ("lm", "max_repairs")]
+FLOAT_KEYS = [("hyper", "epsilon"), ("hyper", "tau_tie"), ("budget", "max_cost"),
+              ("lm", "models", "default", "timeout_s"), ("lm", "models", "default", "first_byte_timeout_s"),
+              ("lm", "models", "default", "input_price_per_mtok"), ("lm", "models", "grader", "output_price_per_mtok"),
+              ("lm", "models", "default", "requests_per_minute"), ("lm", "models", "default", "tokens_per_minute"),
+              ("lm", "models", "default", "backoff_cap_s"), ("lm", "models", "default", "min_tokens_per_s")]
+
+
+@FUZZ
+@given(path=st.sampled_from(INT_KEYS), value=st.booleans() | st.floats() | st.text(max_size=4).filter(bool)
+       | st.sampled_from(["3", "1e3", "0x10"]))
+def test_a_count_takes_only_an_integer(path, value):
+    """true is not 1 and 4.0 is not 4: a count given anything but an integer is refused, naming the key."""
+    with pytest.raises(UserError) as caught:
+        config_from_dict(set_at(CONFIG, path, value), source="run.yaml")
+    assert path[-1] in str(caught.value) and "\n" not in str(caught.value)
+
+
+@FUZZ
+@given(path=st.sampled_from(FLOAT_KEYS), value=st.sampled_from([math.inf, -math.inf, math.nan]))
+def test_non_finite_numbers_are_refused_everywhere(path, value):
+    with pytest.raises(UserError) as caught:
+        config_from_dict(set_at(CONFIG, path, value), source="run.yaml")
+    assert path[-1] in str(caught.value)
+
+
+@FUZZ_SLOW
+@given(data=st.data())
+def test_a_yaml_key_given_twice_is_named_with_its_line(tmp, data):
+    lines = yaml.safe_dump(CONFIG, sort_keys=False).splitlines()
+    keyed = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_]+:", line)]
+    i = data.draw(st.sampled_from(keyed))
+    key = lines[i].split(":")[0].strip()
+    value = data.draw(st.sampled_from(["", " 1", " x", " [1]", " {a: 1}", " .inf", " true"]))
+    indent = len(lines[i]) - len(lines[i].lstrip())
+    end = next((j for j in range(i + 1, len(lines)) if len(lines[j]) - len(lines[j].lstrip()) <= indent), len(lines))
+    doubled = [*lines[:end], f"{lines[i].split(':')[0]}:{value}", *lines[end:]]  # after the key's whole block
+    path = tmp / "dup.yaml"
+    path.write_text("\n".join(doubled) + "\n", encoding="utf-8")
+    with pytest.raises(UserError) as caught:
+        load_yaml_mapping(path)
+    assert f"line {end + 1}: the key '{key}' is given twice" in str(caught.value), str(caught.value)
+    assert f"first on line {i + 1}" in str(caught.value)
+
+
+@FUZZ
+@given(role=st.sampled_from(["user", "system"]), blank=st.text(" \t\n\r\u3000", max_size=3),
+       at=st.integers(0, 2))
+def test_a_blank_chat_turn_is_refused_naming_it(tmp, role, blank, at):
+    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
+    turns.insert(at, {"role": role, "content": blank})
+    path = tmp / "turns.jsonl"
+    path.write_text(json.dumps({"id": "q", "prompt": turns}) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match=rf"prompt\[{at}\]\.content': is empty"):
+        load_questions(DataConfig(path=str(path)))
 
 
 YAML_SNIPPETS = st.sampled_from([

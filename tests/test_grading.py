@@ -184,11 +184,11 @@ async def test_scholarqa_weighted_and_coverage_by_weight(make_lm):
 
 async def test_researchqa_coverage_labels(make_lm):
     items = [GoldItem(text="covers alpha"), GoldItem(text="covers beta"), GoldItem(text="covers gamma")]
-    lm, _ = make_lm(by_keyword({"alpha": {"rationale": "r", "coverage": 5}, "beta": {"rationale": "r", "coverage": 1},
-                                "gamma": {"rationale": "r", "coverage": 3}}))
+    lm, backend = make_lm(lambda r: json.dumps({"rationale": "r", "labels": [5, 1, 3]}))
     result = await grade(lm, q("r1", "researchqa", items), "Answer.")
     assert result.score == pytest.approx(50) and [i.value for i in result.items] == [5, 1, 3]
-    bad, _ = make_lm(by_keyword({"alpha": {"rationale": "r", "coverage": 6}}), max_repairs=0)  # 6 is off-scale
+    assert len(backend.calls) == 1  # one batch of up to 8 items, as the official scorer
+    bad, _ = make_lm(lambda r: json.dumps({"rationale": "r", "labels": [6, 1, 3]}), max_repairs=0)  # 6: off-scale
     assert (await grade(bad, q("r2", "researchqa", items), "Answer.")).score is None
 
 

@@ -230,3 +230,33 @@ async def test_a_5xx_message_that_echoes_the_key_is_masked(cache, openai_lm, mon
             await lm.complete([Message("user", "q")], role="judge", schema=Answer)
     text = f"{info.value} {info.value!r} {info.value.__cause__!r}"
     assert "upstream said" in text and key not in text
+
+
+def test_doctor_checks_the_models_of_a_config_file_and_takes_set(tmp_path):
+    """`doctor --config FILE` probes each of the file's models (a configured endpoint, a judge routed to
+    another server); `--set lm.…` changes them; a key outside `lm` is refused by name."""
+    import os
+    import subprocess
+    import sys
+
+    ok = FakeOpenAI(lambda body, n: Reply(content='{"capital": "Paris", "confidence": 0.9}'))
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "requests.sqlite"), "COLUMNS": "80"}
+    with serve_app(ok.app()) as url, serve_app(ok.app()) as judge_url:
+        config = tmp_path / "run.yaml"
+        config.write_text(f"lm:\n  models:\n    default: {{backend: openai, base_url: '{url}/v1', model: main}}\n"
+                          f"    judge: {{backend: openai, base_url: 'http://127.0.0.1:9/v1', model: big}}\n"
+                          "  roles: {judge: judge}\n")
+
+        def doctor_with(*flags: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-m", "decoevo", "doctor", "--config", str(config), *flags],
+                                  env=env, capture_output=True, text=True, timeout=120)
+
+        unreachable = doctor_with("--set", "lm.models.judge.max_retries=0")
+        fixed = doctor_with("--set", f"lm.models.judge.base_url={judge_url}/v1")
+        refused = doctor_with("--set", "hyper.steps=3")
+    assert unreachable.returncode != 0 and "for model 'judge'" in unreachable.stderr, unreachable.stderr
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "model default (openai: main) OK" in fixed.stdout and "model judge (openai: big) OK" in fixed.stdout
+    assert {b["model"] for b in ok.requests} == {"main", "big"}
+    assert "…" not in fixed.stdout
+    assert refused.returncode == 2 and "hyper.steps" in refused.stderr and "lm.* keys" in refused.stderr

@@ -2,22 +2,26 @@
 templates, the bundled sample data and py.typed; installed into a fresh virtual environment it runs a
 toy-world run from outside the repository, importing nothing from the checkout.
 
-The default test installs the wheel with --no-deps into a venv that sees this environment's packages
-through a .pth file (quick, offline); the `slow` one installs `decoevo[local]` with its dependencies
-as a user would (from PyPI, reusing pip's cache of built wheels)."""
+The default tests install the wheel with --no-deps into a fresh venv and then give it exactly the
+distributions its metadata declares (plain, and with the `local` extra), resolved recursively from this
+environment and linked in one by one: a venv that holds what `pip install decoevo[...]` would bring and
+nothing else (no dev extras, no click through ray or mlflow), built offline in a second. The `slow` one
+installs `decoevo[local]` with pip from the index as a user would (reusing pip's cache of built wheels)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
@@ -94,17 +98,76 @@ def toy_run_from(venv: Path, tmp: Path) -> Path:
     return run_dir
 
 
-def test_wheel_runs_a_toy_run_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
+def declared_closure(requires: list[str], extras: set[str]) -> dict[str, metadata.Distribution]:
+    """The distributions `requires` (Requires-Dist lines) brings in with `extras`, recursively, as this
+    environment holds them; a declared requirement missing here, or here in a version the range excludes,
+    fails the test (the venv would not be what pip builds)."""
+    found: dict[str, metadata.Distribution] = {}
+    todo = [(line, extras) for line in requires]
+    while todo:
+        line, active = todo.pop()
+        req = Requirement(line)
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in active or {""}):
+            continue
+        key = re.sub(r"[-_.]+", "-", req.name).lower()
+        dist = metadata.distribution(req.name)
+        assert req.specifier.contains(dist.version, prereleases=True), f"{req} but {dist.version} is installed"
+        if key in found and not req.extras:
+            continue
+        found[key] = dist
+        todo += [(sub, set(req.extras)) for sub in dist.requires or []]
+    return found
+
+
+def venv_with_declared_dependencies(dist: Path, tmp: Path, extras: set[str]) -> Path:
+    """A fresh venv (no system site-packages, no .pth to ours) holding the wheel and only the declared
+    dependencies: each one's top-level files linked from this environment's site-packages."""
+    venv = tmp / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps",
-         "--no-index", str(wheel_of(dist))], env=clean_env(tmp_path))
-    # The dependencies: this environment's site-packages, appended after the venv's own (a path line in
-    # a .pth file; the .pth files there, such as the editable install's, are not processed).
+         "--no-index", str(wheel_of(dist))], env=clean_env(tmp))
     site = Path(run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
                     ).stdout.strip())
-    (site / "_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    toy_run_from(venv, tmp_path)
+    requires = metadata.PathDistribution(next(site.glob("decoevo-*.dist-info"))).requires or []
+    for found in declared_closure(requires, extras).values():
+        root = Path(str(found.locate_file("")))
+        tops = {Path(str(f)).parts[0] for f in found.files or [] if not str(f).startswith("..")}
+        for top in tops - {"__pycache__"}:
+            if (root / top).exists() and not (site / top).exists() and not top.endswith(".pth"):
+                (site / top).symlink_to(root / top)
+    return venv
+
+
+def first_contact(venv: Path, tmp: Path) -> None:
+    """What a new user types first: --help, the methods, then a toy-server run and its report."""
+    env = clean_env(tmp)
+    for args in (["--help"], ["methods"]):
+        out = run([str(venv / "bin" / "decoevo"), *args], cwd=tmp, env=env)
+        assert "decoevo" in out.stdout, out.stdout
+    assert "skillopt" in out.stdout
+    toy_run_from(venv, tmp)
+
+
+def test_declared_closure_leaves_out_what_is_not_declared(dist: Path) -> None:
+    """The check has teeth: the dev extra's packages (click through ray and mlflow) are not in the plain
+    closure, and the `local` extra adds llama-cpp-python."""
+    names = set(zipfile.ZipFile(wheel_of(dist)).namelist())
+    meta = zipfile.ZipFile(wheel_of(dist)).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    requires = [line.split(":", 1)[1].strip() for line in meta.splitlines() if line.startswith("Requires-Dist:")]
+    plain = declared_closure(requires, set())
+    assert "typer" in plain and "pytest" not in plain and "ray" not in plain
+    assert "llama-cpp-python" not in plain
+    assert "llama-cpp-python" in declared_closure(requires, {"local"})
+
+
+def test_wheel_with_only_its_declared_dependencies_runs_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
+    first_contact(venv_with_declared_dependencies(dist, tmp_path, set()), tmp_path)
+
+
+def test_wheel_with_the_local_extra_runs_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
+    venv = venv_with_declared_dependencies(dist, tmp_path, {"local"})
+    run([str(venv / "bin" / "python"), "-c", "import llama_cpp"], cwd=tmp_path, env=clean_env(tmp_path))
+    first_contact(venv, tmp_path)
 
 
 @pytest.mark.slow

@@ -115,7 +115,12 @@ def test_paired_comparisons_with_holm(report):
                                                                  [seed_avg(m, s) for s in seeds]).pvalue)
         pvals[m] = row.ci.p_value
     assert rows["task_prior"].unpaired == (2,)  # its seed 2 has no complete average; left out and said so
-    ordered = sorted(pvals, key=pvals.get)
+    # Holm within each family: the paper's prespecified one (DecoEvo vs SkillOpt; one backbone here, so one
+    # comparison, unadjusted) and the exploratory rest, corrected among themselves
+    assert rows["skillopt"].family == "primary" and rows["skillopt"].p_holm == pytest.approx(pvals["skillopt"])
+    exploratory = {m: p for m, p in pvals.items() if m != "skillopt"}
+    assert {rows[m].family for m in exploratory} == {"exploratory"}
+    ordered = sorted(exploratory, key=exploratory.get)
     running = 0.0
     for i, m in enumerate(ordered):  # Holm's step-down adjustment, by hand
         running = max(running, min(1.0, (len(ordered) - i) * pvals[m]))
@@ -169,12 +174,12 @@ def test_html_content(html, report):
     # the training judge is the tiny model (a note), the grader is not (no warning about the scores)
     assert "Tiny training-time judge" in html and f"The test scores come from {GRADER}" in html
     assert "Scores graded by the tiny embedded model" not in html
-    # the skipped cell: named, linked, with the command that computes it
+    # the skipped cell: named, linked, with why no command computes it (the fixture holds out no test split;
+    # tests/test_report_hints.py runs the commands suggested where there is one)
     anchor = next(r.anchor for r in report.runs if r.name == SKIPPED)
-    note = re.search(r"Test scores: not computed — run <code>decoevo eval RUN</code></strong>(.*?)</div>", html, re.S)
-    assert note and f'href="#{anchor}"' in note.group(1)
-    assert "not computed — run <code>decoevo dynamics RUN</code>" in html
-    assert "not computed — run <code>decoevo align RUN</code>" in html
+    note = re.search(r"Test scores: not computed</strong>(.*?)</div>", html, re.S)
+    assert note and f'href="#{anchor}"' in note.group(1) and "holds out no test split" in note.group(1)
+    assert "Training dynamics: not computed</strong>" in html and "Rubric alignment: not computed</strong>" in html
     # per run: lineage with diffs, gate decisions, audits; SC-CoEvo's accepted generator version is there
     sc = next(r for r in report.runs if r.method == "sc_coevo")
     assert [v.version for v in sc.generator] == [0, 1] and sc.generator[1].diff.startswith("--- v000")
@@ -189,7 +194,7 @@ def test_html_content(html, report):
 def test_reports_without_any_evaluation(small, tmp_path):
     out = write(build_report([small]), tmp_path / "r.html")
     html = out.read_text()
-    assert "No test scores yet: not computed — run <code>decoevo eval RUN</code>" in html
+    assert "No test scores yet" in html and "Test scores: not computed" in html
     assert html.count("Training dynamics: not computed") == 1 and html.count("Rubric alignment: not computed") == 1
     assert "Optimization cost" in html and '<svg class="figure"' in html  # cost needs only the ledgers
     assert "No gold-grader evaluation is\n    recorded yet" in html
@@ -325,8 +330,11 @@ def test_comparisons_are_paired_on_questions_graded_in_both_and_low_coverage_is_
     assert row.questions.format() == "18/20" and row.questions.low
     cells = {r.method: r.cells[0] for r in s.main.rows}
     assert cells["decoevo"].stat.mean == pytest.approx(60.0) and cells["decoevo"].coverage.format() == "18/20"
-    assert cells["decoevo"].coverage.low and not cells["skillopt"].coverage.low
-    assert s.low_coverage == ("DecoEvo on HealthBench: 18/20 questions graded (90%, below 95%)",)
+    # the headline too scores SkillOpt on the 18 questions graded for both (50, not its own 55)
+    assert cells["skillopt"].stat.mean == pytest.approx(50.0) and cells["skillopt"].coverage.format() == "18/20"
+    assert cells["decoevo"].coverage.low and cells["skillopt"].coverage.low
+    assert s.low_coverage == ("SkillOpt on HealthBench: 18/20 questions graded for every method (90%, below 95%)",
+                              "DecoEvo on HealthBench: 18/20 questions graded for every method (90%, below 95%)")
     html = render(built)
     assert "⚠ 18/20" in html and "rest on under 95% of their questions" in html
     assert "DecoEvo on HealthBench: 18/20 questions graded" in html
@@ -469,3 +477,36 @@ def test_report_reads_what_eval_dynamics_and_align_write(tmp_path, monkeypatch):
     result = runner.invoke(app, ["report", *runs, "-o", str(out)])
     assert result.exit_code == 0 and "warning" not in result.output, result.output
     assert out.read_text().count('<svg class="figure"') == 2
+
+
+def test_cost_section_shows_compute_parity_with_the_paired_decoevo_run(report, html, sweep):
+    """Issue 17 item 6: each method's effective tokens over its paired DecoEvo run's, ±15% flagged."""
+    from decoevo.analysis.costs import load_run_usage
+
+    hb = next(c for c in report.sections[0].data.costs if c.benchmark == "healthbench")
+    rows = {p.method: p for p in hb.parity}
+    assert set(rows) == {"skillopt", "sc_coevo", "no_verification", "task_prior"}
+    runs = sweep / "runs" / "healthbench"
+    for method, row in rows.items():
+        expected = tuple(load_run_usage(runs / f"{method}-s{s}").total.effective_tokens
+                         / load_run_usage(runs / f"decoevo-s{s}").total.effective_tokens for s in SEEDS)
+        assert row.ratios == pytest.approx(expected)
+        assert row.matched == (abs(sum(expected) / 3 - 1) <= 0.15)
+    assert rows["skillopt"].matched is False  # SkillOpt runs no audits: far below DecoEvo's compute
+    assert "Compute parity with DecoEvo" in html and "not compute-matched" in html
+
+
+def test_claims_section_checks_the_papers_claims_on_the_runs(report, html):
+    """Issue 17 item 8. The fabricated scores put DecoEvo 4.5-5 points above SkillOpt in every column and
+    SC-CoEvo 3 below it; alignment F1 is 12 points up for DecoEvo; no Direct Audit ran."""
+    results = {c.claim.id: c for c in report.claims}
+    every = results["decoevo_above_skillopt_every_setting"]
+    assert every.verdict == "supported" and len(every.effects) == 3  # HealthBench, WritingBench, LLMEval-Med†
+    hb = next(e for e in every.effects if e.setting.column == "healthbench")
+    diffs = [score("decoevo", "healthbench", s) - score("skillopt", "healthbench", s) for s in SEEDS]
+    assert hb.mean == pytest.approx(np.mean(diffs)) and hb.n == 3 and hb.ci_low > 0
+    assert results["sc_coevo_below_skillopt_most"].verdict == "supported"
+    assert results["alignment_f1_up"].verdict == "supported"
+    assert results["direct_audit_between"].verdict == "not enough runs"
+    assert 'id="claims"' in html and 'href="#claims"' in html
+    assert html.count('id="claim-') == len(report.claims)

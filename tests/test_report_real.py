@@ -35,7 +35,7 @@ async def test_report_on_an_embedded_model_run(tmp_path):
     assert run.usage is not None and run.usage.total.effective_calls == result.ledger.total().calls > 0
     assert run.solver[0].version == 0 and run.test_eval is None
     html = render(report)
-    assert "Tiny training-time judge" in html and "not computed — run <code>decoevo eval RUN</code>" in html
+    assert "Tiny training-time judge" in html and "Test scores: not computed" in html
     probe = browser_probe(html, tmp_path)
     assert probe["details"] == 1 and probe["figures"] == probe["sized"] == 1  # the cost figure
     assert probe["duplicate_ids"] == 0 and probe["resources"] == []

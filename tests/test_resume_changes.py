@@ -156,3 +156,85 @@ def test_model_flag_alone_names_the_model_at_the_files_server():
         "backend": "openai", "base_url": "http://s/v1", "model": "default"}
     assert lm_with_flags(None, None, None, no_cache=True) == {"use_cache": False}
     assert lm_with_flags(3, "m", None) == 3  # not a mapping: validation names it
+
+
+# ---- issue 21 item 4 and issue 20 item 3: what a resume may change ------------------------------------
+def events_of(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+
+
+def test_a_result_changing_edit_of_config_yaml_is_refused_naming_each_key(run):
+    run_dir, _ = run
+    edit_config(run_dir, "rollouts: 4", "rollouts: 6")
+    edit_config(run_dir, "steps: 3", "steps: 5")
+    before = (run_dir / "events.jsonl").read_bytes()
+    code, output = invoke(["resume", run_dir])
+    assert code == 2 and "Traceback" not in output, output
+    assert "hyper.rollouts (4 -> 6)" in output and "hyper.steps (3 -> 5)" in output, output
+    assert "--accept-changed-config" in output
+    assert (run_dir / "events.jsonl").read_bytes() == before  # refused before anything ran
+
+
+def test_an_accepted_edit_is_recorded_on_the_resume_event_and_becomes_the_reference(run):
+    run_dir, port = run
+    edit_config(run_dir, "rollouts: 4", "rollouts: 3")
+    with serve_app(toy_server().app(), port=port):
+        code, output = invoke(["resume", run_dir, "--accept-changed-config"])
+    assert code == 0, output
+    (resumed,) = [e for e in events_of(run_dir) if e["event"] == "resume"]
+    assert resumed["accepted_config_changes"] == ["hyper.rollouts (4 -> 3)"]
+    assert resumed["config"]["hyper"]["rollouts"] == 3
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "finished"
+    # the finished run's steps edited 3 -> 5: refused, compared with the accepted configuration
+    edit_config(run_dir, "steps: 3", "steps: 5")
+    code, output = invoke(["resume", run_dir])
+    assert code == 2 and "hyper.steps (3 -> 5)" in output and "rollouts" not in output, output
+
+
+def test_result_neutral_edits_and_resume_set_continue(run):
+    run_dir, port = run
+    edit_config(run_dir, "timeout_retries: 2", "timeout_retries: 3")  # an edit that cannot change results
+    with serve_app(toy_server().app(), port=port):
+        code, output = invoke(["resume", run_dir, "--set", "lm.models.default.max_concurrency=1",
+                               "--set", "hyper.concurrency=2"])
+    assert code == 0, output
+    import yaml
+    recorded = yaml.safe_load((run_dir / "config.yaml").read_text())  # in force for the next resume too
+    assert recorded["lm"]["models"]["default"]["max_concurrency"] == 1 and recorded["hyper"]["concurrency"] == 2
+    assert all(not e.get("accepted_config_changes") for e in events_of(run_dir))
+
+
+@pytest.mark.parametrize("args,key", [(["--set", "hyper.rollouts=6"], "hyper.rollouts"),
+                                      (["--set", "lm.models.default.model=other"], "lm.models.default.model"),
+                                      (["--set", "budget.max_calls=5"], "budget.max_calls")])
+def test_resume_set_refuses_a_result_changing_key_by_name(run, args, key):
+    run_dir, _ = run
+    before = (run_dir / "events.jsonl").read_bytes()
+    code, output = invoke(["resume", run_dir, *args])
+    assert code == 2 and f"resume: {key} would change the run's results" in output, output
+    assert (run_dir / "events.jsonl").read_bytes() == before
+
+
+def test_resume_config_file_takes_neutral_settings_only(run, tmp_path):
+    run_dir, _ = run
+    neutral = tmp_path / "slow-server.yaml"
+    neutral.write_text("lm: {models: {default: {first_byte_timeout_s: 120}}}\n")
+    changing = tmp_path / "more.yaml"
+    changing.write_text("hyper: {steps: 9}\n")
+    code, output = invoke(["resume", run_dir, "--config", changing])
+    assert code == 2 and "hyper.steps would change the run's results" in output, output
+    from decoevo.settings import resume_config
+
+    assert resume_config(run_dir, neutral).lm.models["default"].first_byte_timeout_s == 120
+
+
+def test_one_classification_of_neutral_keys():
+    from decoevo.engine.resume_config import result_changes, result_neutral
+
+    assert result_neutral("lm.models.judge.timeout_s") and result_neutral("hyper.concurrency")
+    assert result_neutral("tracking.uri") and result_neutral("lm.models.default.requests_per_minute")
+    assert not result_neutral("hyper.steps") and not result_neutral("lm.models.judge.model")
+    assert not result_neutral("lm.roles.judge") and not result_neutral("budget.max_cost")
+    assert result_changes({"hyper": {"steps": 3, "concurrency": 8}}, {"hyper": {"steps": 3, "concurrency": 1}}) == []
+    assert result_changes({"lm": {"roles": {}}}, {"lm": {"roles": {"judge": "big"}}}) == [
+        "lm.roles.judge (unset -> 'big')"]

@@ -189,6 +189,11 @@ def test_cli_default_store_and_eval_scores_reach_the_runs_mlflow_run(tmp_path: P
     assert run.data.metrics["eval.test.score"] == pytest.approx(record["score"])
     assert run.data.metrics["eval.test.n_graded"] == record["n_graded"] == 2
     assert "eval/test.json" in {a.path for a in client.list_artifacts(run.info.run_id, "eval")}
+    # the grader's labels travel with its scores: here the grader is the run's own model
+    assert record["self_graded"] is True
+    assert run.data.tags["eval.test.self_graded"] == "true"
+    assert run.data.tags["eval.test.grader_independence"] == "self-graded, not an independent result"
+    assert run.data.tags["eval.test.grader_model"] == record["grader_model"]
 
 
 def test_a_file_store_mlflow_refuses_is_one_line_naming_the_fix(tmp_path: Path, store: str) -> None:

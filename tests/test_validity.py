@@ -4,12 +4,14 @@ sent to servers versus the embedded model's grammar caps, and token limits by ba
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from decoevo.domain import Question
 from decoevo.engine.config import config_from_dict, with_backend_token_limits
-from decoevo.engine.validity import check_candidate
+from decoevo.engine.validity import MAX_CODE_SHARE, MIN_LETTER_SHARE, check_candidate
+from decoevo.engine.validity import _shares as shares_of
 from decoevo.lm import GenParams
 from decoevo.lm.config import ModelSpec
 from decoevo.lm.local import cut_at_grammar_cap, grammar_schema
@@ -160,3 +162,24 @@ def test_token_limits_fit_the_backend_serving_each_role():
     chosen = with_backend_token_limits(config_from_dict({**base, "lm": server,
                                                          "hyper": {"max_tokens_solve": 100}})).hyper
     assert chosen.max_tokens_solve == 100  # what the user set is kept
+
+
+PROSE = ("Answer the question the user asked first, in plain words. State the main risk and when to see a "
+         "clinician. Keep it short and concrete")
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    (PROSE + " {", "breaks off at a trailing '{'"),  # prose whose numbers are prose's: the reason is the end
+    (PROSE + ":", "breaks off at a trailing ':'"),
+    ("<rules>" + PROSE, "starts with '<'"),
+    ('{"a": [1, 2], "b": {"c": (3)}} ' * 3, "of its characters are letters"),
+    (PROSE + " (a) [b] {c} <d> x=y; z|w (e) [f] {g} <h>", "brackets and the like"),
+])
+def test_a_fragment_reason_names_the_test_it_failed_and_agrees_with_its_numbers(text: str, says: str) -> None:
+    result = check_candidate(text, "Be brief.")
+    assert result.problem == "fragment" and says in result.reason, result.reason
+    for share in re.findall(r"(\d+)% of its characters are (letters|brackets)", result.reason):
+        letters, code = shares_of(text)
+        value = letters if share[1] == "letters" else code
+        assert round(value * 100) == int(share[0])
+        assert (value < MIN_LETTER_SHARE) if share[1] == "letters" else (value > MAX_CODE_SHARE)

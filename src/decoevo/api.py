@@ -13,7 +13,6 @@ one, as in Jupyter) and has an `_async` twin. Callbacks are objects with `on_eve
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import tempfile
 import threading
@@ -21,14 +20,26 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from .api_args import (
+    check_callbacks,
+    check_lm,
+    need,
+    need_mapping,
+    need_path,
+    need_text,
+    new_run_dir,
+    question_lines,
+)
 from .domain import Question
 from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
-from .engine.run import Engine, RunResult
+from .engine.run import Engine, RunResult, checked_checkpoint
 from .engine.state import LoopState
-from .errors import ConfigError
+from .errors import ArgumentError, ConfigError
 from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
-from .rundir import RunEvent, RunReader
-from .rundir.records import CALLS, CHECKPOINT, CONFIG, QUESTIONS
+from .rundir import RunEvent, RunReader, RunReadError
+from .rundir.records import CALLS, CHECKPOINT, CONFIG, LEDGER, QUESTIONS
+
+TASK_SPEC = "task_spec.txt"
 
 T = TypeVar("T")
 
@@ -89,17 +100,22 @@ def _observer(callbacks: Iterable[object]) -> tuple[Callable[[RunEvent, LoopStat
 async def run_config_async(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
                            callbacks: Sequence[object] = (), questions: list[Question] | None = None,
                            engine_hook: Callable[[Engine], None] | None = None,
-                           accept_changed_data: bool = False) -> RunResult:
+                           accept_changed_data: bool = False, accept_changed_config: bool = False) -> RunResult:
     """Run (or resume) `config` in `run_dir`. A new run that fails before anything worth keeping (no
     completed step, no answered model call) leaves no directory behind: it would block the next
     attempt. One that got further is kept for `resume`, which refuses a changed method, seed, data file
-    or splits (the last two: unless `accept_changed_data`)."""
+    or splits (the last two: unless `accept_changed_data`), and result-changing settings unless
+    `accept_changed_config`."""
+    need_path("run_config", "run_dir", run_dir)
+    if not isinstance(config, RunConfig):
+        raise ArgumentError(f"run_config: config must be a RunConfig, not {type(config).__name__}")
+    callbacks = check_callbacks("run_config", callbacks)
     run_dir = Path(run_dir)
     created = not run_dir.exists()
     try:
         on_event, on_call = _observer(callbacks)
         engine = Engine(config, run_dir, observer=on_event, on_call=on_call, questions=questions,
-                        accept_changed_data=accept_changed_data)
+                        accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
         if engine_hook is not None:
             engine_hook(engine)
         return await engine.run_async(resume=resume)
@@ -115,18 +131,6 @@ def run_config(config: RunConfig, run_dir: Path | str, *, resume: bool = False,
 
 
 # ---- optimize ---------------------------------------------------------------------------------------
-def _question_record(q: Question | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(q, Mapping):
-        return dict(q)
-    record: dict[str, Any] = {"id": q.id, "task": q.task,
-                              "prompt": [{"role": t.role, "content": t.content} for t in q.turns]}
-    if q.gold is not None:
-        record["gold"] = q.gold.model_dump(mode="json")
-    if q.meta:
-        record["meta"] = q.meta
-    return record
-
-
 def _lm_config(lm: LMConfig | ModelSpec | Mapping[str, Any] | None) -> dict[str, Any] | None:
     if lm is None:
         return None
@@ -166,31 +170,56 @@ async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, m
     """Optimize a solver skill on in-memory questions (dicts in the JSONL question format, or `Question`s).
 
     The questions (and `task_spec`, your structural-audit specification as text) are written into the run
-    directory, so the run can be resumed, evaluated and reported later like any other. Without `run_dir`
-    the run goes to a new temporary directory (its path is `result.run_dir`)."""
-    if not questions:
-        raise ConfigError("optimize: no questions given")
-    path = Path(run_dir).resolve() if run_dir is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-"))
-    if RunReader(path).exists():
-        raise ConfigError(f"{path} already holds a run; continue it with decoevo.resume({str(path)!r})")
+    directory, so the run can be resumed, evaluated and reported later like any other. `run_dir` must be
+    new or empty (nothing of yours is ever written over); without it the run goes to a new temporary
+    directory (its path is `result.run_dir`). Every argument is checked before anything is written: a
+    wrong one is an `ArgumentError` or `ConfigError` naming it."""
+    fn = "optimize"
+    need_text(fn, "method", method)
+    if method is None:
+        raise ArgumentError(f"{fn}: method must be a string, not NoneType")
+    for name, value in (("task_spec", task_spec), ("task", task), ("preset", preset)):
+        need_text(fn, name, value)
+    for section, mapping in (("hyper", hyper), ("splits", splits), ("budget", budget), ("config", config)):
+        need_mapping(fn, section, mapping)
+    need(fn, "seed", seed, (int,), "an integer")
+    check_lm(fn, lm)
+    callbacks = check_callbacks(fn, callbacks)
+    lines = question_lines(fn, questions)
+    chosen = new_run_dir(fn, run_dir)
+    # The whole configuration is validated before the directory is made or a byte is written.
+    where = chosen if chosen is not None else Path(tempfile.gettempdir()) / "decoevo-run-(new)"
+    build_config(where / QUESTIONS, method=method, seed=seed, lm=lm, task=task,
+                 task_spec_path=where / TASK_SPEC if task_spec is not None else None, hyper=hyper, splits=splits,
+                 budget=budget, preset=preset, base=config)
+    path = chosen if chosen is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-")).resolve()
     path.mkdir(parents=True, exist_ok=True)
-    lines = "".join(json.dumps(_question_record(q), ensure_ascii=False) + "\n" for q in questions)
-    (path / QUESTIONS).write_text(lines, encoding="utf-8")
-    spec_path = None
-    if task_spec is not None:
-        spec_path = path / "task_spec.txt"
-        spec_path.write_text(task_spec, encoding="utf-8")
+    written = [path / QUESTIONS]
     try:
-        cfg = build_config((path / QUESTIONS).resolve(), method=method, seed=seed, lm=lm, task=task,
-                           task_spec_path=spec_path.resolve() if spec_path else None, hyper=hyper, splits=splits,
-                           budget=budget, preset=preset, base=config)
+        with (path / QUESTIONS).open("x", encoding="utf-8") as out:  # "x": never over an existing file
+            out.write(lines)
+        if task_spec is not None:
+            written.append(path / TASK_SPEC)
+            with (path / TASK_SPEC).open("x", encoding="utf-8") as out:
+                out.write(task_spec)
+        cfg = build_config(path / QUESTIONS, method=method, seed=seed, lm=lm, task=task,
+                           task_spec_path=path / TASK_SPEC if task_spec is not None else None, hyper=hyper,
+                           splits=splits, budget=budget, preset=preset, base=config)
     except BaseException:
-        if not (path / CONFIG).exists():
-            (path / QUESTIONS).unlink(missing_ok=True)
-            if spec_path is not None:
-                spec_path.unlink(missing_ok=True)
+        for f in written:
+            f.unlink(missing_ok=True)
         raise
-    return await run_config_async(cfg, path, callbacks=callbacks)
+    try:
+        return await run_config_async(cfg, path, callbacks=callbacks)
+    except BaseException:
+        # A run that failed before anything worth keeping leaves the directory as it found it: empty (a
+        # directory the run made itself is removed by run_config_async).
+        if path.is_dir() and not any((path / f).exists() for f in (CHECKPOINT, CALLS)):
+            for child in path.iterdir():
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            if chosen is None:
+                path.rmdir()
+        raise
 
 
 def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -> RunResult:
@@ -200,9 +229,13 @@ def optimize(questions: Sequence[Question | Mapping[str, Any]], **kwargs: Any) -
 
 # ---- resume -----------------------------------------------------------------------------------------
 async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
-                       accept_changed_data: bool = False) -> RunResult:
+                       accept_changed_data: bool = False, accept_changed_config: bool = False) -> RunResult:
     """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
-    A changed data file or splits is refused unless `accept_changed_data`."""
+    A changed data file or splits is refused unless `accept_changed_data`; an edit of config.yaml that
+    changes results (anything but concurrency, timeouts, retries, rates, tracking) unless
+    `accept_changed_config`."""
+    need_path("resume", "run_dir", run_dir)
+    callbacks = check_callbacks("resume", callbacks)
     path = Path(run_dir)
     reader = RunReader(path)
     if not reader.exists():
@@ -211,36 +244,59 @@ async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
     if finished is not None:
         return finished
     return await run_config_async(load_config(path / CONFIG), path, resume=True, callbacks=callbacks,
-                                  accept_changed_data=accept_changed_data)
+                                  accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
 
 
 def finished_result(reader: RunReader) -> RunResult | None:
     """The result of a run that finished all its steps, read from disk (resuming it does nothing)."""
-    summary, checkpoint = reader.summary(), reader.checkpoint()
-    if summary is None or summary.run_status != "finished" or checkpoint is None:
+    summary, checked = reader.summary(), checked_checkpoint(reader.path)
+    if summary is None or summary.run_status != "finished" or checked is None:
         return None
-    return RunResult(reader.path, LoopState.model_validate(checkpoint.state),
-                     UsageLedger.from_dict(reader.ledger() or checkpoint.ledger))
+    state, ledger = checked
+    written = reader.ledger()  # the ledger at the finish (it counts calls made after the last checkpoint)
+    try:
+        return RunResult(reader.path, state, UsageLedger.from_dict(written) if written else ledger)
+    except ValueError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise RunReadError(f"{reader.path / LEDGER}: field '{field}': {problem}") from None
 
 
-def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> RunResult:
-    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks, accept_changed_data=accept_changed_data))
+def resume(run_dir: Path | str, *, callbacks: Sequence[object] = (), accept_changed_data: bool = False,
+           accept_changed_config: bool = False) -> RunResult:
+    return _run_sync(lambda: resume_async(run_dir, callbacks=callbacks, accept_changed_data=accept_changed_data,
+                                          accept_changed_config=accept_changed_config))
+
+
+def _run_path(fn: str, run: object) -> Path:
+    if isinstance(run, RunResult):
+        return run.run_dir
+    need_path(fn, "run", run)
+    if run is None:
+        raise ArgumentError(f"{fn}: run must be a RunResult or a run directory, not None")
+    return Path(run)  # type: ignore[arg-type]
 
 
 # ---- evaluate ---------------------------------------------------------------------------------------
 async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", data: Mapping[str, Any] | None = None,
                          grader: ModelSpec | None = None, skill_version: int | None = None, force: bool = False,
-                         on_item: Callable[[Any], None] | None = None) -> dict[str, Any]:
+                         on_item: Callable[[Any], None] | None = None, grader_prompt: str = "auto") -> dict[str, Any]:
     """Grade a run's final (or a given) solver skill with the benchmark's official rule, on the run's
     `split` or, for transfer, on `data` (a DataConfig mapping: path, format, limit). Writes and returns
-    RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`."""
+    RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`.
+    `grader_prompt`: "auto" (the benchmark's official prompt when fetched, else ours), "official", "ours"."""
     from pydantic import ValidationError
 
     from .engine.config import DataConfig, describe_validation_error
     from .evaluation import EvalSession, EvalTarget, RunView
     from .evaluation import evaluate as grade_run
 
-    path = run.run_dir if isinstance(run, RunResult) else Path(run)
+    path = _run_path("evaluate", run)
+    need_text("evaluate", "split", split)
+    need_mapping("evaluate", "data", data)
+    need("evaluate", "grader", grader, (ModelSpec,), "a decoevo.ModelSpec")
+    need("evaluate", "skill_version", skill_version, (int,), "an integer")
+    if on_item is not None and not callable(on_item):
+        raise ArgumentError(f"evaluate: on_item must be callable, not {type(on_item).__name__}")
     view = RunView(path)
     try:
         target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None)
@@ -248,7 +304,9 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
         raise ConfigError(describe_validation_error("evaluate(data=...)", exc)) from None
     except ValueError as exc:
         raise ConfigError(f"evaluate: data: {exc}") from None
-    session = EvalSession(view, grader=grader, force=force)
+    if grader_prompt not in ("auto", "official", "ours"):
+        raise ConfigError(f"grader_prompt must be auto, official or ours, got {grader_prompt!r}")
+    session = EvalSession(view, grader=grader, force=force, grader_prompt=grader_prompt)  # type: ignore[arg-type]
     try:
         record = await grade_run(session, target, skill_version=skill_version, on_item=on_item)
     finally:
@@ -274,8 +332,7 @@ async def dynamics_async(run: RunResult | Path | str, *, split: str = "diagnosti
     from .evaluation import EvalSession, RunView
     from .evaluation.dynamics import dynamics
 
-    session = EvalSession(RunView(run.run_dir if isinstance(run, RunResult) else Path(run)), grader=grader,
-                          force=force)
+    session = EvalSession(RunView(_run_path("dynamics", run)), grader=grader, force=force)
     try:
         return await dynamics(session, split=split, on_point=on_point)
     finally:
@@ -289,8 +346,7 @@ async def align_async(run: RunResult | Path | str, *, split: str = "test", grade
     from .evaluation import EvalSession, RunView
     from .evaluation.alignment import alignment
 
-    session = EvalSession(RunView(run.run_dir if isinstance(run, RunResult) else Path(run)), grader=grader,
-                          matcher=matcher, force=force)
+    session = EvalSession(RunView(_run_path("align", run)), grader=grader, matcher=matcher, force=force)
     try:
         return await alignment(session, split=split)
     finally:

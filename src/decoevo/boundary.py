@@ -15,13 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-import click
 import typer
 
 from .errors import UserError
 from .lm import LMError
+from .redact import redact, register_environment_secrets
 
 DEBUG_ENV = "DECOEVO_DEBUG"
+# typer's own exits and usage errors pass through. typer >= 0.22 bundles its own click and older ones use
+# click's; both raise typer.Exit/typer.Abort, and BadParameter's bases name the ClickException of either, so
+# click itself (not a dependency of ours) is never imported.
+_TYPER_EXITS: tuple[type[BaseException], ...] = (
+    typer.Exit, typer.Abort, *(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"))
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class Failure:
 
 def describe(exc: BaseException) -> Failure:
     failure = _describe(exc)
+    register_environment_secrets()  # a credential in the environment is masked even if nothing read it yet
+    failure = Failure(redact(failure.message), failure.code)  # no key, URL password or token is printed
     if "\n" in failure.message or "\r" in failure.message:  # one line, whatever a parser or the data said
         return Failure(" ".join(failure.message.split()), failure.code)
     return failure
@@ -60,6 +67,14 @@ def _describe(exc: BaseException) -> Failure:
                    f"set {DEBUG_ENV}=1 to see the traceback", 1)
 
 
+def _redact_chain(exc: BaseException | None) -> None:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.args = tuple(redact(a) if isinstance(a, str) else a for a in exc.args)
+        exc = exc.__cause__ or exc.__context__
+
+
 def debug() -> bool:
     return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
@@ -68,10 +83,11 @@ def run_guarded(fn: Callable[[], Any], fail: Callable[[str, int], NoReturn]) -> 
     """Run a command's body; any exception ends in `fail(message, code)` (typer's own exits pass)."""
     try:
         fn()
-    except (typer.Exit, typer.Abort, click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+    except _TYPER_EXITS:
         raise
     except Exception as exc:
         if debug():
+            _redact_chain(exc)  # the traceback Python prints shows messages without secrets
             raise
         failure = describe(exc)
         fail(failure.message, failure.code)

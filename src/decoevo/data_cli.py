@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -17,7 +17,9 @@ from .benchmarks import datastore
 from .benchmarks.download import FetchError
 from .benchmarks.record import DataFile
 from .boundary import command_boundary
+from .display import print_json, show_table
 from .lm.errors import ConfigError
+from .redact import redact
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
 console = Console(log_path=False)
@@ -25,7 +27,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)
     raise typer.Exit(code)
 
 
@@ -53,27 +55,39 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tup
     """`--data` / `--format` / `--benchmark` of run, eval and sweep to a local path and a format; a URL is
     downloaded with a progress bar on stderr."""
     with download_bars(err_console) as on_file:
-        return datastore.choose_data(data, fmt, benchmark, on_file=on_file)
+        return datastore.choose_data(data, fmt, benchmark, on_file=on_file, on_notice=_notice)
+
+
+def _notice(message: str) -> None:
+    err_console.print(f"[yellow]note:[/] {escape(redact(message))}", highlight=False)
 
 
 @data_app.command("list")
 @guarded
-def list_() -> None:
+def list_(as_json: bool = typer.Option(False, "--json", help="Print a JSON list instead of the table.")) -> None:
     """Benchmarks and their splits: size, licence, source, and whether they are downloaded."""
+    rows: list[dict[str, Any]] = []
+    for bench, split in datastore.all_splits():
+        assert bench.source is not None
+        sizes = [f.size for f in split.files]
+        rows.append({"spec": bench.name if split is bench.source.default_split else f"{bench.name}:{split.name}",
+                     "benchmark": bench.name, "split": split.name, "description": split.description,
+                     "size_bytes": sum(s for s in sizes if s) if all(sizes) else None,
+                     "licence": bench.source.licence, "source": bench.source.upstream,
+                     "sha256": "pinned" if all(f.sha256 for f in split.files) else "at first fetch",
+                     "here": all(datastore.file_status(bench, f, hash_it=False).state == "ok" for f in split.files)})
+    if as_json:
+        print_json({"cache": str(datastore.data_root()), "splits": rows})
+        return
     table = Table(title=f"benchmark data (cache: {datastore.data_root()})")
     table.add_column("benchmark[:split]", no_wrap=True)
     for col in ("what", "size", "licence", "source", "sha256", "here"):
         table.add_column(col)
-    for bench, split in datastore.all_splits():
-        assert bench.source is not None
-        spec = bench.name if split is bench.source.default_split else f"{bench.name}:{split.name}"
-        here = all(datastore.file_status(bench, f, hash_it=False).state == "ok" for f in split.files)
-        sizes = [f.size for f in split.files]
-        size = f"{sum(s for s in sizes if s) / 1e6:.1f} MB" if all(sizes) else "?"
-        pinned = "pinned" if all(f.sha256 for f in split.files) else "at first fetch"
-        table.add_row(spec, split.description, size, bench.source.licence, bench.source.upstream, pinned,
-                      "yes" if here else "no")
-    console.print(table)
+    for r in rows:
+        size = "?" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.1f} MB"
+        table.add_row(r["spec"], r["description"], size, r["licence"], r["source"], r["sha256"],
+                      "yes" if r["here"] else "no")
+    show_table(console, table)
 
 
 @data_app.command()
@@ -89,6 +103,24 @@ def fetch(spec: str = typer.Argument(..., help="NAME or NAME:SPLIT, e.g. healthb
     except FetchError as exc:
         _fail(str(exc), code=1)
     console.print(f"{'fetched ' + ', '.join(fetched) if fetched else 'already here, verified'}: {path}")
+    _fetch_official(spec, force)
+
+
+def _fetch_official(spec: str, force: bool) -> None:
+    """The benchmark's official grader prompts (benchmarks/templates.py); without them grading uses ours."""
+    from .benchmarks import templates
+
+    bench, _ = datastore.parse_spec(spec)
+    if not bench.official_prompts:
+        return
+    try:
+        got = templates.fetch_templates(bench, force=force)
+    except ConfigError as exc:
+        err_console.print(f"[bold yellow]warning:[/] official grader prompt not fetched: {escape(str(exc))}; "
+                          "evaluations grade with decoevo's own prompt", highlight=False)
+        return
+    console.print(f"official grader prompt {'fetched' if got else 'already here, verified'}: "
+                  f"{templates.template_dir(bench)}")
 
 
 @data_app.command()

@@ -19,3 +19,8 @@ class DatasetError(ConfigError):
         # one line whatever the data holds (a key or a quoted value may contain line breaks)
         super().__init__(f"{where}: {problem}".replace("\r", "\\r").replace("\n", "\\n"))
         self.path, self.line, self.field, self.problem = str(path), line, field, problem
+
+
+class ArgumentError(ConfigError, TypeError):
+    """A Python API argument of the wrong type or value, named with what it should be. Caught as a
+    `UserError` (one line), and as the `TypeError` or `ValueError` Python code expects."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .scoring import mean_score
+from .thresholds import below, exceeds
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class SolverGateDecision:
 
 @dataclass(frozen=True)
 class SolverGate:
-    """Accept s' iff J_Vs(s', g_t) > J_Vs(s_t, g_t) + ε, paired on the same questions (eq. 4)."""
+    """Accept s' iff J_Vs(s', g_t) > J_Vs(s_t, g_t) + ε, paired on the same questions (eq. 4); the
+    comparison is `thresholds.exceeds` (a difference of exactly ε is not above it)."""
 
     epsilon: float
 
@@ -36,7 +38,49 @@ class SolverGate:
         if set(incumbent) != set(candidate):
             raise ValueError("the solver gate compares both skills on the same questions")
         j_old, j_new = mean_score(incumbent), mean_score(candidate)
-        return SolverGateDecision(j_new > j_old + self.epsilon, j_old, j_new, len(incumbent))
+        # the paired difference (one mean over per-question differences), compared within the tolerance
+        delta = mean_score({q: candidate[q] - incumbent[q] for q in incumbent})
+        return SolverGateDecision(exceeds(delta, self.epsilon), j_old, j_new, len(incumbent))
+
+
+@dataclass(frozen=True)
+class PairedBoundGate:
+    """The noise-aware solver gate (an option, `hyper.solver_gate: paired_bound`): accept s' iff the lower
+    confidence bound of the paired per-question difference clears ε, mean(d) − z·sd(d)/√n > ε, where
+    d_q = S(q, r_q(s'), R_q) − S(q, r_q(s_t), R_q). A point margin accepts a candidate of equal quality
+    whenever judge noise happens to favour it; the bound asks the difference to stand out of the noise
+    measured on the same questions. With one question (no spread) it is the point margin."""
+
+    epsilon: float
+    z: float
+
+    def decide(self, incumbent: Mapping[str, float], candidate: Mapping[str, float]) -> SolverGateDecision:
+        if set(incumbent) != set(candidate):
+            raise ValueError("the solver gate compares both skills on the same questions")
+        diffs = [candidate[q] - incumbent[q] for q in incumbent]
+        n = len(diffs)
+        mean = sum(diffs) / n
+        spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+        lower = mean - self.z * spread / n**0.5
+        return SolverGateDecision(exceeds(lower, self.epsilon), mean_score(incumbent), mean_score(candidate), n)
+
+
+class SolverGateParams(Protocol):
+    """The hyperparameters the solver gates read (`engine.config.Hyper` has them, frozen)."""
+
+    @property
+    def epsilon(self) -> float: ...
+    @property
+    def solver_gate(self) -> str: ...
+    @property
+    def solver_gate_z(self) -> float: ...
+
+
+def solver_gate(p: SolverGateParams) -> SolverGate | PairedBoundGate:
+    """The solver gate the configuration asks for: the paper's point margin (default) or the paired bound."""
+    if p.solver_gate == "paired_bound":
+        return PairedBoundGate(p.epsilon, p.solver_gate_z)
+    return SolverGate(p.epsilon)
 
 
 @dataclass(frozen=True)
@@ -46,6 +90,10 @@ class AuditObjectives:
 
     structural: float | None = None
     contrastive: float | None = None
+    # Per-item values behind the two means, for the paired-bound rule: u_q by question id, and per frozen
+    # pair its signed resolution (+1 when m ≥ γ, −1 when m ≤ −γ, else 0). Still no solver score.
+    structural_items: Mapping[str, float] = field(default_factory=dict)
+    contrastive_items: Mapping[str, float] = field(default_factory=dict)
 
     def available(self) -> dict[str, float]:
         return {k: v for k, v in (("structural", self.structural), ("contrastive", self.contrastive))
@@ -92,13 +140,58 @@ class ParetoAcceptance:
         if not keys:
             return GeneratorDecision(False, self.name, "no audit objective available")
         deltas = {k: new[k] - old[k] for k in keys}
-        improved = [k for k in keys if deltas[k] > self.delta]
-        regressed = [k for k in keys if deltas[k] < -self.eta]
+        improved = [k for k in keys if exceeds(deltas[k], self.delta)]
+        regressed = [k for k in keys if below(deltas[k], -self.eta)]
         if regressed:
             return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
         if not improved:
             return GeneratorDecision(False, self.name, "no objective improved by more than δ", deltas)
         return GeneratorDecision(True, self.name, f"improved {', '.join(improved)}", deltas)
+
+
+@dataclass(frozen=True)
+class ParetoBoundAcceptance:
+    """The noise-aware Pareto rule (an option, `hyper.generator_gate: paired_bound`). An objective counts as
+    improved only when the lower confidence bound of its paired per-item difference, mean − z·sd/√n,
+    exceeds δ: per V_g question for Φ_str, per frozen pair of signed resolutions for Φ_ctr (a pair the
+    candidate resolves the wrong way counts against it, where eq. 9 counts it as a tie). Regression is
+    judged as in eq. 10 (a point Δ below −η). Without per-item values it is `ParetoAcceptance`."""
+
+    delta: float
+    eta: float
+    z: float
+    name: str = "pareto_bound"
+
+    def _bound(self, old: Mapping[str, float], new: Mapping[str, float]) -> float | None:
+        keys = sorted(set(old) & set(new))
+        if len(keys) < 2 or set(old) != set(new):
+            return None
+        diffs = [new[k] - old[k] for k in keys]
+        mean = sum(diffs) / len(diffs)
+        spread = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
+        return mean - self.z * spread / len(diffs) ** 0.5
+
+    def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
+        old, new = incumbent.available(), candidate.available()
+        keys = sorted(set(old) & set(new))
+        if not keys:
+            return GeneratorDecision(False, self.name, "no audit objective available")
+        deltas = {k: new[k] - old[k] for k in keys}
+        regressed = [k for k in keys if below(deltas[k], -self.eta)]
+        if regressed:
+            return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
+        items = {"structural": (incumbent.structural_items, candidate.structural_items),
+                 "contrastive": (incumbent.contrastive_items, candidate.contrastive_items)}
+        improved = []
+        for k in keys:
+            bound = self._bound(*items[k])
+            if bound is not None:
+                deltas[f"{k}_lower_bound"] = bound
+            if exceeds(bound if bound is not None else deltas[k], self.delta):
+                improved.append(k)
+        if not improved:
+            return GeneratorDecision(False, self.name, "no objective's lower bound improved by more than δ", deltas)
+        return GeneratorDecision(True, self.name, f"improved {', '.join(improved)} (lower bound)", deltas)
 
 
 @dataclass(frozen=True)
@@ -121,7 +214,7 @@ class ScoreCoupledAcceptance:
 
     def decide(self, incumbent_j: float, candidate_j: float) -> GeneratorDecision:
         d = candidate_j - incumbent_j
-        ok = d > self.margin
+        ok = exceeds(d, self.margin)
         return GeneratorDecision(ok, self.name, "solver score rose" if ok else "solver score did not rise",
                                  {"solver_score": d})
 
@@ -142,8 +235,8 @@ def should_audit(step: int, audit_every: int, consecutive_rejections: int, max_s
 
 def select_failures(scores: dict[str, float], max_failures: int) -> list[str]:
     """The questions to learn from: those the rubric did not fully credit, lowest score first."""
-    below = sorted((s, qid) for qid, s in scores.items() if s < 1.0)
-    return [qid for _, qid in below[:max_failures]]
+    failed = sorted((s, qid) for qid, s in scores.items() if below(s, 1.0))
+    return [qid for _, qid in failed[:max_failures]]
 
 
 # ---- how a method verifies a candidate generator ------------------------------------------------------
@@ -156,6 +249,10 @@ class AcceptanceParams(Protocol):
     def eta(self) -> float: ...
     @property
     def sc_margin(self) -> float: ...
+    @property
+    def generator_gate(self) -> str: ...
+    @property
+    def generator_gate_z(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -166,7 +263,9 @@ class VerifyByAudits:
     name: str = "pareto"
     needs_generator_gate: bool = True
 
-    def policy(self, p: AcceptanceParams) -> ParetoAcceptance:
+    def policy(self, p: AcceptanceParams) -> ParetoAcceptance | ParetoBoundAcceptance:
+        if p.generator_gate == "paired_bound":
+            return ParetoBoundAcceptance(p.delta, p.eta, p.generator_gate_z)
         return ParetoAcceptance(p.delta, p.eta)
 
 

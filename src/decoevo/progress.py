@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .display import show_table
 from .engine.state import LoopState
 from .lm import CallRecord
 from .rundir import (
@@ -24,13 +25,16 @@ from .rundir import (
     RunEvent,
     StartEvent,
 )
+from .shipped import closing_lines
 
 
 class RunProgress:
     def __init__(self, console: Console, total_steps: int, label: str) -> None:
         self.console = console
+        self.narrow = console.width < 120  # 80 columns: no bar, shorter words, nothing cut to "…"
+        bar = [] if self.narrow else [BarColumn()]
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}"), *bar, MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("{task.fields[status]}"), console=console, transient=False,
         )
         self.task = self.progress.add_task(label, total=max(total_steps, 1), status="starting")
@@ -46,9 +50,10 @@ class RunProgress:
         self.progress.stop()
 
     def _refresh(self) -> None:
-        status = (f"solver ✓{self.solver_accepts}  generator ✓{self.generator_accepts}/{self.outer_rounds}  "
-                  f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}"
-                  + (f"  ${self.cost:,.4f}" if self.cost is not None else ""))
+        gap, generator, tokens = (" ", "gen", "tok") if self.narrow else ("  ", "generator", "tokens")
+        status = (f"solver ✓{self.solver_accepts}{gap}{generator} ✓{self.generator_accepts}/{self.outer_rounds}{gap}"
+                  f"calls {self.calls}{gap}hits {self.hits}{gap}{tokens} {self.tokens:,}"
+                  + (f"{gap}${self.cost:,.4f}" if self.cost is not None else ""))
         self.progress.update(self.task, status=status)
 
     def on_call(self, record: CallRecord) -> None:
@@ -106,7 +111,8 @@ def describe_estimate(config: Any) -> str:
 
 
 def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
-                      callbacks: Sequence[object] = (), accept_changed_data: bool = False) -> Any:
+                      callbacks: Sequence[object] = (), accept_changed_data: bool = False,
+                      accept_changed_config: bool = False) -> Any:
     """Run or resume `config` in `run_dir` with the expected-call estimate, the progress bar and the
     closing usage table on `console`. Returns the api's RunResult."""
     from .api import run_config_async
@@ -132,14 +138,16 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
 
     try:
         result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
-                                              engine_hook=attach, accept_changed_data=accept_changed_data))
+                                              engine_hook=attach, accept_changed_data=accept_changed_data,
+                                              accept_changed_config=accept_changed_config))
     finally:
         if "bar" in holder:
             holder["bar"].__exit__(None, None, None)
-    console.print(result.ledger.table(title=f"usage: {run_dir.name}"))
+    show_table(console, result.ledger.table(title=f"usage: {run_dir.name}"), keys=2)
     state = result.state
     console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
                   f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
-                  + (f"; stopped: {state.stopped}" if state.stopped else ""))
-    console.print(f"results: {run_dir}  (final skill: {run_dir / 'final_solver_skill.md'})")
+                  + (f"; stopped: {state.stopped}" if state.stopped else ""), highlight=False)
+    for line in closing_lines(run_dir):
+        console.print(line, highlight=False, markup=False)
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .domain import Judgement, Rubric
+from .thresholds import reaches
 
 
 def weighted_score(weights: Sequence[float], scores: Sequence[float]) -> float:
@@ -44,12 +45,13 @@ def pair_margin(score_preferred: float, score_other: float) -> float:
 
 
 def contrastive_resolution(margins_by_question: Mapping[str, Sequence[float]], gamma: float) -> float | None:
-    """φ_ctr(g; Γ): the question-balanced share of pairs with m_g(p) ≥ γ  (eq. 8).
+    """φ_ctr(g; Γ): the question-balanced share of pairs with m_g(p) ≥ γ  (eq. 8; `thresholds.reaches`).
     None when Γ is empty: the objective is then unavailable, not zero."""
     if not 0.0 < gamma <= 1.0:
         raise ValueError("γ must lie in (0, 1]")
     per_question = [
-        sum(1 for m in margins if m >= gamma) / len(margins) for margins in margins_by_question.values() if margins
+        sum(1 for m in margins if reaches(m, gamma)) / len(margins)
+        for margins in margins_by_question.values() if margins
     ]
     if not per_question:
         return None

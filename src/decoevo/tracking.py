@@ -37,6 +37,7 @@ from . import __version__
 from .engine.state import LoopState
 from .errors import UserError
 from .lm import CallRecord
+from .redact import mask_secrets, register_url_secrets
 from .rundir import (
     FinishEvent,
     InnerStepEvent,
@@ -278,11 +279,11 @@ class MlflowTracker:
         reader = RunReader(self.run_dir)
         config = reader.config_dict()
         if self._new:  # a continued MLflow run has them already
-            params = [Param(k, v) for k, v in flatten(config).items()]
+            params = [Param(k, mask_secrets(v)) for k, v in flatten(config).items()]
             for i in range(0, len(params), _BATCH):
                 self.client.log_batch(self.run_id, params=params[i:i + _BATCH])
-            self.client.log_text(self.run_id, solver, f"skills/solver/v{solver_v:03d}.md")
-            self.client.log_text(self.run_id, generator, f"skills/generator/v{generator_v:03d}.md")
+            self._text(solver, f"skills/solver/v{solver_v:03d}.md")
+            self._text(generator, f"skills/generator/v{generator_v:03d}.md")
             if reader.has(PROVENANCE):
                 self.client.log_artifact(self.run_id, str(self.run_dir / PROVENANCE))
         tags = {"decoevo.method": config.get("method"), "decoevo.seed": config.get("seed")}
@@ -291,14 +292,17 @@ class MlflowTracker:
     def _log_step(self, step: int, metrics: dict[str, float], skill: str | None, text: str) -> None:
         self._log_metrics(metrics, step)
         if skill is not None:
-            self.client.log_text(self.run_id, text, skill)
+            self._text(text, skill)
 
     def _log_round(self, index: int, step: int, metrics: dict[str, float], decision: dict[str, Any],
                    skill: str | None, text: str) -> None:
         self._log_metrics(metrics, step)
-        self.client.log_text(self.run_id, json.dumps(decision, indent=1), f"decisions/round_{index:03d}.json")
+        self._text(json.dumps(decision, indent=1), f"decisions/round_{index:03d}.json")
         if skill is not None:
-            self.client.log_text(self.run_id, text, skill)
+            self._text(text, skill)
+
+    def _text(self, text: str, artifact: str) -> None:
+        self.client.log_text(self.run_id, mask_secrets(text), artifact)  # a store outside the run: no secret in it
 
     def _log_finish(self) -> None:
         for rel in (FINAL_SKILL, SUMMARY):
@@ -365,13 +369,17 @@ def log_evaluation(run_dir: Path | str, record: Mapping[str, Any], uri: str | No
         run_id = tracked_run(client, experiments, run_dir) if experiments else None
         if run_id is None:
             return False
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
+
+        from .evaluation.independence import tracking_tags
 
         name = str(record.get("name") or "test")
         stamp = int(time.time() * 1000)
         metrics = [Metric(f"eval.{name}.{key}", float(record[key]), stamp, 0) for key in EVAL_METRICS
                    if isinstance(record.get(key), int | float) and not isinstance(record.get(key), bool)]
-        client.log_batch(run_id, metrics=metrics)
+        # the grader's labels beside its scores: a self-graded score is not an independent result
+        tags = [RunTag(f"eval.{name}.{key}", value) for key, value in tracking_tags(record).items()]
+        client.log_batch(run_id, metrics=metrics, tags=tags)
         client.log_text(run_id, json.dumps(dict(record), indent=1, default=str), f"eval/{name}.json")
     except Exception as exc:
         print(f"decoevo: evaluation not logged to MLflow ({exc})", file=sys.stderr)
@@ -391,4 +399,7 @@ def make_tracker(kind: str | None, uri: str | None) -> Callable[[Path], MlflowTr
         return None
     if kind not in TRACKERS:
         raise UserError(f"--track {kind!r}: choose one of: {', '.join(TRACKERS)}")
+    for given in (uri, os.environ.get("MLFLOW_TRACKING_URI")):  # a tracking server's credentials stay unprinted
+        if given:
+            register_url_secrets(given)
     return lambda run_dir: MlflowTracker(run_dir, tracking_uri=uri)

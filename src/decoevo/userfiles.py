@@ -29,11 +29,39 @@ def read_user_text(path: Path | str, what: str = "file") -> str:
         raise ConfigError(f"{what} {path}, line {line}: not valid UTF-8; re-save the file as UTF-8") from None
 
 
+class DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: object, line: int, first: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.line, self.first = key, line, first
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """The safe loader, refusing a mapping that names a key twice (the plain one keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: merged keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise DuplicateKey(key, line, seen[key])
+                seen[key] = line
+            except TypeError:  # an unhashable key: the base class says so
+                break
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_yaml_mapping(path: Path | str, what: str = "config file") -> dict[str, Any]:
     """A YAML file whose top level is a mapping (an empty file is an empty mapping)."""
     text = read_user_text(path, what)
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except DuplicateKey as exc:
+        raise ConfigError(f"{path}, line {exc.line}: the key {exc.key!r} is given twice (YAML keeps only the "
+                          f"last; first on line {exc.first}); keep one") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:
@@ -62,7 +90,15 @@ def check_lm_files(lm: Any) -> None:
     for name, spec in lm.models.items():
         key_file = Path(spec.api_key_file).expanduser() if spec.api_key_file else None
         if key_file is not None and key_file.exists():  # a missing one is the model spec's own message
-            read_user_text(key_file, f"lm.models.{name}.api_key_file")
+            what = f"lm.models.{name}.api_key_file"
+            lines = [line for line in read_user_text(key_file, what).splitlines() if line.strip()]
+            # Said here, naming the file: a server would only answer 401, or refuse a header with a line
+            # break, and the key's text is never shown.
+            if not lines:
+                raise ConfigError(f"{what} {key_file} is empty; write the API key into it")
+            if len(lines) > 1:
+                raise ConfigError(f"{what} {key_file} holds {len(lines)} lines; it must hold the API key alone, "
+                                  "on one line")
 
 
 def _has_surrogate(text: str) -> bool:

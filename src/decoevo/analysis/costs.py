@@ -32,7 +32,7 @@ BASELINE = "skillopt"
 _COUNTS = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "inherited_calls", "inherited_tokens")
 # Ledgers written before cache inheritance was tracked have no such fields: nothing was inherited.
 # Nor, before prices existed, dollars: nothing was priced.
-_OPTIONAL = frozenset({"inherited_calls", "inherited_tokens", "unpriced_calls"})
+_OPTIONAL = frozenset({"inherited_calls", "inherited_tokens", "unpriced_calls", "estimated_calls"})
 
 class RunUsageError(ValueError):
     """A run directory whose usage cannot be read; the message names the file."""
@@ -181,7 +181,8 @@ def _read_ledger(path: Path) -> tuple[dict[str, Usage], tuple[str, ...]]:
         u = Usage(**{k: _count(path, where, row, k) for k in _COUNTS},
                   cost_usd=_dollars(path, where, row, "cost_usd"),
                   inherited_cost_usd=_dollars(path, where, row, "inherited_cost_usd"),
-                  unpriced_calls=_count(path, where, row, "unpriced_calls"))
+                  unpriced_calls=_count(path, where, row, "unpriced_calls"),
+                  estimated_calls=_count(path, where, row, "estimated_calls"))
         if "tokens" in row and row["tokens"] != u.tokens:  # a hand-edited or truncated ledger
             raise RunUsageError(f"{path}: {where}: 'tokens' {row['tokens']!r} != prompt + completion {u.tokens}")
         if u.inherited_calls > u.cache_hits:  # every inherited answer arrived as a cache hit

@@ -172,6 +172,29 @@ def holm(pvalues: Mapping[K, float], alpha: float = 0.05) -> dict[K, HolmResult]
     return {name: out[name] for name in pvalues}  # the caller's order
 
 
+PRIMARY_FAMILY = "primary"  # the paper's prespecified family: DecoEvo vs SkillOpt, one comparison per backbone
+EXPLORATORY_FAMILY = "exploratory"  # every other comparison, corrected as its own family
+
+
+def comparison_family(proposed: str, other: str, *, paper_proposed: str, paper_baseline: str) -> str:
+    """The Holm family a comparison belongs to. The paper (§4.2, "Paired analysis") prespecifies only
+    DecoEvo vs SkillOpt per backbone; adding the ablations and controls to that family would make its
+    correction stricter than the paper's, so they form a second, exploratory family."""
+    return PRIMARY_FAMILY if (proposed, other) == (paper_proposed, paper_baseline) else EXPLORATORY_FAMILY
+
+
+def holm_by_family(pvalues: Mapping[K, float], family: Mapping[K, str], alpha: float = 0.05
+                   ) -> dict[K, HolmResult]:
+    """Holm's correction applied within each family separately (`family` names each key's family)."""
+    missing = set(pvalues) - set(family)
+    if missing:
+        raise ValueError(f"holm_by_family: no family for {sorted(missing, key=repr)}")
+    out: dict[K, HolmResult] = {}
+    for name in sorted(set(family[k] for k in pvalues)):
+        out.update(holm({k: p for k, p in pvalues.items() if family[k] == name}, alpha))
+    return {k: out[k] for k in pvalues}
+
+
 def relative_gain(method: float, baseline: float) -> float:
     """100 · (method − baseline) / baseline, e.g. 64.8 vs 61.7 → 5.0 (%)."""
     method, baseline = _finite((method, baseline), "relative_gain")

@@ -93,10 +93,16 @@ def turns_from(path: Path, line: int, prompt: Any) -> tuple[Turn, ...]:
         return (Turn(role="user", content=prompt),)
     if isinstance(prompt, list) and prompt:
         try:
-            return tuple(Turn.model_validate(t) for t in prompt)
+            turns = tuple(Turn.model_validate(t) for t in prompt)
         except ValidationError as exc:
             raise DatasetError(path, line, "prompt", f"turns need role (system/user/assistant) and content: "
                                f"{exc.errors()[0]['msg']}") from None
+        for i, turn in enumerate(turns):
+            # As an empty prompt is: only an assistant turn may be "" (the solver's own earlier answer).
+            if not turn.content.strip() and not turn.is_open:
+                raise DatasetError(path, line, f"prompt[{i}].content", f"is empty (a {turn.role} turn); only an "
+                                   'assistant turn may be "", for the answer the solver writes itself')
+        return turns
     raise DatasetError(path, line, "prompt", "must be a non-empty string or a list of {role, content} turns")
 
 

@@ -7,10 +7,11 @@ knows a benchmark by name, so adding one is a folder plus a line in `registry.py
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from ..domain import Question
 from ..grading.result import GradeResult
@@ -25,6 +26,50 @@ class Grader(Protocol):
                  params: GenParams | None = None) -> Awaitable[GradeResult]: ...
 
 
+class OfficialGrader(Protocol):
+    """Grades with the benchmark's official prompts (benchmarks/templates.py), parsing as its scorer does."""
+
+    def __call__(self, lm: LM, question: Question, response: str, prompts: OfficialPrompts, *,
+                 params: GenParams | None = None) -> Awaitable[GradeResult]: ...
+
+
+@dataclass(frozen=True)
+class TemplateSource:
+    """One official prompt: where its upstream file is and how the prompt is read out of it.
+
+    `kind`: "text" (the whole file), "python_string" (the string assigned to `symbol`, after any
+    `.strip()` applied to it there), "python_function" (the string function `symbol` builds in its first
+    assignment or return; `func.var`: the string assigned to `var` inside it) or "python_system" (the
+    system message function `symbol` sends). `placeholders`: what the prompt must contain for the grader to fill it."""
+
+    key: str  # the name the grader asks for, e.g. "grader", "system"
+    url: str  # commit-pinned upstream URL
+    sha256: str | None  # of the upstream file; None: recorded at first fetch and checked after
+    kind: Literal["text", "python_string", "python_function", "python_system"]
+    symbol: str = ""
+    placeholders: tuple[str, ...] = ()
+    upstream: str = ""  # human-readable origin: "openai/simple-evals@ee3b031 healthbench_eval.py"
+
+    @property
+    def file_name(self) -> str:
+        return Path(urlsplit(self.url).path).name
+
+
+@dataclass(frozen=True)
+class OfficialPrompts:
+    """A benchmark's official prompts, read from the fetched files, with where each came from."""
+
+    benchmark: str
+    texts: Mapping[str, str]
+    sources: tuple[TemplateSource, ...]
+
+    def __getitem__(self, key: str) -> str:
+        return self.texts[key]
+
+    def provenance(self) -> list[dict[str, str | None]]:
+        return [{"key": s.key, "upstream": s.upstream, "url": s.url, "sha256": s.sha256} for s in self.sources]
+
+
 # Graded results of one benchmark -> (benchmark score 0-100, details for the eval record).
 Summary = Callable[[Sequence[GradeResult]], tuple[float, dict[str, Any]]]
 
@@ -36,13 +81,26 @@ def mean_score(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class DataFile:
-    """One upstream file. `sha256=None` means we could not pin the checksum offline: the first fetch
-    records what it downloaded (trust on first use) and every later `verify` checks against that."""
+    """One upstream file. `sha256=None` means no checksum could be pinned: a fetch then keeps the file
+    only when its split validates (see `Split.records`), records its checksum, and every later `verify`
+    checks against that."""
 
     name: str  # the file name in the cache folder
     url: str  # pinned upstream URL (a commit in the path, or a dated file)
     sha256: str | None
-    size: int | None = None  # bytes, when known
+    size: int | None = None  # bytes, when known exactly
+    max_size: int | None = None  # an upper bound in bytes when the exact size is not known
+
+    def ceiling(self) -> int:
+        """The most bytes a download of this file may bring before it is stopped: the declared size plus
+        a margin, else the declared bound, else a generous default (an endless body stops there)."""
+        if self.size is not None:
+            return self.size + max(SIZE_MARGIN, self.size // 20)
+        return self.max_size if self.max_size is not None else DEFAULT_CEILING
+
+
+SIZE_MARGIN = 1 << 16  # 64 KiB, or 5% of the declared size when that is more
+DEFAULT_CEILING = 512 << 20  # 512 MiB: far above any benchmark file, far below a full disk
 
 
 @dataclass(frozen=True)
@@ -54,6 +112,7 @@ class Split:
     files: tuple[DataFile, ...]
     entry: str = ""  # loader path relative to the benchmark's cache folder; "" = the folder itself
     description: str = ""
+    records: int | None = None  # questions the loader reads from the published files (checked at fetch)
 
     def loader_path(self, folder: Path) -> Path:
         return folder / self.entry if self.entry else folder
@@ -104,3 +163,9 @@ class Benchmark:
     sampling: Sampling | None = None
     headline: str = "score"  # what the benchmark score means, for the report and the eval record
     tasks: tuple[str, ...] = field(default=())  # extra task names whose structural spec this is
+    # The official grader prompts' upstream files (fetched by `decoevo data fetch`, never shipped) and the
+    # grader that uses them verbatim; () / None: only our own prompt.
+    official_prompts: tuple[TemplateSource, ...] = ()
+    official: OfficialGrader | None = None
+    # the benchmark's own headline when decoevo does not compute it, said next to every score it shows
+    not_implemented: str = ""

@@ -10,7 +10,7 @@ from ..grading.result import BenchmarkScore, GradeResult
 from ..grading.result import aggregate as aggregate_with
 from ..lm import LM, GenParams
 from ..lm.errors import ConfigError
-from .record import Grader, mean_score
+from .record import Grader, OfficialPrompts, mean_score
 from .registry import BY_SCHEME
 
 GRADERS: dict[str, Grader] = {scheme: b.grade for scheme, b in BY_SCHEME.items()}
@@ -19,14 +19,22 @@ GRADERS: dict[str, Grader] = {scheme: b.grade for scheme, b in BY_SCHEME.items()
 GRADER_ROLES: tuple[str, ...] = tuple(role_name(s) for s in GRADERS)
 
 
-async def grade(lm: LM, question: Question, response: str, *, params: GenParams | None = None) -> GradeResult:
-    """Grade `response` under the official rule named by the question's gold rubric."""
+async def grade(lm: LM, question: Question, response: str, *, params: GenParams | None = None,
+                official: OfficialPrompts | None = None) -> GradeResult:
+    """Grade `response` under the official rule named by the question's gold rubric; with the benchmark's
+    `official` prompts (benchmarks/templates.py), verbatim and parsed as its official scorer does."""
     if question.gold is None:
         raise ConfigError(f"question {question.id} has no gold rubric to grade against")
     grader = GRADERS.get(question.gold.scheme)
     if grader is None:
         raise ConfigError(f"question {question.id}: no gold grader for scheme '{question.gold.scheme}' "
                           f"(known: {', '.join(GRADERS)})")
+    bench = BY_SCHEME[question.gold.scheme]
+    if official is not None and bench.official is not None:
+        if official.benchmark != bench.name:
+            raise ConfigError(f"question {question.id}: official prompts of {official.benchmark} given for a "
+                              f"{bench.name} question")
+        return await bench.official(lm, question, response, official, params=params)
     return await grader(lm, question, response, params=params)
 
 

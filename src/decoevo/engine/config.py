@@ -19,13 +19,23 @@ from .role_names import ROUTABLE_ROLES
 class Hyper(BaseModel):
     """The method's hyperparameters (symbols as in the paper) and the call sizes of each role."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     steps: int = Field(4, ge=0, description="T: inner-loop steps")
     batch_size: int = Field(3, ge=1, description="training questions per inner step")
     audit_every: int = Field(2, ge=1, description="K: run the outer loop after every K inner steps")
     max_stalls: int = Field(2, ge=1, description="M: or after M consecutive solver rejections")
     epsilon: float = Field(0.01, gt=0, description="ε: solver-gate margin on J_Vs")
+    solver_gate: Literal["margin", "paired_bound"] = Field(
+        "margin", description="margin: accept a solver rewrite when J on V_s rises by more than ε (the paper); "
+        "paired_bound: when the lower confidence bound of the paired per-question difference, mean − z·sd/√n, "
+        "exceeds ε (fewer false accepts under a noisy judge, more false rejects; docs/mechanism.md)")
+    solver_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound solver gate (1.645: one-sided 95%)")
+    generator_gate: Literal["pareto", "paired_bound"] = Field(
+        "pareto", description="pareto: the paper's rule on the changes of Φ_str and Φ_ctr (δ, η); paired_bound: an "
+        "objective counts as improved only when the lower confidence bound of its paired per-item difference "
+        "exceeds δ (per V_g question; per frozen pair, resolutions signed) (docs/mechanism.md)")
+    generator_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound generator rule")
     max_failures: int = Field(3, ge=1, description="failures shown to the solver rewriter per step")
     rollouts: int = Field(4, ge=2, description="L: solver rollouts per question for the near-tie audit")
     rollout_temperature: float = Field(0.8, gt=0, le=2, description="sampling temperature of the L solver "
@@ -39,7 +49,7 @@ class Hyper(BaseModel):
     judge_mode: Literal["joint", "per_criterion"] = Field(
         "joint", description="joint: the judge scores every criterion of a rubric in one call; per_criterion: "
         "one call per criterion")
-    max_criteria: int = Field(8, ge=1, le=20, description="most criteria a generated rubric may have")
+    max_criteria: int = Field(8, ge=1, le=64, description="most criteria a generated rubric may have")
     budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
     # The token limits' defaults fit the embedded model; unset, a role served by a server gets
     # SERVER_TOKEN_LIMITS below instead (see with_backend_token_limits).
@@ -55,11 +65,18 @@ class Hyper(BaseModel):
                                   "contrastive-audit stages; unset and `structural_audit` served by "
                                   "openai/litellm: 1200")
     concurrency: int = Field(8, ge=1, description="questions processed at once")
+    decision_shortcuts: bool = Field(True, description="skip work that cannot change a decision (docs/cost.md): "
+                                     "V_g's contrastive verification when the structural objective already "
+                                     "rejects the candidate, a blind comparison's second order after an "
+                                     "'equivalent'; the same decisions and skills either way")
     # Cost levers (docs/cost.md). Both change which rollouts the audits see, so both are off by default.
     reuse_frozen_set: bool = Field(False, description="V_g's frozen near-tie set is drawn once per (solver, "
                                    "generator) pair and reused by every round in which neither changed")
     reuse_probe_draws: bool = Field(False, description="the probe audit's rollouts likewise: a round in which "
                                     "neither skill changed sees the same pairs and records as the last one")
+    reuse_gate_answers: bool = Field(False, description="V_g's rollouts are drawn once per solver version: a "
+                                     "round whose solver did not change judges the same answers again under the "
+                                     "current generator's rubrics (a superset of reuse_frozen_set)")
     rollouts_early_stop: bool = Field(False, description="draw a question's rollouts 2H first and the rest "
                                       "only if those hold fewer than H near-tie pairs")
     audit_schedule: Literal["fixed", "since_last_round"] = Field(
@@ -68,10 +85,11 @@ class Hyper(BaseModel):
 
 
 class BudgetConfig(BaseModel):
-    """Limits checked before every paid call; the run stops cleanly at the last completed step. Answers
-    inherited from a shared cache (paid by another run) count, so a budget is what the run would cost alone."""
+    """Limits checked before every paid call and every answer inherited from a shared cache (paid by another
+    run); the run stops cleanly at the last completed step. Inherited answers count, so a budget is what the
+    run would cost alone, and a rerun answered wholly from another run's cache stops where that run would."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     max_calls: int | None = Field(None, ge=1, description="most model calls (`--max-calls`)")
     max_tokens: int | None = Field(None, ge=1, description="most tokens, prompt + completion (`--max-tokens`)")
@@ -79,12 +97,15 @@ class BudgetConfig(BaseModel):
     match_run: str | None = Field(None, description="a run directory whose calls and tokens (and dollars, "
                                   "when every call was priced) become the budget, where not set above (the "
                                   "Budget-Matched control against a paired DecoEvo run)")
+    top_up: bool = Field(False, description="keep taking solver steps (at most `budget_step_cap` × T) until "
+                         "the budget is spent, as Budget-Matched does; with `match_run`, any method (e.g. "
+                         "SC-CoEvo, Direct Audit) is topped up to the paired run's usage")
 
 
 class RunConfig(BaseModel):
     """One run: the method, its seed and initial skills; the sections below."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     method: str = Field("decoevo", description="the method to run (`decoevo methods`)")
     seed: int = Field(0, gt=-(10**18), lt=10**18, description="draws the splits and batches and seeds "

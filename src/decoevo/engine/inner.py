@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from ..aio import together
 from ..domain import QuestionView, Skill
-from ..policies import SolverGate, SolverGateDecision, select_failures
+from ..policies import SolverGateDecision, select_failures
+from ..policies import solver_gate as gate_for
 from ..roles.rewrite_solver import Failure, rewrite_solver
 from .context import EngineContext
 from .validity import VALID, Validity, check_candidate
@@ -46,8 +47,8 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
     validity = check_candidate(out.skill, solver.text, truncated=out.truncated, analysis=out.analysis)
     if not validity.valid:  # never gated: a noisy gate must not get the chance to accept it
         return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, None, validity)
-    # Paired ε-gate on V_s with the same cached rubrics R_q(g_t).
+    # Paired ε-gate on V_s with the same cached rubrics R_q(g_t) (or its noise-aware option).
     incumbent, challenger = await together(ctx.per_question_scores(solver_gate, solver, generator),
                                            ctx.per_question_scores(solver_gate, candidate, generator))
-    decision = SolverGate(h.epsilon).decide(incumbent, challenger)
+    decision = gate_for(h).decide(incumbent, challenger)
     return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, decision)

@@ -6,13 +6,15 @@ import random
 from collections.abc import Sequence
 from itertools import combinations
 
+from ..thresholds import reaches
+
 
 def select_near_tie_pairs(scores: Sequence[float], tau: float, max_pairs: int) -> list[tuple[int, int]]:
     """Pairs (i, j), i < j, with |z_i − z_j| ≤ τ_tie: smallest gaps first, at most H, and no rollout in
     two pairs, so one question with many ties cannot dominate the signal."""
     candidates = sorted(
         ((abs(scores[i] - scores[j]), i, j) for i, j in combinations(range(len(scores)), 2)
-         if abs(scores[i] - scores[j]) <= tau),
+         if reaches(tau, abs(scores[i] - scores[j]))),
     )
     used: set[int] = set()
     chosen: list[tuple[int, int]] = []

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..aio import gather_all
 from ..domain import QuestionView, Skill
 from ..lm import ParseError, RefusalError
+from ..thresholds import exceeds, reaches
 from .context import EngineContext
 from .inner import inner_step
 from .pairs import select_near_tie_pairs
@@ -98,7 +99,7 @@ def false_accept_rate(noise: Sequence[float], gate_size: int, epsilon: float) ->
 
 
 def tie_pairs(scores: Sequence[float], tau: float) -> int:
-    return sum(1 for a, b in combinations(scores, 2) if abs(a - b) <= tau)
+    return sum(1 for a, b in combinations(scores, 2) if reaches(tau, abs(a - b)))
 
 
 def steps_to_stall_trigger(p: float, m: int) -> float | None:
@@ -127,7 +128,7 @@ def select(evidence: PilotEvidence, grid: PilotGrid) -> PilotChoice:
     tau = next((t for t in tau_grid if quota[t] >= TIE_QUORUM), tau_grid[-1])
 
     steps = evidence.candidate_deltas
-    stalls = sum(1 for d in steps if d is None or d <= epsilon)
+    stalls = sum(1 for d in steps if d is None or not exceeds(d, epsilon))  # as the gate decides
     p = stalls / len(steps) if steps else 1.0
     expected = steps_to_stall_trigger(p, evidence.max_stalls)
     k_grid = sorted(grid.audit_every)

@@ -21,6 +21,8 @@ from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
+    RequestLog,
+    ResumeEvent,
     RunEvent,
     RunLock,
     RunReader,
@@ -28,9 +30,11 @@ from ..rundir import (
     StartEvent,
     Summary,
     TranscriptEntry,
+    checkpoint_to_resume,
     prepare_resume,
 )
-from ..rundir.records import INPUTS, PROVENANCE, SPLITS, Inputs
+from ..rundir.reader import RunReadError, validate_record
+from ..rundir.records import CHECKPOINT, INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
@@ -41,6 +45,7 @@ from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
+from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
 from .validity import Validity
 
@@ -61,7 +66,8 @@ class RunResult:
 def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
     return CallLine(role=record.role, model=record.model, key=record.key, cached=record.cached,
                     prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase)
+                    truncated=record.truncated, reasoning_tokens=record.reasoning_tokens, phase=phase,
+                    request=record.request_id, estimated=record.estimated)
 
 
 def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
@@ -74,6 +80,23 @@ def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry |
                            params={"temperature": p.temperature, "max_tokens": p.max_tokens,
                                    "sample_index": p.sample_index},
                            structured=request.json_schema is not None, reply=record.reply)
+
+
+def checked_checkpoint(run_dir: Path) -> tuple[LoopState, UsageLedger] | None:
+    """The loop state and ledger a resume starts from (None: no step completed), read without writing:
+    a checkpoint that is not a file, does not parse, or holds a wrong field is a RunReadError naming
+    the file and the field, before the resume calls a model or writes a byte."""
+    checkpoint = checkpoint_to_resume(run_dir)
+    if checkpoint is None:
+        return None
+    where = run_dir / CHECKPOINT
+    state = validate_record(LoopState, checkpoint.state, where, prefix="state")
+    try:
+        ledger = UsageLedger.from_dict(checkpoint.ledger)
+    except ValueError as exc:
+        field, _, problem = str(exc).partition(": ")
+        raise RunReadError(f"{where}: field 'ledger.{field}': {problem}") from None
+    return state, ledger
 
 
 def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
@@ -91,6 +114,9 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
         calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
         if cost is None and total.effective_cost_usd > 0 and not total.unpriced_calls:  # priced: dollars too
             cost = total.effective_cost_usd
+    if config.budget.top_up and calls is None and tokens is None and cost is None:
+        raise ConfigError("budget.top_up needs a budget to top up to: set budget.match_run to the paired DecoEvo "
+                          "run directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
     if method.budget_matched and calls is None and tokens is None and cost is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
@@ -142,9 +168,12 @@ def final_solver_note(state: LoopState, optimized: bool = True) -> str:
 class Engine:
     def __init__(self, config: RunConfig, run_dir: Path | str, *, lm: LM | None = None,
                  observer: Observer | None = None, questions: list[Question] | None = None,
-                 on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False) -> None:
+                 on_call: Callable[[CallRecord], None] | None = None, accept_changed_data: bool = False,
+                 accept_changed_config: bool = False) -> None:
         config = self.config = with_backend_token_limits(config)  # recorded in config.yaml as resolved
         self.accept_changed_data = accept_changed_data  # resume: continue on changed data / splits
+        self.accept_changed_config = accept_changed_config  # resume: continue on result-changing settings
+        self._config_changes: list[str] = []
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
@@ -154,6 +183,7 @@ class Engine:
         self.lm.budget = resolve_budget(config, self.method)
         self.on_call = on_call
         self.lm.on_call = self._record_call
+        self.lm.journal = RequestLog(self.run.path)  # each paid request on disk before it is sent
         self.phase = "start"  # what the calls being made belong to: "step N" / "outer R" (transcripts)
         self._transcribed: set[str] = set()
         self.observer = observer
@@ -207,12 +237,30 @@ class Engine:
             self.run.write_json(SPLITS, now.splits)
         if changes or inputs is None:
             self._record_inputs(now.data_sha256)
+        self._check_config(reader, where)
+
+    def _check_config(self, reader: RunReader, where: str) -> None:
+        """config.yaml edited since the start (or the last accepted change): only result-neutral keys may
+        differ, unless --accept-changed-config (then recorded on the resume event)."""
+        recorded = None
+        for event in reader.events(problems=[]):
+            if isinstance(event, StartEvent | ResumeEvent) and event.config is not None:
+                recorded = event.config
+        if recorded is None:  # a run from before the configuration was recorded in its log
+            return
+        changes = result_changes(recorded, self.config.model_dump(mode="json"))
+        if changes and not self.accept_changed_config:
+            raise ConfigError(where + "config.yaml changed " + ", ".join(changes) + " since the run started; "
+                              f"a resumed run may change only {NEUTRAL_IN_WORDS}; restore them, or pass "
+                              "--accept-changed-config to continue under the new values (recorded in events.jsonl)")
+        self._config_changes = changes
 
     def _record_inputs(self, sha: str | None) -> None:
         self.run.write_model(INPUTS, Inputs(data_path=self.config.data.path, data_sha256=sha))
 
     def _start(self, resume: bool) -> LoopState:
         if resume:
+            checked_checkpoint(self.run.path)  # before any model call or write
             self._check_inputs()
         point = prepare_resume(self.run.path) if resume else None
         if point is not None:
@@ -222,13 +270,17 @@ class Engine:
             for call in point.paid_after:
                 ledger.record_call(call.role, call.model, call.prompt_tokens, call.completion_tokens, 0.0,
                                    truncated=call.truncated, reasoning_tokens=call.reasoning_tokens,
-                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens))
+                                   cost_usd=self.lm.cost_of(call.model, call.prompt_tokens, call.completion_tokens),
+                                   estimated=call.estimated)
             self.lm.ledger = ledger
             self.lm.own_keys |= point.own_keys
             self._transcribed |= {t.key for t in RunReader(self.run.path).transcripts()}
         if point is not None and point.checkpoint is not None:
             state = LoopState.model_validate(point.checkpoint.state)
-            self._emit("resume", state, next_step=state.next_step)
+            accepted = {"accepted_config_changes": self._config_changes,
+                        "config": self.config.model_dump(mode="json")} if self._config_changes else {}
+            self.run.write_text("config.yaml", self.config.to_yaml())  # the settings in force from here on
+            self._emit("resume", state, next_step=state.next_step, **accepted)
             return state
         state = initial_state(self.config, self.method, self.main_spec)
         self.run.write_text("config.yaml", self.config.to_yaml())
@@ -238,11 +290,12 @@ class Engine:
                                                            self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
-        self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION)
+        self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION,
+                   config=self.config.model_dump(mode="json"))
         return state
 
     def total_steps(self) -> int:
-        return planned_steps(self.method, self.config.hyper)
+        return planned_steps(self.method, self.config.hyper, top_up=self.config.budget.top_up)
 
     async def run_async(self, resume: bool = False) -> RunResult:
         try:

@@ -56,6 +56,24 @@ def _distinct_trigrams(words: list[str]) -> float:
     return len(set(grams)) / len(grams) if grams else 1.0
 
 
+def _fragment_reason(text: str) -> str | None:
+    """Why `text` is not prose, naming the test it failed and its own numbers (None: it reads as prose)."""
+    letters, code = _shares(text)
+    if letters < MIN_LETTER_SHARE:
+        return (f"reads as a JSON or code fragment: {letters:.0%} of its characters are letters "
+                f"(prose has at least {MIN_LETTER_SHARE:.0%})")
+    if code > MAX_CODE_SHARE:
+        return (f"reads as a JSON or code fragment: {code:.0%} of its characters are brackets and the like "
+                f"(prose has at most {MAX_CODE_SHARE:.0%})")
+    start = next((m for m in _CODE_START if text.startswith(m)), None)
+    if start is not None:
+        return f"starts with {start!r} as JSON, code or markup do, not a skill written as prose"
+    end = next((m for m in _CODE_END if text.endswith(m)), None)
+    if end is not None:
+        return f"breaks off at a trailing {end!r}: the rest of the text is missing"
+    return None
+
+
 def check_candidate(text: str, parent: str, *, truncated: bool = False, analysis: str = "") -> Validity:
     """Whether `text` may be gated as a rewrite of `parent`. Checks, in order: truncated (the reply hit
     max_tokens), a JSON or code fragment, empty (fewer than MIN_WORDS words), repetitive (a loop: under
@@ -64,11 +82,9 @@ def check_candidate(text: str, parent: str, *, truncated: bool = False, analysis
     stripped = text.strip()
     if truncated:
         return Validity(False, "truncated", "the rewrite hit the token limit, so the skill is cut off")
-    letters, code = _shares(stripped)
-    if stripped and (stripped.startswith(_CODE_START) or stripped.endswith(_CODE_END)
-                     or letters < MIN_LETTER_SHARE or code > MAX_CODE_SHARE):
-        return Validity(False, "fragment", f"reads as a JSON or code fragment (letters {letters:.0%}, "
-                                           f"brackets and the like {code:.0%} of the text)")
+    fragment = _fragment_reason(stripped) if stripped else None
+    if fragment:
+        return Validity(False, "fragment", fragment)
     words = [w.lower() for w in _WORD.findall(stripped)]
     if len(words) < MIN_WORDS:
         return Validity(False, "empty", f"{len(words)} word(s); a skill needs at least {MIN_WORDS}")

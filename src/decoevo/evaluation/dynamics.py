@@ -13,8 +13,10 @@ from typing import Any
 
 from ..benchmarks import aggregate
 from ..domain import Question
+from ..grading import role_name
 from ..lm import LMError
 from ..rundir.records import DynamicsFile
+from .independence import independence
 from .run_view import Checkpoint
 from .session import EvalSession, GradedResponse
 
@@ -74,7 +76,12 @@ async def dynamics(session: EvalSession, *, split: str = "diagnostic",
         points.append(summary)
         if on_point is not None:
             on_point(summary)
+    schemes = sorted({q.gold.scheme for q in questions if q.gold is not None})
+    grader = independence(view.config.lm, session.lm_config, role_name(schemes[0]) if schemes else "")
     record = {"method": view.method, "seed": view.seed, "split": split, "n_questions": len(questions),
-              "finished": view.finished, "points": points}
+              "finished": view.finished, "grader_model": grader.grader_model, "self_graded": grader.self_graded,
+              "self_graded_roles": sorted(grader.roles), "grader_independence": grader.label,
+              "grader_prompt": "official" if questions and session.official(questions[0]) else "ours",
+              "points": points}
     session.save("dynamics", record, DynamicsFile)
     return record

@@ -8,12 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..benchmarks import GRADER_ROLES, aggregate, find
+from ..benchmarks import aggregate, find
 from ..domain import Question
 from ..engine.config import DataConfig
+from ..grading import role_name
 from ..lm.errors import ConfigError
 from ..rundir.records import EvalFile
 from ..tasks.load import load_questions
+from .independence import independence
 from .models import model_label
 from .session import EvalSession, GradedResponse
 
@@ -52,6 +54,7 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
     view = session.view
     solver = view.final("solver") if skill_version is None else view.skill("solver", skill_version)
     questions = target.questions(session)
+    official = session.official(questions[0]) if questions else None  # refuses an unfetched "official" up front
 
     async def one(q: Question) -> GradedResponse:
         graded = await session.solve_and_grade(q, solver)
@@ -61,6 +64,7 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
 
     graded = await session.gather(one, questions)
     score = aggregate([g.grade for g in graded])
+    grader = independence(view.config.lm, session.lm_config, role_name(score.scheme))
     record: dict[str, Any] = {
         "name": target.name,
         "kind": "transfer" if target.data is not None else "test",
@@ -72,9 +76,15 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "method": view.method,
         "seed": view.seed,
         "solver_model": model_label(session.lm_config, ["solve"]),
-        "grader_model": model_label(session.lm_config, GRADER_ROLES),
+        "grader_model": grader.grader_model,
+        "self_graded": grader.self_graded,
+        "self_graded_roles": sorted(grader.roles),
+        "grader_independence": grader.label,
+        "grader_prompt": "official" if official is not None else "ours",
+        "grader_prompt_sources": official.provenance() if official is not None else [],
         "score": score.score,
         "headline": bench.headline if (bench := find(score.scheme)) is not None else "score",
+        "not_implemented": (bench.not_implemented or None) if bench is not None else None,
         "n_graded": score.n_graded,
         "n_ungraded": score.n_ungraded,
         "details": score.details,

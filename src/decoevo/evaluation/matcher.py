@@ -1,5 +1,5 @@
-"""Role: rubric matcher (evaluation only). Decides which gold criterion, if any, states the same
-behavioural requirement as one generated criterion. It never proposes or selects updates."""
+"""Role: rubric matcher (evaluation only). Decides which gold criteria, if any, one generated criterion
+states (none, one or several). It never proposes or selects updates."""
 
 from __future__ import annotations
 
@@ -14,25 +14,29 @@ from ..roles.common import UNTRUSTED_NOTE, question_block
 from .models import MATCHER_ROLE
 
 RATIONALE_MAX = 160
-PARAMS = GenParams(temperature=0.0, max_tokens=160)
+PARAMS = GenParams(temperature=0.0, max_tokens=240)
 
 
 @cache
 def match_schema(n_gold: int) -> type[BaseModel]:
-    """`match` is a gold criterion's number (1..n) or 0 for none; the grammar allows nothing else."""
-    choices = Literal[tuple(range(n_gold + 1))]  # type: ignore[valid-type]
+    """`matches` lists reference criteria by number (1..n), none, one or several; the grammar allows
+    nothing else. A repeated number counts once."""
+    choices = Literal[tuple(range(1, n_gold + 1))]  # type: ignore[valid-type]
     return create_model(f"MatchOut{n_gold}",
                         rationale=(str, Field(json_schema_extra={"maxLength": RATIONALE_MAX})),
-                        match=(choices, ...))  # type: ignore[arg-type]
+                        matches=(list[choices], Field(max_length=n_gold)))  # type: ignore[valid-type]
 
 
 SYSTEM = f"""You compare rubrics written for the same question. You get one criterion from a generated \
-rubric and a numbered list of reference criteria. Find the reference criterion that asks for the same \
-behaviour of an answer: the same requirement, even in other words, at a similar level of detail. A \
-reference criterion marked (penalty) describes something an answer must not do; it matches a generated \
-criterion that asks to avoid that thing. A criterion that is only on the same topic, much broader, or \
-much narrower is not a match. Give a short rationale, then the number of the matching reference \
-criterion, or 0 if none matches. {UNTRUSTED_NOTE}"""
+rubric and a numbered list of reference criteria. List every reference criterion whose requirement the \
+generated criterion states: the same behaviour asked of an answer, even in other words, at a similar \
+level of detail. A generated criterion may state several reference requirements at once (one that asks \
+for X and for Y states both the reference criterion asking for X and the one asking for Y). A reference \
+criterion marked (penalty) describes something an answer must not do; a generated criterion asking to \
+avoid that thing states it. A generated criterion that is only on the same topic, or much vaguer than a \
+reference criterion (asks for "accuracy" where the reference names a specific fact), does not state it. \
+Give a short rationale, then the numbers of the reference criteria it states, or an empty list. \
+{UNTRUSTED_NOTE}"""
 
 
 def render_gold(items: tuple[GoldItem, ...]) -> str:
@@ -43,14 +47,13 @@ def messages(question: QuestionView, criterion: str, gold: tuple[GoldItem, ...])
     return [
         Message("system", SYSTEM),
         Message("user", f"{question_block(question)}\n\nReference criteria:\n{render_gold(gold)}\n\n"
-                        f"Generated criterion: {criterion}\n\nReturn JSON with the fields rationale and match."),
+                        f"Generated criterion: {criterion}\n\nReturn JSON with the fields rationale and matches."),
     ]
 
 
 async def match_criterion(lm: LM, question: QuestionView, criterion: str, gold: tuple[GoldItem, ...],
-                          *, params: GenParams = PARAMS) -> int | None:
-    """The 0-based index of the matching gold criterion, or None when nothing matches."""
+                          *, params: GenParams = PARAMS) -> frozenset[int]:
+    """The 0-based indices of the gold criteria the generated criterion states (empty: none)."""
     out = await lm.structured(messages(question, criterion, gold), match_schema(len(gold)), role=MATCHER_ROLE,
                               params=params)
-    k = int(out.match)  # type: ignore[attr-defined]
-    return None if k == 0 else k - 1
+    return frozenset(int(k) - 1 for k in out.matches)  # type: ignore[attr-defined]

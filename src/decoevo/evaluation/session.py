@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ..benchmarks import find, grade
-from ..benchmarks.record import Sampling
+from ..benchmarks.record import OfficialPrompts, Sampling
+from ..benchmarks.templates import GraderPrompt, resolve
 from ..domain import Question, Response, Skill
 from ..engine.context import EngineContext
 from ..engine.run import call_line, spec_lookup
@@ -52,8 +53,12 @@ def benchmark_sampling(question: Question) -> Sampling | None:
 class EvalSession:
     def __init__(self, view: RunView, *, grader: ModelSpec | None = None, matcher: ModelSpec | None = None,
                  use_cache: bool | None = None, lm: LM | None = None,
-                 on_call: Callable[[CallRecord], None] | None = None, force: bool = False) -> None:
+                 on_call: Callable[[CallRecord], None] | None = None, force: bool = False,
+                 grader_prompt: GraderPrompt = "auto") -> None:
         self.view = view
+        # "auto": the benchmark's official prompt when `decoevo data fetch` has fetched it, else ours
+        self.grader_prompt = grader_prompt
+        self._official: dict[str, OfficialPrompts | None] = {}
         self.force = force  # replace an earlier result even when this one graded fewer questions
         self.saved: SaveDecision | None = None
         self.lm_config = evaluation_lm_config(view.config.lm, grader=grader, matcher=matcher, use_cache=use_cache)
@@ -91,7 +96,16 @@ class EvalSession:
         if isinstance(response, LMError):
             return GradedResponse(question.id, None, ungraded(question, f"solve failed ({response.category}): "
                                                                         f"{str(response)[:200]}"))
-        return GradedResponse(question.id, response.text, await grade(self.lm, question, response.text))
+        return GradedResponse(question.id, response.text,
+                              await grade(self.lm, question, response.text, official=self.official(question)))
+
+    def official(self, question: Question) -> OfficialPrompts | None:
+        """The official prompts this session grades `question`'s benchmark with (None: our own prompt);
+        resolved once per benchmark, so a run is graded with one prompt throughout."""
+        scheme = question.gold.scheme if question.gold is not None else ""
+        if scheme not in self._official:
+            self._official[scheme] = resolve(find(scheme), self.grader_prompt) if scheme else None
+        return self._official[scheme]
 
     async def solve_and_grade(self, question: Question, solver: Skill) -> GradedResponse:
         return await self.grade(question, await self.respond(question, solver))

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .redact import mask_fields
 from .types import BackendRequest, Completion
 
 _SCHEMA = """
@@ -115,11 +116,14 @@ class RequestCache:
         ).fetchone()
         if row is None:
             return None
-        return Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2], finish_reason=row[3])
+        # Masked again: an answer cached before a secret was known (or by an older version) carries none out.
+        return mask_fields(Completion(text=row[0], prompt_tokens=row[1], completion_tokens=row[2],
+                                      finish_reason=row[3]))
 
     def put(self, key: str, model: str, completion: Completion, *, release: bool = False) -> None:
         """Store an answer; with `release`, end this handle's lease on `key` in the same transaction (one
         commit instead of two on every paid call, and a waiter never sees the lease gone without the answer)."""
+        completion = mask_fields(completion)  # the cache outlives the run: no secret is stored in any field
         row = (key, model, completion.text, completion.prompt_tokens, completion.completion_tokens,
                completion.finish_reason, time.time())
         conn = self._conn()

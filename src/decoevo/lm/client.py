@@ -16,6 +16,7 @@ from typing import TypeVar, cast, overload
 
 from pydantic import BaseModel
 
+from ..redact import register_environment_secrets
 from .backend import Backend
 from .budget import Budget, BudgetExceeded, InFlight
 from .cache import RequestCache, default_cache_path, request_key
@@ -23,6 +24,7 @@ from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
 from .errors import (
     ConfigError,
+    EmptyReplyError,
     FailureCategory,
     InfrastructureError,
     LMError,
@@ -31,6 +33,7 @@ from .errors import (
     RequestTimeout,
     RetryableError,
 )
+from .journal import RequestJournal, prompt_token_bound
 from .ledger import UsageLedger
 from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
@@ -87,6 +90,7 @@ class LM:
         on_call: Callable[[CallRecord], None] | None = None,
     ) -> None:
         self.config = config or LMConfig()
+        register_environment_secrets()  # a provider key a library reads itself is masked like ours
         self._backends: dict[str, Backend] = dict(backends or {})
         self._limiters: dict[str, AdaptiveLimiter] = {}
         # A sweep's cells share each server's concurrency (DECOEVO_SHARED_SLOTS); None outside a sweep.
@@ -98,6 +102,9 @@ class LM:
         self.ledger = ledger or UsageLedger()
         self._sleep = sleep
         self.on_call = on_call
+        # Where each paid request is recorded before it is sent (the run directory's request log); None:
+        # not recorded, as for an evaluation or a notebook's own LM.
+        self.journal: RequestJournal | None = None
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
         self._endpoints: EndpointMemory | None = None
         self._prices: dict[str, Price | None] = {}
@@ -251,6 +258,8 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                if key not in self.own_keys and self.budget.limited:  # inherited spend counts against the
+                    self.budget.check(self.ledger, self._in_flight())  # budget: a cached rerun stops at it
                 self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
@@ -278,7 +287,7 @@ class LM:
             self.on_call(CallRecord(role, model_name, key, False, completion.prompt_tokens,
                                     completion.completion_tokens, request, completion.text,
                                     truncated=completion.truncated, reasoning_tokens=completion.reasoning_tokens,
-                                    cost_usd=self._cost(model_name, completion)))
+                                    cost_usd=self._cost(model_name, completion), request_id=completion.request_id))
         return completion, False
 
     def _record_hit(self, role: str, model_name: str, key: str, hit: Completion | None,
@@ -301,7 +310,7 @@ class LM:
         the key (`RequestCache.claim`) says who pays; it ends with its holder (released, dead or expired)."""
         cache = self.cache
         if cache is None:
-            return await self._call_with_retries(backend, model_name, role, request), False
+            return await self._call_with_retries(backend, model_name, role, request, key), False
         while not cache.claim(key, LEASE_S):
             while cache.held_elsewhere(key):
                 await asyncio.sleep(LEASE_POLL_S)
@@ -314,7 +323,7 @@ class LM:
             answer = cache.get(key)  # another process may have paid and released since this one looked
             if answer is not None:
                 return answer, True
-            completion = await self._call_with_retries(backend, model_name, role, request)
+            completion = await self._call_with_retries(backend, model_name, role, request, key)
             # The answer lands as the lease ends, in one transaction: a waiter never finds neither.
             cache.put(key, backend.identity, completion, release=True)
             stored = True
@@ -324,7 +333,7 @@ class LM:
                 cache.release(key)
 
     async def _call_with_retries(
-        self, backend: Backend, model_name: str, role: str, request: BackendRequest
+        self, backend: Backend, model_name: str, role: str, request: BackendRequest, key: str = ""
     ) -> Completion:
         policy = self._retry_policy(model_name)
         limiter = self._limiter(model_name, backend)
@@ -344,12 +353,22 @@ class LM:
                     self._paying += 1  # no await since the check: no other call passes it meanwhile
                     reserved = True
                 started = time.monotonic()
+                sent: str | None = None
                 try:
-                    completion = await self._send(backend, model_name, request)
+                    answered = False
                     try:
-                        completion = checked_completion(completion)
-                    except ValueError as exc:  # spend we cannot count must not pass the budget
-                        raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
+                        if self.journal is not None:  # on disk before the request leaves: a kill now is billed
+                            sent = self.journal.sent(key, role, model_name, prompt_token_bound(request),
+                                                     request.params.max_tokens)
+                        completion = await self._send(backend, model_name, request)
+                        answered = True
+                        try:
+                            completion = checked_completion(completion)
+                        except ValueError as exc:  # spend we cannot count must not pass the budget
+                            raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
+                    except BaseException as exc:
+                        self._unanswered(sent, exc, answered, role, model_name, key, request)
+                        raise
                 except RetryableError as exc:
                     limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
                                     retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
@@ -387,10 +406,32 @@ class LM:
                     reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
                     cost_usd=self._cost(model_name, completion),
                 )
-                return completion
+                return completion if sent is None else replace(completion, request_id=sent)
         finally:
             if reserved:
                 self._paying -= 1
+
+    def _unanswered(self, sent: str | None, exc: BaseException, answered: bool, role: str, model_name: str,
+                    key: str, request: BackendRequest) -> None:
+        """Complete the write-ahead record of a request that brought no usable answer. It is billed, at
+        the upper bound of its tokens, when a provider may have charged for it: an answer we cannot use
+        (empty, refused, unreadable, unusable counts), a connection dropped mid-reply, a timeout after the
+        connection was made, a cancelled call (a Ctrl-C, a stopped step). An error status, or no
+        connection at all, bills nothing."""
+        if sent is None or self.journal is None:
+            return
+        billed = (answered or isinstance(exc, EmptyReplyError | RefusalError)
+                  or (isinstance(exc, RequestTimeout) and exc.which != "connect")
+                  or getattr(exc, "may_be_billed", False) or not isinstance(exc, InfrastructureError))
+        if not billed:
+            self.journal.settled(sent)
+            return
+        prompt, out = prompt_token_bound(request), request.params.max_tokens
+        cost = self.cost_of(model_name, prompt, out)
+        self.ledger.record_call(role, model_name, prompt, out, 0.0, cost_usd=cost, estimated=True)
+        if self.on_call is not None:  # the call log completes the record
+            self.on_call(CallRecord(role, model_name, key, False, prompt, out, request, None, cost_usd=cost,
+                                    request_id=sent, estimated=True))
 
     async def _send(self, backend: Backend, model_name: str, request: BackendRequest) -> Completion:
         """The request itself, holding one of its endpoint's shared slots when processes share them."""

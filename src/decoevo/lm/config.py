@@ -13,16 +13,25 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..redact import register_secret
 from .errors import ConfigError
 
 DEFAULT_MODEL = "default"
+MIN_REQUESTS_PER_MINUTE = 1.0
+MIN_TOKENS_PER_MINUTE = 1000
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 class ModelSpec(BaseModel):
     """One named model. `openai` needs `base_url`, `local` takes none, and a `base_url` may not carry
     credentials: the key comes from the variable named by `api_key_env` or from `api_key_file`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     backend: Literal["local", "openai", "litellm"] = Field(
         "local", description="local: the embedded llama.cpp model, in process; openai: an OpenAI-compatible "
@@ -53,9 +62,11 @@ class ModelSpec(BaseModel):
     max_concurrency: int | None = Field(
         None, ge=1, le=1024, description="most requests in flight (lowered on 429s); unset: 64 for a server "
                                          "(openai, litellm), one for the embedded model")
-    requests_per_minute: float | None = Field(None, gt=0, description="the provider's request rate limit")
+    requests_per_minute: float | None = Field(None, gt=0, description="the provider's request rate limit "
+                                              "(at least 1; a lower one would stall a run for hours)")
     tokens_per_minute: float | None = Field(
-        None, gt=0, description="the provider's token rate limit (prompt + max_tokens counted up front)")
+        None, gt=0, description="the provider's token rate limit (prompt + max_tokens counted up front; at "
+                                "least 1000)")
     input_price_per_mtok: float | None = Field(None, ge=0, description="USD per 1M prompt tokens")
     output_price_per_mtok: float | None = Field(None, ge=0, description="USD per 1M completion tokens")
     timeout_s: float | None = Field(
@@ -78,6 +89,19 @@ class ModelSpec(BaseModel):
     grammar_max_string: int = Field(1000, ge=16, le=2000, description="local only: longest JSON string decoded")
 
     @model_validator(mode="after")
+    def _check_rates(self) -> ModelSpec:
+        # A rate far below any provider's stalls a run for hours without a word: refused, with the wait.
+        rpm, tpm = self.requests_per_minute, self.tokens_per_minute
+        if rpm is not None and rpm < MIN_REQUESTS_PER_MINUTE:
+            raise ValueError(f"requests_per_minute {rpm:g} means one request every {_duration(60 / rpm)}; the "
+                             f"lowest rate taken is {MIN_REQUESTS_PER_MINUTE:g} a minute (unset: no limit)")
+        if tpm is not None and tpm < MIN_TOKENS_PER_MINUTE:
+            raise ValueError(f"tokens_per_minute {tpm:g} means {_duration(60 * 1000 / tpm)} for a request of "
+                             f"1,000 tokens; the lowest rate taken is {MIN_TOKENS_PER_MINUTE:,} a minute "
+                             "(unset: no limit)")
+        return self
+
+    @model_validator(mode="after")
     def _check_backend_fields(self) -> ModelSpec:
         if self.backend == "openai" and not self.base_url:
             raise ValueError("backend 'openai' needs base_url (for example http://127.0.0.1:8000/v1)")
@@ -88,6 +112,10 @@ class ModelSpec(BaseModel):
             # The URL is written to config.yaml and is part of the cache namespace: no secret may ride in it.
             raise ValueError("base_url must not carry credentials (user:password@host); put the key in the "
                              f"variable named by api_key_env (${self.api_key_env}) or in api_key_file")
+        if self.base_url and (urlsplit(self.base_url).query or urlsplit(self.base_url).fragment):
+            # `/chat/completions` is appended to the path, so a query could never work, and it may hold a token.
+            raise ValueError("base_url must not carry a query string or fragment (?...#...); give the server's "
+                             "address only, e.g. https://host/v1, and the key through api_key_env or api_key_file")
         return self
 
     def identity(self) -> str:
@@ -103,16 +131,19 @@ class ModelSpec(BaseModel):
             path = Path(self.api_key_file).expanduser()
             if not path.is_file():
                 raise ConfigError(f"api_key_file {path} does not exist; create it or set {self.api_key_env}.")
-            return path.read_text(encoding="utf-8").strip()
+            key = path.read_text(encoding="utf-8").strip()
+        else:
+            key = os.environ.get(self.api_key_env, "")
+        register_secret(key)  # from now on masked in everything this process stores or prints
         # Local servers accept any key; a placeholder keeps the bearer token well-formed.
-        return os.environ.get(self.api_key_env, "") or "not-needed"
+        return key or "not-needed"
 
 
 class LMConfig(BaseModel):
     """The models and which role each one serves. `models` must hold `default`, the model of every role not
     listed in `roles`, and each entry of `roles` must name a model in `models`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     models: dict[str, ModelSpec] = Field(default_factory=lambda: {DEFAULT_MODEL: ModelSpec()},
                                          description="named models (the keys below); default: the embedded model")

@@ -59,14 +59,17 @@ class EmptyReplyError(ParseError):
 class RetryableError(InfrastructureError):
     """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds;
     `throttled` marks an overloaded server (a 429, or a reply that timed out), which halves the model's
-    concurrency; `rate` holds the reply's rate-limit headers (a RateInfo)."""
+    concurrency; `rate` holds the reply's rate-limit headers (a RateInfo); `may_be_billed` a failure after
+    the server may have generated the answer (a connection dropped mid-reply, a success whose body we
+    cannot read): the ledger bills it at an estimate (lm/journal.py)."""
 
     def __init__(self, message: str, *, retry_after: float | None = None, throttled: bool = False,
-                 rate: object | None = None) -> None:
+                 rate: object | None = None, may_be_billed: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.throttled = throttled
         self.rate = rate
+        self.may_be_billed = may_be_billed
 
 
 #: the ModelSpec field that sets each timeout

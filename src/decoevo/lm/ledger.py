@@ -52,6 +52,7 @@ class Usage(EffectiveUsage):
     cost_usd: float = 0.0  # dollars of the paid calls (priced models only)
     inherited_cost_usd: float = 0.0
     unpriced_calls: int = 0  # calls to a model with no price: the dollars are a lower bound
+    estimated_calls: int = 0  # of `calls`, sent without an answer: tokens and dollars are upper bounds
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Usage)))
@@ -76,6 +77,9 @@ class UsageRow(EffectiveUsage):
     cost_usd: float = 0.0  # what the paid calls cost (priced models only)
     inherited_cost_usd: float = 0.0  # what the inherited answers cost whoever paid them
     unpriced_calls: int = 0  # paid or inherited calls to a model with no price: the cost is a lower bound
+    # Of `calls`, requests sent that never brought an answer back (killed, cancelled, timed out): a provider
+    # may bill them, so they count, with their tokens at an upper bound (lm/journal.py).
+    estimated_calls: int = 0
     failures: dict[str, int] = field(default_factory=lambda: {c.value: 0 for c in FailureCategory})
 
     def add(self, other: UsageRow) -> None:
@@ -94,6 +98,7 @@ class UsageRow(EffectiveUsage):
         self.cost_usd += other.cost_usd
         self.inherited_cost_usd += other.inherited_cost_usd
         self.unpriced_calls += other.unpriced_calls
+        self.estimated_calls += other.estimated_calls
         for k, v in other.failures.items():
             self.failures[k] = self.failures.get(k, 0) + v
 
@@ -110,9 +115,11 @@ class UsageLedger:
 
     def record_call(self, role: str, model: str, prompt_tokens: int, completion_tokens: int, latency_s: float,
                     *, truncated: bool = False, reasoning_tokens: int = 0, reasoning_chars: int = 0,
-                    cost_usd: float | None = 0.0) -> None:
-        """One paid call; `cost_usd` None when the model has no price."""
+                    cost_usd: float | None = 0.0, estimated: bool = False) -> None:
+        """One paid call; `cost_usd` None when the model has no price; `estimated`: sent but never
+        answered, its tokens an upper bound."""
         r = self.row(role, model)
+        r.estimated_calls += estimated
         if cost_usd is None:
             r.unpriced_calls += 1
         else:
@@ -175,13 +182,29 @@ class UsageLedger:
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> UsageLedger:
+        """A ledger from `to_dict`'s form; a ValueError naming the bad field (`rows.2.calls: ...`) when the
+        data is not one. Fields this version does not know are ignored (a newer writer's ledger reads)."""
         ledger = cls()
-        rows = data.get("rows", [])
+        rows = data.get("rows", []) if isinstance(data, dict) else None
         if not isinstance(rows, list):
-            raise ValueError("ledger data has no list of rows")
-        for row in rows:
-            fields = {k: v for k, v in row.items() if k not in {"role", "model", "tokens", "effective_cost_usd"}}
-            ledger.rows[(row["role"], row["model"])] = UsageRow(**fields)
+            raise ValueError("rows: expected a list of rows")
+        known = {f.name: f.type for f in fields(UsageRow)}
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise ValueError(f"rows.{i}: expected an object")
+            for name in ("role", "model"):
+                if not isinstance(row.get(name), str):
+                    raise ValueError(f"rows.{i}.{name}: expected a string, got {row.get(name)!r}")
+            values: dict[str, object] = {}
+            for name, value in row.items():
+                if name == "failures":
+                    if not isinstance(value, dict) or not all(_count(v) for v in value.values()):
+                        raise ValueError(f"rows.{i}.failures: expected counts by category, got {value!r}")
+                elif name in known and name not in ("role", "model") and not _number(value):
+                    raise ValueError(f"rows.{i}.{name}: expected a non-negative number, got {value!r}")
+                if name in known:
+                    values[name] = value
+            ledger.rows[(row["role"], row["model"])] = UsageRow(**values)  # type: ignore[arg-type]
         return ledger
 
     def merge(self, other: UsageLedger) -> None:
@@ -205,6 +228,14 @@ class UsageLedger:
                       str(r.failures.get("refusal", 0)), str(r.failures.get("empty", 0)),
                       dollars(r.cost_usd, r.unpriced_calls), dollars(r.effective_cost_usd, r.unpriced_calls))
         return t
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 and value < float("inf")
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def dollars(amount: float, unpriced_calls: int = 0) -> str:

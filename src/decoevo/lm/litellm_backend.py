@@ -140,7 +140,7 @@ class LiteLLMBackend:
                 raise
             self.structured = "none"
             response, service_s = await self._call(request)
-        body = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        body = self._redactor.body(response.model_dump() if hasattr(response, "model_dump") else dict(response))
         choices = body.get("choices") or []
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices")
@@ -149,7 +149,7 @@ class LiteLLMBackend:
             completion = completion_from_message(choice.get("message") or {}, body.get("usage") or {},
                                                  choice.get("finish_reason") or "stop", request.params.max_tokens)
         except (ValueError, TypeError) as exc:
-            raise RetryableError(f"malformed response from {self._where}: {exc}") from exc
+            raise RetryableError(f"malformed response from {self._where}: {exc}", may_be_billed=True) from exc
         # how slow the endpoint is against the default limit for an answer of this length
         self._progress.observe(service_s, request_timeouts(self.spec, completion.completion_tokens).total_s)
         return completion

@@ -256,7 +256,7 @@ class OpenAIBackend:
         except aiohttp.ClientConnectorError as exc:
             raise RetryableError(f"cannot connect to {where}: {exc}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
-            raise RetryableError(f"connection to {where} failed: {exc!r}") from exc
+            raise RetryableError(f"connection to {where} failed: {exc!r}", may_be_billed=True) from exc
         self._progress.answered()
         return reply
 
@@ -270,9 +270,10 @@ class OpenAIBackend:
 
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
-            return self._completion(json.loads(raw), request.params.max_tokens)
+            # Every string of the body masked before any field is read: a server may echo the key anywhere.
+            return self._completion(self._redactor.body(json.loads(raw)), request.params.max_tokens)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
-            raise RetryableError(f"malformed response body from {self._where}: {exc!r}") from exc
+            raise RetryableError(f"malformed response body from {self._where}: {exc!r}", may_be_billed=True) from exc
 
     def _status_error(self, reply: Reply, *, negotiated: bool = False) -> InfrastructureError:
         status, retry_after, where, message = reply.status, reply.retry_after, self._where, error_message(reply.body)
@@ -295,20 +296,14 @@ class OpenAIBackend:
     def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
         choices = body.get("choices")
         if not choices:
-            raise RetryableError(f"response from {self._where} has no choices")
+            raise RetryableError(f"response from {self._where} has no choices", may_be_billed=True)
         choice = choices[0]
         message = choice.get("message") or {}
         refusal = message.get("refusal")
         if refusal:
             raise RefusalError(f"model refused: {refusal}")
         usage = body.get("usage") or {}
-        completion = completion_from_message(message, usage, choice.get("finish_reason") or "stop",
-                                             max_tokens)
-        if self._redactor.secrets:  # a server that echoes the key must not get it cached
-            masked = self._redactor.secret_values(completion.text)
-            if masked is not completion.text:
-                completion = replace(completion, text=masked)
-        return completion
+        return completion_from_message(message, usage, choice.get("finish_reason") or "stop", max_tokens)
 
     async def aclose(self) -> None:
         if self._session is not None and self._loop is asyncio.get_running_loop():

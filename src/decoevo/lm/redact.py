@@ -1,35 +1,45 @@
-"""Keeping secrets out of error messages.
+"""Keeping secrets out of what a backend returns or raises.
 
 An error raised by a backend travels far: into `events.jsonl`, the CLI's stderr, the ledger and the
 HTML report. Some transport errors carry the request's headers in their text (aiohttp's
-`ClientResponseError` repr does), and a misbehaving server may echo the bearer token in its error body.
-So every message leaving a backend goes through a `Redactor` first: values of the headers we sent,
-anything equal to a configured secret, bearer tokens, and `user:password@` in URLs are replaced.
+`ClientResponseError` repr does), and a misbehaving server may echo the bearer token in its error body
+or in any field of a reply. So every reply body and every message leaving a backend goes through a
+`Redactor` first: values of the headers we sent, every secret this process registered (`decoevo.redact`)
+and, in messages, bearer tokens and URL credentials are replaced.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
 
+from ..redact import MASK, MIN_SECRET, SENSITIVE_HEADERS, mask_secrets, mask_tree, redact, redact_url
 from .errors import LMError
 
-MASK = "[redacted]"
-# Headers whose values are credentials or account identifiers; never echoed.
-SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
-                               "openai-organization", "openai-project", "cookie"})
-# Shorter values are not masked: a one-letter "secret" would blank every message.
-_MIN_SECRET = 6
-_URL_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@'\"<>]+@")
-_BEARER = re.compile(r"(?i)\bbearer\s+[^\s'\",;]+")
-_HEADER_NAMES = "|".join(re.escape(h) for h in sorted(SENSITIVE_HEADERS))
-_HEADER_PAIR = re.compile(rf"(?i)(?P<name>['\"]?(?:{_HEADER_NAMES})['\"]?\s*[:=]\s*)(?P<q>['\"]?)[^'\"\r\n,}}]+")
+__all__ = ["MASK", "SENSITIVE_HEADERS", "Redactor", "mask_fields", "redact_url"]
+
+D = TypeVar("D")
+
+
+def mask_fields(record: D, extra: Iterable[str] = ()) -> D:
+    """A dataclass (a Completion) with the secrets masked in each of its string fields; itself when
+    none held one."""
+    extra = tuple(extra)
+    changes = {}
+    for f in fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        if isinstance(value, str):
+            masked = mask_secrets(value, extra)
+            if masked is not value:
+                changes[f.name] = masked
+    return replace(record, **changes) if changes else record  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
 class Redactor:
-    """Masks the given secret values and the generic credential shapes in a text."""
+    """Masks the given secret values (and every registered one) and, in messages, the generic
+    credential shapes."""
 
     secrets: tuple[str, ...] = ()
 
@@ -39,22 +49,24 @@ class Redactor:
         # The bare token too: a server may echo the key without its "Bearer " prefix.
         values += [v.split(None, 1)[1] for v in values if v.lower().startswith("bearer ") and " " in v]
         values += list(extra)
-        unique = {v for v in values if len(v) >= _MIN_SECRET}
+        unique = {v for v in values if len(v) >= MIN_SECRET}
         return cls(tuple(sorted(unique, key=len, reverse=True)))  # longest first: no partial leftovers
 
     def secret_values(self, text: str) -> str:
         """Only the exact secrets masked: for model output, where the generic shapes (a URL with
         `user@`, the word "bearer") may be legitimate text."""
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
+        return mask_secrets(text, self.secrets)
+
+    def body(self, value: Any) -> Any:
+        """A parsed reply body with the secrets masked in every string it holds (every choice, every
+        message field, finish_reason, usage, model, ids): nothing a server echoes is read unmasked."""
+        return mask_tree(value, self.secrets)
+
+    def completion(self, record: D) -> D:
+        return mask_fields(record, self.secrets)
 
     def text(self, message: str) -> str:
-        message = self.secret_values(message)
-        message = _HEADER_PAIR.sub(lambda m: f"{m['name']}{m['q']}{MASK}", message)
-        message = _BEARER.sub(f"Bearer {MASK}", message)
-        return _URL_USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", message)
+        return redact(message, self.secrets)
 
     def error(self, exc: LMError) -> LMError:
         """The same error with a redacted message, detached from its cause (whose text may hold the
@@ -66,8 +78,3 @@ class Redactor:
         exc.__cause__ = None
         exc.__context__ = None
         return exc
-
-
-def redact_url(url: str) -> str:
-    """A URL fit to print: any `user:password@` is masked."""
-    return Redactor().text(url)

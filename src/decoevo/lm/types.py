@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .ratelimit import RateInfo
+from .redact import mask_fields
 
 Role = Literal["system", "user", "assistant"]
 
@@ -59,6 +60,7 @@ class Completion:
     reasoning_chars: int = 0  # characters of reasoning the reply carried (stripped from `text`)
     reasoning_tokens: int = 0  # of completion_tokens, those the server reports as reasoning
     rate: RateInfo | None = field(default=None, compare=False)  # the reply's rate-limit headers; not cached
+    request_id: str | None = field(default=None, compare=False)  # its write-ahead record (lm/journal.py)
 
     @property
     def truncated(self) -> bool:
@@ -100,6 +102,8 @@ class CallRecord:
     truncated: bool = False  # the reply was cut by max_tokens (cache hits included)
     reasoning_tokens: int = 0  # paid reasoning tokens (0 for hits)
     cost_usd: float | None = None  # what the paid call cost; None for a hit or a model with no price
+    request_id: str | None = None  # the write-ahead record this paid call completes (lm/journal.py)
+    estimated: bool = False  # sent but never answered: billed at the upper bound of its tokens
 
 
 MAX_USAGE_TOKENS = 10**9  # one reply's count above this is a broken server, not a long answer
@@ -121,10 +125,12 @@ def usage_count(usage: Any, name: str) -> int:
 
 def checked_completion(completion: Completion) -> Completion:
     """What any backend returned, before it reaches the ledger, the budget and the cache: the counts
-    must be valid (a ValueError otherwise); lone UTF-16 surrogates in the text (invalid Unicode that a
-    JSON reply can carry as `\\ud800`) become U+FFFD, as a decoder would make them."""
+    must be valid (a ValueError otherwise); every secret this process holds is masked in each text field
+    (whichever backend answered); lone UTF-16 surrogates in the text (invalid Unicode that a JSON reply
+    can carry as `\\ud800`) become U+FFFD, as a decoder would make them."""
     for name in ("prompt_tokens", "completion_tokens"):
         usage_count({name: getattr(completion, name)}, name)
+    completion = mask_fields(completion)
     try:
         completion.text.encode("utf-8")
     except UnicodeEncodeError:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
+from ..analysis.claims import ClaimResult, evaluate_claims
+from .claims import RunEvidence
 from .discover import ReportInputError, SweepInfo, discover
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
 from .plots import InlineFigure, cost_figure, dynamics_figure
@@ -80,6 +82,7 @@ class Report:
     tiny_grader: bool
     tiny_judge: bool
     problems: tuple[str, ...]
+    claims: tuple[ClaimResult, ...] = ()  # the paper's claims checked on these runs (analysis/claims.py)
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -219,4 +222,5 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
         inputs=inputs, sweeps=tuple(sweeps), runs=runs, sections=tuple(views), models=_models(runs),
         usage=_usage(runs), budgets=_budgets(runs), graders=tuple(sorted(graders)),
         tiny_grader=any(is_tiny_embedded(g) for g in graders),
-        tiny_judge=any(is_tiny_embedded(r.judge_model) for r in runs), problems=tuple(problems))
+        tiny_judge=any(is_tiny_embedded(r.judge_model) for r in runs), problems=tuple(problems),
+        claims=evaluate_claims(RunEvidence(runs)))

@@ -8,12 +8,12 @@ both graded. No model calls: the per-question grades are in each file's `items`.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from ..analysis.stats import Coverage, graded_in_both
+from ..analysis.stats import Coverage
 from ..benchmarks import aggregate
 from ..grading.result import GradeResult
 from ..rundir.records import EvalFile
@@ -24,6 +24,12 @@ class PairedScores:
     ours: float
     theirs: float
     questions: Coverage  # questions graded in both / questions of the split (the larger side's count)
+
+
+@dataclass(frozen=True)
+class CommonScores:
+    scores: dict[str, float]  # per key (a method), its score on the common questions
+    questions: Coverage  # questions graded in all / questions of the split (the largest file's count)
 
 
 def coverage(ev: EvalFile) -> Coverage:
@@ -49,19 +55,36 @@ def _score_on(ev: EvalFile, grades: dict[str, GradeResult], ids: Collection[str]
     return aggregate([grades[i] for i in sorted(ids)]).score
 
 
-def paired_scores(ours: EvalFile, theirs: EvalFile) -> PairedScores | None:
-    """Both files scored on the questions graded in both; None when no question was graded in both.
-    Files without per-question grades are compared whole, and only when both graded every question."""
-    total = max(ours.n_graded + ours.n_ungraded, theirs.n_graded + theirs.n_ungraded)
-    a, b = _grades(ours), _grades(theirs)
-    if a is None or b is None:
-        if ours.score is None or theirs.score is None or ours.n_ungraded or theirs.n_ungraded:
+def common_scores(files: Mapping[str, EvalFile]) -> CommonScores | None:
+    """Every file scored on the questions graded in all of them (a headline column: each method on the
+    same questions); None when no question was graded in all. Files without per-question grades are used
+    whole, and only when every file graded every question."""
+    if not files:
+        return None
+    total = max(f.n_graded + f.n_ungraded for f in files.values())
+    grades = {k: _grades(f) for k, f in files.items()}
+    if any(g is None for g in grades.values()):
+        if any(f.score is None or f.n_ungraded for f in files.values()):
             return None
-        return PairedScores(ours.score, theirs.score, Coverage(min(ours.n_graded, theirs.n_graded), total))
-    common = graded_in_both({k: g.score for k, g in a.items()}, {k: g.score for k, g in b.items()})
+        return CommonScores({k: f.score for k, f in files.items() if f.score is not None},
+                            Coverage(min(f.n_graded for f in files.values()), total))
+    common = frozenset.intersection(*(frozenset(q for q, g in gs.items() if g.score is not None)
+                                      for gs in grades.values() if gs is not None))
     if not common:
         return None
-    mine, other = _score_on(ours, a, common), _score_on(theirs, b, common)
-    if mine is None or other is None:
+    out: dict[str, float] = {}
+    for k, f in files.items():
+        g = grades[k]
+        score = _score_on(f, g, common) if g is not None else None
+        if score is None:
+            return None
+        out[k] = score
+    return CommonScores(out, Coverage(len(common), total))
+
+
+def paired_scores(ours: EvalFile, theirs: EvalFile) -> PairedScores | None:
+    """Both files scored on the questions graded in both (`common_scores` of two files)."""
+    both = common_scores({"ours": ours, "theirs": theirs})
+    if both is None:
         return None
-    return PairedScores(mine, other, Coverage(len(common), total))
+    return PairedScores(both.scores["ours"], both.scores["theirs"], both.questions)

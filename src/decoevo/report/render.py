@@ -12,6 +12,8 @@ from markupsafe import Markup, escape
 
 from ..analysis.stats import MeanStd
 from ..fileio import atomic_write_text
+from ..redact import mask_secrets, register_environment_secrets
+from .hints import next_steps
 from .labels import benchmark_label, method_color, method_description, method_label
 from .model import Report
 
@@ -76,6 +78,12 @@ def _diff(text: str | None) -> Markup:
     return Markup('<pre class="diff">' + "".join(lines) + "</pre>")  # the spans are blocks: no newlines
 
 
+def _ticks(text: str) -> Markup:
+    """Plain text with `backticked` spans set as code (the notes are written for the terminal too)."""
+    parts = str(text).split("`")
+    return Markup("").join(Markup("<code>{}</code>").format(p) if i % 2 else escape(p) for i, p in enumerate(parts))
+
+
 def _ver(x: Any) -> str:
     """A skill version as the run directory names it (v003); '—' for anything that is not a version."""
     return f"v{x:03d}" if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else "—"
@@ -100,8 +108,9 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("decoevo.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=_ms, num=_num, signed=_signed, pvalue=_pvalue, ratio=_ratio, clip=_clip, diff=_diff,
-                       pretty=_pretty, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label, bench=benchmark_label)
-    env.globals.update(method_color=method_color, method_description=method_description)
+                       pretty=_pretty, ticks=_ticks, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label,
+                       bench=benchmark_label)
+    env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps)
     return env
 
 
@@ -112,5 +121,6 @@ def render(report: Report) -> str:
 def write(report: Report, output: Path | str) -> Path:
     """Render and write atomically (a reader never opens half a report)."""
     path = Path(output)
-    atomic_write_text(path, render(report), fsync=False)
+    register_environment_secrets()  # runs made by an older version may hold a key this process has
+    atomic_write_text(path, mask_secrets(render(report)), fsync=False)
     return path

@@ -8,6 +8,7 @@ a directory that is no run at all (no config.yaml) is refused, by `discover`.
 from __future__ import annotations
 
 import difflib
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,7 +32,8 @@ from ..rundir import (
     parse_skill_markdown,
 )
 from ..rundir.provenance import Provenance
-from ..rundir.records import ALIGNMENT, DYNAMICS, EVAL_DIR, PROVENANCE, AlignmentFile, DynamicsFile, EvalFile
+from ..rundir.records import ALIGNMENT, DYNAMICS, EVAL_DIR, PROVENANCE, SPLITS, AlignmentFile, DynamicsFile, EvalFile
+from .gold import has_test_gold
 from .labels import is_tiny_embedded
 
 T = TypeVar("T")
@@ -158,6 +160,8 @@ class RunRecord:
     transcript_counts: Mapping[str, int] = field(default_factory=dict)
     problems: tuple[str, ...] = field(default=())
     provenance: Provenance | None = None  # None for runs made before provenance.json existed
+    split_ids: Mapping[str, tuple[str, ...]] | None = None  # splits.json; None when absent or unreadable
+    test_gold: bool | None = None  # whether a test question has a gold rubric; None: data not readable here
 
     @property
     def finished(self) -> bool:
@@ -311,7 +315,8 @@ def _benchmark(config: Mapping[str, Any], hint: str | None, test: EvalFile | Non
     return Path(str(data.get("path") or "unknown")).stem.split(".")[0] or "unknown"
 
 
-def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...]) -> tuple[str, str | None]:
+def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...],
+            path: Path) -> tuple[str, str | None]:
     if summary is not None:
         stopped = summary.get("stopped")
         budget = summary.get("status") == "budget_stop" or (summary.get("status") is None and stopped)
@@ -320,8 +325,8 @@ def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...]) 
     if crash is not None:
         return "stopped (error)", f"{crash.category or 'error'} in {crash.role or 'a role'} at {crash.where}: " \
                                   f"{crash.message}"
-    return "incomplete", "no summary.json: the run is still going, or was killed (resume it with " \
-                         "`decoevo resume RUN`)"
+    return "incomplete", f"no summary.json: the run is still going, or was killed (resume it with " \
+                         f"`{shlex.join(['decoevo', 'resume', str(path)])}`)"
 
 
 # ---- the run ---------------------------------------------------------------------------------------
@@ -357,6 +362,16 @@ def _eval_files(reader: RunReader, method: str, seed: int | None, problems: list
             continue
         out[ev.name] = ev
     return out
+
+
+def _independence(ev: EvalFile, models: tuple[ModelUse, ...]) -> EvalFile:
+    """A record written before `self_graded` existed (the grader then defaulted to the run's own model):
+    self-graded when the grader's model name is one that served an optimization role of the run."""
+    if ev.self_graded is not None or not ev.grader_model:
+        return ev
+    optimizing = {u.label.lower() for u in models
+                  if any(not (r.startswith("grader_") or r == "matcher") for r in u.roles)}
+    return ev.model_copy(update={"self_graded": any(g.lower() in optimizing for g in ev.grader_model.split(", "))})
 
 
 R = TypeVar("R", DynamicsFile, AlignmentFile)
@@ -404,14 +419,16 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     except (RunUsageError, RunReadError) as e:
         problems.append(str(e))
     lineages = {kind: _lineage(reader, kind, problems) for kind in ("solver", "generator")}
-    evals = _eval_files(reader, method, seed, problems)
+    models, judge = _models(config)
+    evals = {k: _independence(ev, models) for k, ev in _eval_files(reader, method, seed, problems).items()}
     test = evals.get("test")
     final = lineages["solver"][-1].version if lineages["solver"] else None
     if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
         problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
                         f"is v{final:03d}; its score describes that version, not the run's result")
-    models, judge = _models(config)
-    status, detail = _status(summary, incidents)
+    status, detail = _status(summary, incidents, path)
+    split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
+    splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
     budget = _map(config.get("budget"))
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
         next((u.label for u in models if u.name == "default"), EMBEDDED_DEFAULT)
@@ -428,7 +445,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         **_by_phase(_attempt(reader.transcripts, problems, []), transcripts_shown),
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,
-        problems=tuple(problems),
+        problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
     )
 
 

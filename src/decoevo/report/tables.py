@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..analysis.costs import CostTable, cost_table
+from ..analysis.parity import ParityRow, parity_rows
 from ..analysis.stats import (
+    EXPLORATORY_FAMILY,
     Coverage,
     MeanStd,
     PairedCI,
-    holm,
+    comparison_family,
+    holm_by_family,
     mean_std,
     paired_difference,
     per_run_average,
@@ -36,7 +39,7 @@ from .labels import (
     method_label,
     method_order,
 )
-from .paired import coverage, paired_scores
+from .paired import common_scores, coverage, paired_scores
 from .runs import RunRecord
 
 SeedKey = tuple[str, int | None]  # (method, seed)
@@ -66,6 +69,40 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class ColumnGrader:
+    """Who graded a column: the grader model(s) of its evaluations and how many were self-graded (the
+    grader's model also played an optimization role in the run; evaluation/independence.py)."""
+
+    models: tuple[str, ...]
+    self_graded: int
+    unknown: int  # evaluations that do not say
+    total: int
+    notes: tuple[str, ...] = ()  # the benchmark's own headline, when decoevo does not compute it
+    prompts: tuple[str, ...] = ()  # "official" / "ours": the grader prompts behind the column
+
+    @property
+    def prompt_label(self) -> str:
+        if len(self.prompts) > 1:
+            return "mixed prompts: official and ours"
+        return {"official": "official prompt", "ours": "our prompt"}.get(self.prompts[0], "") if self.prompts else ""
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.models) if self.models else "grader not recorded"
+
+
+def column_graders(evals: Evals, methods: Sequence[str], columns: Sequence[Column]) -> tuple[ColumnGrader, ...]:
+    out = []
+    for col in columns:
+        files = [by_col[col] for (m, _), by_col in evals.items() if m in methods and col in by_col]
+        out.append(ColumnGrader(tuple(sorted({f.grader_model for f in files if f.grader_model})),
+                                sum(f.self_graded is True for f in files), sum(f.self_graded is None for f in files),
+                                len(files), tuple(sorted({f.not_implemented for f in files if f.not_implemented})),
+                                tuple(sorted({f.grader_prompt or "ours" for f in files}))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class ScoreRow:
     method: str
     n_seeds: int
@@ -88,6 +125,16 @@ class ScoreTable:
     rows: tuple[ScoreRow, ...]
     delta_kind: str  # "gain" (relative gain over SkillOpt, %) or "points" (difference from DecoEvo)
     delta_reference: str
+    graders: tuple[ColumnGrader, ...] = ()  # one per column
+
+    @property
+    def self_graded(self) -> bool:
+        return any(g.self_graded for g in self.graders)
+
+    @property
+    def notes(self) -> tuple[tuple[str, str], ...]:
+        """(column label, note) for columns whose benchmark headline is not what the score is."""
+        return tuple((c.label, n) for c, g in zip(self.columns, self.graders, strict=False) for n in g.notes)
 
     @property
     def show_avg(self) -> bool:
@@ -108,6 +155,7 @@ class Comparison:
     reject: bool | None
     reason: str | None
     questions: Coverage | None = None  # questions graded in both / evaluated, over the paired seeds and columns
+    family: str = EXPLORATORY_FAMILY  # the Holm family (analysis.stats.comparison_family)
 
 
 @dataclass(frozen=True)
@@ -143,6 +191,7 @@ class CostSection:
     table: CostTable | None
     excluded: tuple[RunRecord, ...]  # unfinished, or without a readable ledger
     error: str | None = None
+    parity: tuple[ParityRow, ...] = ()  # each method's effective tokens relative to its paired DecoEvo run
 
 
 @dataclass(frozen=True)
@@ -220,18 +269,56 @@ def _cell(values: list[float], n_seeds: int, files: Sequence[EvalFile] = ()) -> 
     return Cell(mean_std(values) if values else None, n_seeds - len(values), coverage=covered)
 
 
+def headline_scores(evals: Evals, methods: Sequence[str], columns: Sequence[Column]
+                    ) -> tuple[dict[SeedKey, dict[Column, float]], dict[SeedKey, dict[Column, Coverage]]]:
+    """Per (method, seed) and column: the method's score on the questions graded for every method of the
+    table that graded any question of that column in that seed, and that coverage. A method whose grader
+    failed on a question does not keep a mean over an easier or harder mix than the others'."""
+    scores: dict[SeedKey, dict[Column, float]] = defaultdict(dict)
+    covered: dict[SeedKey, dict[Column, Coverage]] = defaultdict(dict)
+    for seed in {s for (m, s) in evals if m in methods}:
+        for c in columns:
+            files = {m: evals[(m, seed)][c] for m in methods
+                     if c in evals.get((m, seed), {}) and evals[(m, seed)][c].score is not None}
+            common = common_scores(files)
+            if common is None:
+                continue
+            for m, v in common.scores.items():
+                scores[(m, seed)][c] = v
+                covered[(m, seed)][c] = common.questions
+    return dict(scores), dict(covered)
+
+
+def _headline_cell(method: str, seeds: Sequence[int | None], c: Column,
+                   scores: Mapping[SeedKey, Mapping[Column, float]],
+                   covered: Mapping[SeedKey, Mapping[Column, Coverage]], evals: Evals) -> Cell:
+    """A cell over the method's seeds; its coverage sums, per seed with an evaluation file, the questions
+    it was scored on (none when its file shared no graded question) over the split's questions."""
+    values = [scores[(method, s)][c] for s in seeds if c in scores.get((method, s), {})]
+    stat = mean_std(values) if values else None
+    files = {s: evals[(method, s)][c] for s in seeds if c in evals.get((method, s), {})}
+    if not files:
+        return Cell(stat, len(seeds) - len(values))
+    total = Coverage(0, 0)
+    for s, f in files.items():
+        total = total + covered.get((method, s), {}).get(c, Coverage(0, coverage(f).total))
+    return Cell(stat, len(seeds) - len(values), coverage=total)
+
+
 def score_table(key: str, title: str, caption: str, methods: Sequence[str],
                 seeds: Mapping[str, list[int | None]], scores: Mapping[SeedKey, Mapping[Column, float]],
                 columns: Sequence[Column], delta_kind: str, reference: str, evals: Evals | None = None) -> ScoreTable:
-    averages = seed_averages(scores, columns)
+    """One table; with `evals` every cell is scored on the questions graded for all its methods (per seed),
+    and its coverage is those questions over the split's."""
     evals = evals or {}
+    covered: dict[SeedKey, dict[Column, Coverage]] = {}
+    if evals:
+        scores, covered = headline_scores(evals, methods, columns)
+    averages = seed_averages(scores, columns)
     rows = []
     for method in methods:
         method_seeds = seeds[method]
-        cells = tuple(_cell([scores[(method, s)][c] for s in method_seeds if c in scores.get((method, s), {})],
-                            len(method_seeds),
-                            [evals[(method, s)][c] for s in method_seeds if c in evals.get((method, s), {})])
-                      for c in columns)
+        cells = tuple(_headline_cell(method, method_seeds, c, scores, covered, evals) for c in columns)
         avg = _cell(list(averages.get(method, {}).values()), len(method_seeds))
         rows.append(ScoreRow(method, len(method_seeds), cells, avg, None, reference=method == reference))
     ref = next((r for r in rows if r.method == reference and r.avg.stat is not None), None)
@@ -248,7 +335,7 @@ def score_table(key: str, title: str, caption: str, methods: Sequence[str],
                 delta = r.avg.stat.mean - ref.avg.stat.mean
         with_delta.append(ScoreRow(r.method, r.n_seeds, r.cells, r.avg, delta, r.reference))
     return ScoreTable(key, title, caption, tuple(columns), _mark_best(with_delta, len(columns)), delta_kind,
-                      reference)
+                      reference, column_graders(evals, methods, columns))
 
 
 def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:
@@ -289,8 +376,9 @@ def paired_averages(evals: Evals, columns: Sequence[Column], ours: str, theirs: 
 
 def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str]) -> ComparisonTable:
     """DecoEvo − each other method on the per-seed average, paired over the seeds both have and, within a
-    column, over the questions graded in both, with 95% CIs and Holm's correction over the whole family
-    (the prespecified comparisons)."""
+    column, over the questions graded in both, with 95% CIs. Holm's correction is applied across the
+    backbones by `with_holm`: the comparison with SkillOpt is the paper's prespecified family, the rest an
+    exploratory one."""
     measure = "per-seed average over all columns (each column scored on the questions graded for both methods)"
     if PROPOSED not in methods:
         return ComparisonTable(PROPOSED, measure, (), note="no DecoEvo runs in this report")
@@ -298,6 +386,7 @@ def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str])
     for m in methods:
         if m == PROPOSED:
             continue
+        family = comparison_family(PROPOSED, m, paper_proposed=PROPOSED, paper_baseline=BASELINE)
         ours, theirs, questions = paired_averages(evals, columns, PROPOSED, m)
         all_ours = {s for (k, s) in evals if k == PROPOSED}
         all_theirs = {s for (k, s) in evals if k == m}
@@ -306,18 +395,28 @@ def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str])
         if not common:
             why = "no seed has a complete average on both sides" if all_ours and all_theirs else \
                 "no complete per-seed averages (missing evaluations)"
-            rows.append(Comparison(m, (), unpaired, None, None, None, why))
+            rows.append(Comparison(m, (), unpaired, None, None, None, why, family=family))
             continue
         ci = paired_difference({s: ours[s] for s in common}, {s: theirs[s] for s in common})
-        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason, questions))
-    family = {r.method: r.ci.p_value for r in rows if r.ci is not None and r.ci.p_value is not None}
-    adjusted = holm(family) if family else {}
-    final = tuple(Comparison(r.method, r.seeds, r.unpaired, r.ci,
-                             adjusted[r.method].adjusted if r.method in adjusted else None,
-                             adjusted[r.method].reject if r.method in adjusted else None, r.reason, r.questions)
-                  for r in rows)
-    note = None if family else "no comparison has two or more paired seeds, so there is no p-value to correct"
-    return ComparisonTable(PROPOSED, measure, final, note)
+        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason, questions, family))
+    return ComparisonTable(PROPOSED, measure, tuple(rows))
+
+
+def with_holm(tables: Sequence[ComparisonTable]) -> tuple[ComparisonTable, ...]:
+    """Holm's step-down correction within each family, over the comparisons of all the backbones (the
+    paper's family is DecoEvo vs SkillOpt on each backbone: three comparisons for three backbones)."""
+    keyed = {(i, j): c for i, t in enumerate(tables) for j, c in enumerate(t.rows)}
+    pvalues = {k: c.ci.p_value for k, c in keyed.items() if c.ci is not None and c.ci.p_value is not None}
+    adjusted = holm_by_family(pvalues, {k: keyed[k].family for k in pvalues}) if pvalues else {}
+    out = []
+    for i, t in enumerate(tables):
+        rows = tuple(replace(c, p_holm=adjusted[(i, j)].adjusted, reject=adjusted[(i, j)].reject)
+                     if (i, j) in adjusted else c for j, c in enumerate(t.rows))
+        note = t.note
+        if note is None and rows and not any((i, j) in adjusted for j in range(len(rows))):
+            note = "no comparison has two or more paired seeds, so there is no p-value to correct"
+        out.append(replace(t, rows=rows, note=note))
+    return tuple(out)
 
 
 # ---- alignment and cost -----------------------------------------------------------------------------
@@ -361,7 +460,9 @@ def cost_sections(runs: Sequence[RunRecord]) -> tuple[CostSection, ...]:
         except ValueError as e:
             out.append(CostSection(bench, None, excluded, error=str(e)))
             continue
-        out.append(CostSection(bench, table, excluded))
+        parity = tuple(sorted(parity_rows([r.usage for r in usable if r.usage is not None], PROPOSED),
+                              key=lambda p: method_order(p.method)))
+        out.append(CostSection(bench, table, excluded, parity=parity))
     return tuple(out)
 
 
@@ -413,8 +514,9 @@ def low_coverage(tables: Sequence[ScoreTable | None]) -> tuple[str, ...]:
             for col, cell in zip(t.columns, row.cells, strict=True):
                 c = cell.coverage
                 if c is not None and c.low and (row.method, col.key) not in seen:
+                    share = f"{100 * (c.fraction or 0):.0f}%"
                     seen[(row.method, col.key)] = (f"{method_label(row.method)} on {col.label}: {c.format()} "
-                                                   f"questions graded ({100 * (c.fraction or 0):.0f}%, below 95%)")
+                                                   f"questions graded for every method ({share}, below 95%)")
     return tuple(seen.values())
 
 
@@ -422,4 +524,6 @@ def sections(runs: Sequence[RunRecord]) -> tuple[Section, ...]:
     by_backbone: dict[str, list[RunRecord]] = defaultdict(list)
     for r in runs:
         by_backbone[r.backbone].append(r)
-    return tuple(section(b, rs) for b, rs in sorted(by_backbone.items()))
+    built = [section(b, rs) for b, rs in sorted(by_backbone.items())]
+    corrected = with_holm([s.comparisons for s in built])
+    return tuple(replace(s, comparisons=c) for s, c in zip(built, corrected, strict=True))

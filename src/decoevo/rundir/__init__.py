@@ -22,7 +22,8 @@ from .files import UnsafeRunPath
 from .lock import RunLock, RunLocked
 from .reader import RunReader, RunReadError
 from .records import FORMAT_VERSION, CallLine, Checkpoint, RunStatus, Summary
-from .resume import ResumePoint, prepare_resume
+from .requests import RequestLog
+from .resume import ResumePoint, checkpoint_to_resume, prepare_resume
 from .skills import parse_skill_markdown, skill_markdown
 from .transcripts import TranscriptEntry
 from .writer import RunWriter
@@ -30,7 +31,8 @@ from .writer import RunWriter
 __all__ = [
     "FORMAT_VERSION", "BudgetStopEvent", "CallLine", "Checkpoint", "FinishEvent", "InnerStepEvent",
     "InnerStepFailedEvent", "InvalidCandidateEvent", "OtherEvent", "OuterRoundEvent", "OuterRoundFailedEvent",
-    "ResumeEvent", "ResumePoint", "RunEvent", "RunLock", "RunLocked", "RunReadError", "RunReader", "RunStatus",
-    "RunWriter", "StartEvent", "StoppedEvent", "Summary", "TranscriptEntry", "UnsafeRunPath", "make_event",
+    "RequestLog", "ResumeEvent", "ResumePoint", "RunEvent", "RunLock", "RunLocked", "RunReadError", "RunReader",
+    "RunStatus", "RunWriter", "StartEvent", "StoppedEvent", "Summary", "TranscriptEntry", "UnsafeRunPath",
+    "checkpoint_to_resume", "make_event",
     "parse_event", "parse_skill_markdown", "prepare_resume", "skill_markdown",
 ]

@@ -24,11 +24,16 @@ class StartEvent(_Event):
     method: str
     seed: int
     format_version: int | None = None
+    config: dict[str, Any] | None = None  # the resolved configuration (None before it was recorded here)
 
 
 class ResumeEvent(_Event):
     event: Literal["resume"] = "resume"
     next_step: int
+    # result-changing edits of config.yaml continued under --accept-changed-config, and the configuration
+    # in force from here on (what the next resume compares with)
+    accepted_config_changes: list[str] = Field(default_factory=list)
+    config: dict[str, Any] | None = None
 
 
 class InnerStepEvent(_Event):

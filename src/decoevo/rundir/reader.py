@@ -45,12 +45,14 @@ from .transcripts import TRANSCRIPTS, TranscriptEntry, read_transcripts
 M = TypeVar("M", bound=BaseModel)
 
 
-def validate_record(model: type[M], data: Any, where: Path | str) -> M:
+def validate_record(model: type[M], data: Any, where: Path | str, prefix: str = "") -> M:
+    """`data` as `model`; a RunReadError naming the file and the first bad field (under `prefix`, the
+    field of the file that holds `data`) otherwise."""
     try:
         return model.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        field = ".".join([prefix] * bool(prefix) + [str(p) for p in first["loc"]]) or "(top level)"
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
         raise RunReadError(f"{where}: field '{field}': {first['msg']}{more}") from None
 

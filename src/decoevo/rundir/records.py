@@ -18,6 +18,7 @@ CONFIG = "config.yaml"
 SPLITS = "splits.json"
 EVENTS = "events.jsonl"
 CALLS = "calls.jsonl"
+REQUESTS = "requests.jsonl"  # the write-ahead record of paid requests (rundir/requests.py)
 LEDGER = "ledger.json"
 CHECKPOINT = "checkpoint.json"
 SUMMARY = "summary.json"
@@ -99,6 +100,8 @@ class CallLine(_Record):
     truncated: bool = False  # the reply hit max_tokens
     reasoning_tokens: int = 0  # of completion_tokens, the model's reasoning (stripped from the reply)
     phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
+    request: str | None = None  # the write-ahead record (requests.jsonl) this paid call completes
+    estimated: bool = False  # sent but never answered: its tokens are upper bounds (lm/journal.py)
 
 
 # ---- evaluation records (RUN/eval/, docs/evaluation-files.md) ---------------------------------------
@@ -116,6 +119,15 @@ class EvalFile(_EvalRecord):
     seed: int
     skill_version: int | None = None
     grader_model: str | None = None
+    # The grader's model also played these optimization roles in the run (evaluation/independence.py);
+    # None in records written before it was recorded.
+    self_graded: bool | None = None
+    self_graded_roles: list[str] = Field(default_factory=list)
+    # "official": the benchmark's official prompt, fetched and used verbatim (its sources listed);
+    # "ours": decoevo's own prompt; None in records written before this was recorded (ours).
+    grader_prompt: Literal["official", "ours"] | None = None
+    grader_prompt_sources: list[dict[str, Any]] = Field(default_factory=list)
+    not_implemented: str | None = None  # the benchmark's own headline, when decoevo does not compute it
     score: float | None = Field(ge=0, le=100)  # None when nothing could be graded
     n_graded: int = Field(ge=0)
     n_ungraded: int = Field(ge=0)
@@ -144,6 +156,9 @@ class DynamicsFile(_EvalRecord):
     seed: int
     split: str = "diagnostic"
     n_questions: int | None = Field(None, ge=0)
+    grader_model: str | None = None
+    self_graded: bool | None = None  # as in EvalFile; None in records written before it was recorded
+    self_graded_roles: list[str] = Field(default_factory=list)
     points: list[DynamicsPoint]
 
 
@@ -155,6 +170,7 @@ class AlignmentFile(_EvalRecord):
     split: str = "test"
     generator_version: int | None = None
     matcher_model: str | None = None
+    matcher_self_graded: bool | None = None  # the matcher's model also played an optimization role in the run
     precision: float | None = Field(ge=0, le=1)
     recall: float | None = Field(ge=0, le=1)
     f1: float | None = Field(ge=0, le=1)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..redact import mask_secrets
 from .files import _check_no_links, dumps_line
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
@@ -40,7 +41,8 @@ class TranscriptEntry(BaseModel):
 def append_transcript(root: Path, entry: TranscriptEntry) -> None:
     path = root / TRANSCRIPTS
     _check_no_links(root, path)
-    member = gzip.compress((dumps_line(entry.model_dump(mode="json")) + "\n").encode("utf-8"), mtime=0)
+    line = mask_secrets(dumps_line(entry.model_dump(mode="json")))  # requests and replies: no secret kept
+    member = gzip.compress((line + "\n").encode("utf-8"), mtime=0)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, member)  # not fsynced: a transcript is for reading; the call log is the record

@@ -1,7 +1,8 @@
 """The one writer of a run directory (docs/architecture.md lists the files).
 
 Whole files are replaced atomically; the two logs are appended line by line and fsynced. Nothing here
-follows a symbolic link. The engine owns one `RunWriter` per run, under the run's lock.
+follows a symbolic link, and nothing is written with a secret this process holds in it (`decoevo.redact`).
+The engine owns one `RunWriter` per run, under the run's lock.
 """
 
 from __future__ import annotations
@@ -12,9 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from ..domain import Skill
+from ..redact import mask_secrets
 from .events import RunEvent, make_event
 from .files import append_line, atomic_write, dumps_line, sync
-from .records import CALLS, CHECKPOINT, EVENTS, FORMAT_VERSION, LEDGER, SUMMARY, CallLine, Checkpoint, Summary
+from .records import (
+    CALLS,
+    CHECKPOINT,
+    EVENTS,
+    FORMAT_VERSION,
+    LEDGER,
+    REQUESTS,
+    SUMMARY,
+    CallLine,
+    Checkpoint,
+    Summary,
+)
 from .skills import skill_markdown, skill_path
 from .transcripts import TranscriptEntry, append_transcript
 
@@ -25,7 +38,7 @@ class RunWriter:
 
     # ---- whole files -----------------------------------------------------------------------------
     def write_text(self, rel: str, text: str) -> None:
-        atomic_write(self.path, self.path / rel, text)
+        atomic_write(self.path, self.path / rel, mask_secrets(text))
 
     def write_json(self, rel: str, obj: Any) -> None:
         text = json.dumps(obj, indent=2, ensure_ascii=False, default=str)
@@ -41,7 +54,7 @@ class RunWriter:
     # ---- logs ------------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        append_line(self.path, self.path / EVENTS, dumps_line(event.model_dump(mode="json")))
+        append_line(self.path, self.path / EVENTS, mask_secrets(dumps_line(event.model_dump(mode="json"))))
 
     def event(self, kind: str, **data: Any) -> RunEvent:
         """Validate `data` as the `kind` event, append it, and return the typed event."""
@@ -50,7 +63,7 @@ class RunWriter:
         return event
 
     def record_call(self, line: CallLine) -> None:
-        append_line(self.path, self.path / CALLS, dumps_line(line.model_dump(mode="json")), fsync=False)
+        append_line(self.path, self.path / CALLS, mask_secrets(dumps_line(line.model_dump(mode="json"))), fsync=False)
 
     def record_transcript(self, entry: TranscriptEntry) -> None:
         append_transcript(self.path, entry)
@@ -73,6 +86,7 @@ class RunWriter:
         return path.stat().st_size if path.exists() else 0
 
     def checkpoint(self, state: dict[str, Any], ledger: dict[str, Any]) -> None:
+        sync(self.path, self.path / REQUESTS)  # so are the requests sent and not yet answered
         sync(self.path, self.path / CALLS)  # the calls this checkpoint counts are on disk before it is
         self.write_json(LEDGER, ledger)
         self.write_model(CHECKPOINT, Checkpoint(state=state, ledger=ledger, events_offset=self._size(EVENTS),

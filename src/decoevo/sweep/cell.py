@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..redact import redact
+
 LOG_FILE = "sweep.log"
 OUTCOME_FILE = ".sweep-outcome.json"  # written by the child; read and removed by execute_cell
 
@@ -146,9 +148,10 @@ def run_cell(request: CellRequest) -> CellOutcome:
     except StepFailed as exc:
         error = str(exc)
     except Exception as exc:
-        traceback.print_exc()
+        print(redact("".join(traceback.format_exception(exc))), file=sys.stderr, flush=True)
         error = f"{type(exc).__name__}: {exc} (traceback in {run_dir / LOG_FILE})"
     if error:
+        error = redact(error)  # the cell's log, its outcome and the sweep's status.json keep it
         print(f"cell failed: {error}", flush=True)
     return CellOutcome(cell_id=request.cell_id, ok=error is None, trained=trained, steps_run=steps_run, error=error,
                        seconds=round(time.monotonic() - started, 3), host=os.uname().nodename)

@@ -53,7 +53,7 @@ def run_dir_of(sweep_dir: Path, benchmark: str, method: str, seed: int) -> Path:
 
 def total_steps(config: RunConfig) -> int:
     """The inner steps a run takes (as `Engine.total_steps`), for the progress display."""
-    return planned_steps(get_method(config.method), config.hyper)
+    return planned_steps(get_method(config.method), config.hyper, top_up=config.budget.top_up)
 
 
 def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> list[Cell]:
@@ -66,7 +66,8 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
     shared = spec.shared()
     paired = get_method(PAIRED_METHOD).name in spec.methods
     has_budget = bool(shared.get("budget", {}).get("max_calls") or shared.get("budget", {}).get("max_tokens"))
-    methods = sorted(spec.methods, key=lambda m: get_method(m).budget_matched)  # stable: dependents last
+    topped = set(spec.top_up)
+    methods = sorted(spec.methods, key=lambda m: get_method(m).budget_matched or m in topped)  # dependents last
     cells: list[Cell] = []
     for bench in spec.benchmarks:
         where = f"{source} (benchmark '{bench.name}')"
@@ -76,7 +77,11 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
             for method in methods:
                 over: dict[str, Any] = {"method": method, "seed": seed}
                 deps: tuple[str, ...] = ()
-                if get_method(method).budget_matched:
+                if method in topped:  # validated: decoevo is in the sweep
+                    match = run_dir_of(sweep_dir, bench.name, PAIRED_METHOD, seed)
+                    over["budget"] = {"match_run": str(match), "top_up": True}
+                    deps = (cell_id(bench.name, PAIRED_METHOD, seed),)
+                elif get_method(method).budget_matched:
                     if paired:
                         match = run_dir_of(sweep_dir, bench.name, PAIRED_METHOD, seed)
                         over["budget"] = {"match_run": str(match)}

@@ -65,6 +65,9 @@ class SweepSpec(BaseModel):
                                                          "only call servers: min(cells, 8 × cores, 32))")
     pilot: str | None = Field(None, description="a pilot.json (`decoevo pilot`): each cell takes ε, τ_tie and K "
                               "from its benchmark's and seed's entry, unless `hyper` sets them")
+    top_up: list[str] = Field(default_factory=list, description="methods run topped up to the paired DecoEvo "
+                              "run's effective calls and tokens (budget.match_run + budget.top_up), e.g. "
+                              "[sc_coevo, direct_audit]: the compute-matched variant of those comparisons")
 
     @field_validator("methods")
     @classmethod
@@ -99,6 +102,20 @@ class SweepSpec(BaseModel):
             if step not in STEPS:
                 raise ValueError(f"unknown evaluate step '{step}'; choose from: {', '.join(STEPS)}")
         return _unique(steps, "evaluate step")
+
+    @field_validator("top_up")
+    @classmethod
+    def _known_top_up(cls, methods: list[str]) -> list[str]:
+        return cls._known_methods(methods)
+
+    @model_validator(mode="after")
+    def _top_up_methods(self) -> SweepSpec:
+        for name in self.top_up:
+            if name not in self.methods or name == "decoevo":
+                raise ValueError(f"top_up lists {name!r}: it must be one of the sweep's methods other than decoevo")
+            if "decoevo" not in self.methods:
+                raise ValueError("top_up tops methods up to the paired decoevo run: add decoevo to methods")
+        return self
 
     @model_validator(mode="after")
     def _unique_benchmarks(self) -> SweepSpec:

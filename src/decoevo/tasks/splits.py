@@ -21,7 +21,7 @@ class SplitSizes(BaseModel):
     train and solver_gate non-empty when it optimizes the solver, probe when it runs audits, and
     generator_gate when it verifies generator candidates."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     pilot: int = Field(0, ge=0, description="for `decoevo pilot` (choosing ε, τ_tie, K); cut first, never "
                                             "used by a run")

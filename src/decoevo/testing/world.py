@@ -84,7 +84,7 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
         generated = user.split("Generated criterion: ")[1].split("\n")[0].lower()
         gold = re.findall(r"^(\d+)\. (.*)$", user.split("Reference criteria:")[1], re.MULTILINE)
         hits = [int(k) for k, text in gold if any(w in text.lower() and w in generated for w in MATCH_WORDS)]
-        return json.dumps({"rationale": "compared the requirements", "match": hits[0] if hits else 0})
+        return json.dumps({"rationale": "compared the requirements", "matches": hits})
     if title == "GeneratorSkillOut":
         return json.dumps({"analysis": "simplify", "skill": f"{EASY}: keep rubrics short and lenient."})
     raise ValueError(f"toy world has no answer for schema {title!r}")

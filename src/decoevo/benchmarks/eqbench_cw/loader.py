@@ -53,7 +53,10 @@ def criteria_items(folder: Path) -> tuple[GoldItem, ...]:
     unknown = [n for n in negative if n not in names]
     if unknown:
         raise DatasetError(folder / NEGATIVE_FILE, None, None, f"names criteria not in {CRITERIA_FILE}: {unknown}")
-    return tuple(GoldItem(text=n, tags=("negative",) if n in negative else (), extra={"negative": n in negative})
+    # negative_rank: the criterion's place in negative_criteria.txt (the official judge prompt lists them so)
+    return tuple(GoldItem(text=n, tags=("negative",) if n in negative else (),
+                          extra={"negative": n in negative, **({"negative_rank": negative.index(n)} if n in negative
+                                                                else {})})
                  for n in names)
 
 
@@ -89,8 +92,9 @@ def load_eqbench_cw(path: Path | str, modifiers: Literal["first", "all"] | int =
                 raise DatasetError(prompts, None, field_name(where, f"seed_modifiers[{i}]"),
                                    "must be a non-empty string")
         for i, mod in enumerate(mods[:count]):
+            # writing_prompt: the prompt with its <SEED> slot, which the official judge is shown
             meta = {"prompt_id": key, "category": rec.get("category"), "title": rec.get("title"),
-                    "seed_index": i, "seed_modifier": mod}
+                    "seed_index": i, "seed_modifier": mod, "writing_prompt": template}
             out.append((None, where, build(prompts, None, where, id=f"{key}-m{i}", task="eqbench_cw",
                                            turns=(Turn(role="user", content=template.replace(SEED, mod)),),
                                            gold=GoldRubric(scheme="eqbench_cw", items=items), meta=meta)))

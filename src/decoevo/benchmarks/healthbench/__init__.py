@@ -12,6 +12,7 @@ from ..record import Benchmark, DataFile, DataSource, Split
 from . import rules
 from .grader import grade_healthbench
 from .loader import load_healthbench
+from .official import PROMPTS, grade_healthbench_official
 
 TASK_SPEC = (
     "Task: answer health questions from members of the public or clinicians in a multi-turn chat. "
@@ -26,19 +27,26 @@ TASK_SPEC = (
 
 _BLOB = "https://openaipublic.blob.core.windows.net/simple-evals/healthbench"
 
-# The checksums of the official files are not pinned: they were not available offline when this record
-# was written. The first fetch records what it downloaded and `decoevo data verify` checks against that.
+# The sha256 of each dated file as several independent projects pinned it (the files are not in a git
+# repository we could hash). Exact sizes are not published; the bounds are about 3x the expected size
+# (a 500-conversation extract with every field is 5.7 MB).
 SOURCE = DataSource(
     upstream="openai/simple-evals (dated files)",
     licence="MIT",
     homepage="https://github.com/openai/simple-evals",
     splits=(
-        Split("all", (DataFile("oss_eval.jsonl", f"{_BLOB}/2025-05-07-06-14-12_oss_eval.jsonl", None),),
-              "oss_eval.jsonl", "all 5,000 conversations"),
-        Split("hard", (DataFile("hard.jsonl", f"{_BLOB}/hard_2025-05-08-21-00-10.jsonl", None),),
-              "hard.jsonl", "the 1,000 hardest conversations"),
-        Split("consensus", (DataFile("consensus.jsonl", f"{_BLOB}/consensus_2025-05-09-20-00-46.jsonl", None),),
-              "consensus.jsonl", "3,671 conversations, criteria validated by several physicians"),
+        Split("all", (DataFile("oss_eval.jsonl", f"{_BLOB}/2025-05-07-06-14-12_oss_eval.jsonl",
+                               "e99dd3c6372c10d6fcc5e385c5fae69d0dd40392dae56836ef9493ae324ecd2f",
+                               max_size=160 << 20),),
+              "oss_eval.jsonl", "all 5,000 conversations", records=5000),
+        Split("hard", (DataFile("hard.jsonl", f"{_BLOB}/hard_2025-05-08-21-00-10.jsonl",
+                                "b0320430e5cd974e746585594c1dd10b5a3fc2aff9c72b26106c2c4a069d74e9",
+                                max_size=64 << 20),),
+              "hard.jsonl", "the 1,000 hardest conversations", records=1000),
+        Split("consensus", (DataFile("consensus.jsonl", f"{_BLOB}/consensus_2025-05-09-20-00-46.jsonl",
+                                     "fabe37553327238928b05357d8b309737b5d426d6dee432a3376da618d0969d6",
+                                     max_size=128 << 20),),
+              "consensus.jsonl", "3,671 conversations, criteria validated by several physicians", records=3671),
     ),
 )
 
@@ -52,4 +60,5 @@ BENCHMARK = Benchmark(
     name="healthbench", label="HealthBench", scheme="healthbench", load=load_healthbench,
     grade=grade_healthbench, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="mean rubric score over conversations, clipped to [0, 100]",
+    official_prompts=PROMPTS, official=grade_healthbench_official,
 )

@@ -13,15 +13,17 @@ from ..record import Benchmark, DataFile, DataSource, Split
 from . import rules
 from .grader import grade_llmeval_med
 from .loader import load_llmeval_med
+from .official import PROMPTS, grade_llmeval_med_official
 
-# Evaluation-only data with no checksum available offline (only a 20-record sample was at hand).
+# Evaluation-only data; checksum and size of the file at that commit (hashed from a clone).
 SOURCE = DataSource(
     upstream="llmeval/LLMEval-Med@508516f",
     licence="evaluation only (see the repository)",
     homepage="https://github.com/llmeval/LLMEval-Med",
     splits=(Split("all", (DataFile(
         "dataset.json", "https://raw.githubusercontent.com/llmeval/LLMEval-Med/508516f/dataset/dataset.json",
-        None),), "dataset.json", "667 questions in 5 categories"),),
+        "58b60a92c20be4c62644fd3e028670514b452d125152715e52f6a9268a68db90", 1861859),),
+        "dataset.json", "667 questions in 5 categories", records=667),),
 )
 
 
@@ -42,8 +44,9 @@ def summarise(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
     }
 
 
-BENCHMARK = Benchmark(
+BENCHMARK: Benchmark = Benchmark(
     name="llmeval_med", label="LLMEval-Med", scheme="llmeval_med", load=load_llmeval_med,
     grade=grade_llmeval_med, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="usability rate: share of answers scored 4 or more (of 5), x100",
+    official_prompts=PROMPTS, official=grade_llmeval_med_official,
 )

@@ -28,6 +28,7 @@ whether every earlier round is in the file.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -153,7 +154,10 @@ def load_llmeval_med(path: Path | str) -> list[Question]:
         meta = {k: rec[k] for k in ("category1", "category2", "scene", "difficulty") if not is_missing(rec.get(k))}
         meta.update(category_key=key, groupCode=group, round=rnd, history_complete=complete,
                     reference_answer=answer, reference_missing=answer is None, reference_numeric=numeric,
-                    checklist_missing=checklist is None, checklist_source=source, checklist_raw=raw)
+                    checklist_missing=checklist is None, checklist_source=source, checklist_raw=raw,
+                    # as the official judge prompt writes them (f-string text: a number as printed, NaN as nan)
+                    official_sanswer=f"{rec.get('sanswer', math.nan)}",
+                    official_checklist=f"{rec.get('checklist', math.nan)}")
         out.append((None, where, build(path, None, where, id=f"{key}-{i}", task="llmeval_med",
                                        turns=(*history, Turn(role="user", content=problem)),
                                        gold=GoldRubric(scheme="llmeval_med", items=tuple(items)), meta=meta)))

@@ -16,7 +16,7 @@ SOURCE = DataSource(
         "test_configs_snippets.json",
         "https://raw.githubusercontent.com/AkariAsai/ScholarQABench/95e6fc5/data/scholarqa_cs/test_configs_snippets.json",
         "61cd2d82c0a4bf2a4a474a033c61311f927ecb7a0bfe31fcf4570f3333dce830", 1053423),),
-        "test_configs_snippets.json", "110 cases for 100 questions"),),
+        "test_configs_snippets.json", "110 cases for 100 questions", records=110),),
 )
 
 BENCHMARK = Benchmark(

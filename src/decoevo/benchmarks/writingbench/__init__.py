@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..record import Benchmark, DataFile, DataSource, Split
 from .grader import grade_writingbench
 from .loader import load_writingbench
+from .official import PROMPTS, grade_writingbench_official
 
 TASK_SPEC = (
     "Task: generative writing in many domains (academic, business, legal, literary, education, "
@@ -24,11 +25,12 @@ SOURCE = DataSource(
         "benchmark_all.jsonl",
         "https://raw.githubusercontent.com/X-PLUG/WritingBench/ae2d517/benchmark_query/benchmark_all.jsonl",
         "18fee37c645166eb2e206b36366b2e354265b1e4201db2c86e759e825eaddcbe", 14726077),),
-        "benchmark_all.jsonl", "1,000 queries (555 English, 445 Chinese)"),),
+        "benchmark_all.jsonl", "1,000 queries (555 English, 445 Chinese)", records=1000),),
 )
 
 BENCHMARK = Benchmark(
     name="writingbench", label="WritingBench", scheme="writingbench", load=load_writingbench,
     grade=grade_writingbench, task_spec=TASK_SPEC, source=SOURCE,
     headline="mean criterion score (1-10) x10",
+    official_prompts=PROMPTS, official=grade_writingbench_official,
 )

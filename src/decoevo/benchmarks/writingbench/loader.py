@@ -33,7 +33,8 @@ def load_writingbench(path: Path | str) -> list[Question]:
             desc = need_text(path, n, where, crit, "criteria_description")
             bands = {b: crit[b] for b in BANDS if isinstance(crit.get(b), str)}
             items.append(GoldItem(text=f"{name}: {desc}", points=1.0,
-                                  extra={"name": name, "description": desc, "bands": bands}))
+                                  # raw: the checklist entry as published, which the official judge is shown
+                                  extra={"name": name, "description": desc, "bands": bands, "raw": crit}))
         meta = {k: obj[k] for k in ("domain1", "domain2", "lang") if k in obj}
         out.append((n, None, build(path, n, None, id=str(index), task="writingbench",
                                    turns=(Turn(role="user", content=query),),

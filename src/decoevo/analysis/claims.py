@@ -1,0 +1,233 @@
+"""The paper's claims (paper_claims.yaml) checked against a user's runs.
+
+For each claim and each setting it covers (a backbone and a column, or a backbone's average), every test
+is a paired comparison over matched seeds: the per-seed difference a − b (for token use the ratio a / b;
+for the trajectory measures one method's own quantity), its mean and t-based 95% interval. A test
+*holds* when the interval lies on the claimed side (and, with an expected magnitude, the mean is within
+its tolerance), and *goes against* the claim when the interval lies on the other side. A claim is
+
+- supported: every effect holds (quantifier `every`), or more than half do (`most`);
+- contradicted: some effect goes against it (`every`), or at least half do (`most`);
+- not enough runs: otherwise: a method never ran, fewer than two paired seeds, or intervals that include
+  the boundary (more seeds would decide).
+
+A difference identical on every paired seed (no spread, so a degenerate interval) counts by its sign: an
+exact tie goes against "a above b", since the runs then show no difference at all (in the simulator, two
+methods that ship the same solver skill).
+
+Pure functions over an `Evidence` (what the runs hold); the report builds one from its run records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Literal, Protocol
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .stats import paired_difference
+
+Measure = Literal["score", "f1", "precision", "recall", "tokens", "gold_drop", "proxy_hold"]
+ONE_METHOD: frozenset[str] = frozenset({"gold_drop", "proxy_hold"})
+SUPPORTED, CONTRADICTED, NOT_ENOUGH = "supported", "contradicted", "not enough runs"
+
+
+class ClaimTest(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    a: str
+    b: str | None = None  # None: a one-method measure
+    direction: Literal["above", "below", "around", "at_least"]
+    expected: float | None = None
+    tolerance: float | None = Field(None, ge=0)
+    measure: Measure | None = None  # overrides the claim's
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    section: str
+    statement: str
+    paper: str
+    measure: Measure
+    scope: Literal["setting", "average"] = "setting"
+    columns: tuple[str, ...] = ()
+    quantifier: Literal["every", "most"] = "every"
+    tests: tuple[ClaimTest, ...] = Field(min_length=1)
+
+
+class ClaimFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    claims: tuple[Claim, ...]
+
+
+def load_claims(text: str | None = None) -> tuple[Claim, ...]:
+    """The bundled paper_claims.yaml (or `text` in its format)."""
+    if text is None:
+        text = resources.files(__package__).joinpath("paper_claims.yaml").read_text(encoding="utf-8")
+    try:
+        return ClaimFile.model_validate(yaml.safe_load(text)).claims
+    except ValidationError as exc:
+        raise ValueError(f"paper_claims.yaml: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}") from None
+
+
+@dataclass(frozen=True)
+class Setting:
+    backbone: str
+    column: str  # a column key (benchmark, or transfer-NAME) or "average"
+    label: str
+
+
+class Evidence(Protocol):
+    """What a set of runs holds, per setting and seed."""
+
+    def settings(self, measure: str, scope: str, columns: Sequence[str]) -> list[Setting]: ...
+
+    def pair(self, setting: Setting, measure: str, a: str, b: str) -> Mapping[Hashable, tuple[float, float]]:
+        """Per seed both methods ran: (a's value, b's value), scores on the questions graded for both."""
+        ...
+
+    def one(self, setting: Setting, measure: str, a: str) -> Mapping[Hashable, float]: ...
+
+
+@dataclass(frozen=True)
+class Effect:
+    setting: Setting
+    test: ClaimTest
+    measure: str
+    n: int  # paired seeds
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    holds: bool
+    against: bool
+    note: str = ""
+
+    @property
+    def what(self) -> str:
+        m = self.measure
+        if self.test.b is None:
+            return f"{self.test.a}: {m}"
+        return f"{self.test.a} / {self.test.b}: {m}" if m == "tokens" else f"{self.test.a} − {self.test.b}: {m}"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: Claim
+    verdict: str
+    effects: tuple[Effect, ...]
+    reason: str
+
+    @property
+    def decisive(self) -> tuple[Effect, ...]:
+        """The effects the verdict rests on: those against it, else the weakest that held, else all."""
+        against = tuple(e for e in self.effects if e.against)
+        if self.verdict == CONTRADICTED and against:
+            return against
+        return self.effects
+
+
+def _judge(test: ClaimTest, mean: float, low: float | None, high: float | None) -> tuple[bool, bool]:
+    """(holds, against) for one effect. Without an interval (one seed) neither."""
+    if low is None or high is None:
+        return False, False
+    d = test.direction
+    if d == "around":
+        e, t = test.expected or 0.0, test.tolerance or 0.0
+        return (e - t <= low and high <= e + t), (high < e - t or low > e + t)
+    if d == "at_least":
+        floor = (test.expected or 0.0) - (test.tolerance or 0.0)
+        return low >= floor, high < floor
+    if low == high:  # no spread over the seeds: the sign of the mean decides
+        holds, against = (mean > 0, mean <= 0) if d == "above" else (mean < 0, mean >= 0)
+    else:
+        holds, against = (low > 0, high < 0) if d == "above" else (high < 0, low > 0)
+    if test.expected is not None:
+        t = test.tolerance or 0.0
+        holds = holds and abs(mean - test.expected) <= t
+        against = against or high < test.expected - t or low > test.expected + t
+    return holds, against
+
+
+def _effect(evidence: Evidence, setting: Setting, claim: Claim, test: ClaimTest) -> Effect | None:
+    measure = test.measure or claim.measure
+    if test.b is None:
+        values = dict(evidence.one(setting, measure, test.a))
+    else:
+        pairs = evidence.pair(setting, measure, test.a, test.b)
+        if measure == "tokens":
+            values = {s: a / b for s, (a, b) in pairs.items() if b > 0}
+        else:
+            values = {s: a - b for s, (a, b) in pairs.items()}
+    if not values:
+        return None
+    ci = paired_difference(values, dict.fromkeys(values, 0.0))
+    holds, against = _judge(test, ci.mean_diff, ci.ci_low, ci.ci_high)
+    note = "" if ci.ci_low is not None else "one paired seed: no interval"
+    return Effect(setting, test, measure, ci.n, ci.mean_diff, ci.ci_low, ci.ci_high, holds, against, note)
+
+
+def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
+    effects: list[Effect] = []
+    for test in claim.tests:
+        measure = test.measure or claim.measure
+        for setting in evidence.settings(measure, claim.scope, claim.columns):
+            e = _effect(evidence, setting, claim, test)
+            if e is not None:
+                effects.append(e)
+    if not effects:
+        methods = sorted({t.a for t in claim.tests} | {t.b for t in claim.tests if t.b})
+        return ClaimResult(claim, NOT_ENOUGH, (), f"no paired runs of {', '.join(methods)} with this measure")
+    n, held, against = len(effects), sum(e.holds for e in effects), sum(e.against for e in effects)
+    with_ci = sum(e.ci_low is not None for e in effects)
+    tally = f"{held} of {n} effects hold, {against} go against the claim"
+    if claim.quantifier == "every":
+        if against:
+            return ClaimResult(claim, CONTRADICTED, tuple(effects), tally)
+        if held == n:
+            return ClaimResult(claim, SUPPORTED, tuple(effects), tally)
+    else:
+        if 2 * held > n:
+            return ClaimResult(claim, SUPPORTED, tuple(effects), tally)
+        if 2 * against >= n:
+            return ClaimResult(claim, CONTRADICTED, tuple(effects), tally)
+    why = "fewer than two paired seeds" if with_ci == 0 else "intervals include the boundary: more seeds would decide"
+    return ClaimResult(claim, NOT_ENOUGH, tuple(effects), f"{tally}; {why}")
+
+
+def evaluate_claims(evidence: Evidence, claims: Sequence[Claim] | None = None) -> tuple[ClaimResult, ...]:
+    return tuple(evaluate_claim(c, evidence) for c in (claims if claims is not None else load_claims()))
+
+
+@dataclass(frozen=True)
+class TableEvidence:
+    """Evidence from plain per-seed values: values[(backbone, column, measure, method)][seed]. Scores in
+    it are each method's own (callers that have per-question grades pair them on common questions)."""
+
+    values: Mapping[tuple[str, str, str, str], Mapping[Hashable, float]]
+
+    def settings(self, measure: str, scope: str, columns: Sequence[str]) -> list[Setting]:
+        keys = sorted({(b, c) for (b, c, m, _) in self.values if m == measure and (not columns or c in columns)})
+        if scope == "average":
+            return [Setting(b, "average", f"{b} · average") for b in sorted({b for b, _ in keys})]
+        return [Setting(b, c, f"{b} · {c}") for b, c in keys]
+
+    def _column(self, setting: Setting, measure: str, method: str) -> dict[Hashable, float]:
+        if setting.column != "average":
+            return dict(self.values.get((setting.backbone, setting.column, measure, method), {}))
+        cols = sorted({c for (b, c, m, _) in self.values if b == setting.backbone and m == measure})
+        per = [self.values.get((setting.backbone, c, measure, method), {}) for c in cols]
+        seeds = set.intersection(*(set(p) for p in per)) if per else set()
+        return {s: sum(p[s] for p in per) / len(per) for s in seeds}
+
+    def pair(self, setting: Setting, measure: str, a: str, b: str) -> dict[Hashable, tuple[float, float]]:
+        va, vb = self._column(setting, measure, a), self._column(setting, measure, b)
+        return {s: (va[s], vb[s]) for s in va if s in vb}
+
+    def one(self, setting: Setting, measure: str, a: str) -> dict[Hashable, float]:
+        return self._column(setting, measure, a)

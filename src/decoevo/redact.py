@@ -1,0 +1,179 @@
+"""Keeping secrets out of everything decoevo stores or prints: the one redaction every boundary calls.
+
+Two kinds of secret are masked:
+- values this process knows to be secret, registered when it reads them (`register_secret`: the API key
+  a model spec reads, the password or token of a `--data` URL or a data mirror). Any text that carries
+  one (a model's reply, a server's error body, a message of the standard library that quotes a URL) has
+  it replaced, wherever that text goes: the request cache, the run directory, MLflow, the terminal;
+- credentials by shape, in messages (never in model output, where such text may be legitimate): the
+  `user:password@` of a URL, the values of its query string and fragment, bearer tokens, and the values
+  of credential headers quoted in a message.
+
+This module imports nothing of decoevo, so every layer (the run directory's writer included) can use it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterable
+from typing import Any
+
+MASK = "[redacted]"
+# Headers whose values are credentials or account identifiers; never echoed.
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api-key",
+        "x-api-key",
+        "openai-organization",
+        "openai-project",
+        "cookie",
+        "set-cookie",
+    }
+)
+# Shorter values are not registered: a three-letter "secret" would blank unrelated text everywhere.
+MIN_SECRET = 6
+# A secret's first PARTIAL characters mark a cut copy of it (a server's error body is quoted up to a length,
+# and the key may straddle the cut): from there, as far as the text follows the secret, it is masked. What
+# stays visible is at most a well-known prefix ("sk-proj-") and a few characters: nothing usable.
+PARTIAL = 12
+# Environment variables whose names say they hold a credential: their values are registered by
+# `register_environment_secrets` (a provider's key LiteLLM reads itself, a token a library sends).
+_CREDENTIAL_NAMES = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
+_MIN_ENV_SECRET = 12  # an environment value this long under such a name is no flag or small number
+
+# A URL runs to the next space or quote; punctuation that ends a sentence or a bracket is not part of it.
+_URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s'\"<>`]*[^\s'\"<>`:,.;)])")
+_BEARER = re.compile(r"(?i)\bbearer\s+[^\s'\",;]+")
+_HEADER_NAMES = "|".join(re.escape(h) for h in sorted(SENSITIVE_HEADERS, key=len, reverse=True))
+_HEADER_PAIR = re.compile(rf"(?i)(?P<name>['\"]?(?:{_HEADER_NAMES})['\"]?\s*[:=]\s*)(?P<q>['\"]?)[^'\"\r\n,}}]+")
+_QUERY_VALUE = re.compile(r"(?P<name>[^&;=#]*=)[^&;#]*")
+
+_lock = threading.Lock()
+_known: tuple[str, ...] = ()  # longest first, so a secret that contains another leaves no partial trace
+
+
+def register_secret(value: str | None) -> None:
+    """Remember `value` as a secret of this process (and its URL-encoded form): from now on every
+    redaction masks it. Values shorter than MIN_SECRET characters are ignored."""
+    global _known
+    if not value:
+        return
+    forms = {value.strip(), urllib.parse.quote(value.strip(), safe="")}
+    new = {f for f in forms if len(f) >= MIN_SECRET} - set(_known)
+    if new:
+        with _lock:
+            _known = tuple(sorted(set(_known) | new, key=len, reverse=True))
+
+
+def known_secrets() -> tuple[str, ...]:
+    return _known
+
+
+def register_environment_secrets(environ: dict[str, str] | None = None) -> None:
+    """Register the values of environment variables named like credentials (`OPENAI_API_KEY`,
+    `ANTHROPIC_API_KEY`, `HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, ...)."""
+    for name, value in (os.environ if environ is None else environ).items():
+        if _CREDENTIAL_NAMES.search(name) and len(value.strip()) >= _MIN_ENV_SECRET and " " not in value.strip():
+            register_secret(value)
+
+
+def register_url_secrets(url: str) -> None:
+    """Register the credentials a URL carries: the password of its `user:password@` (the user name too
+    when there is no password: a token is often passed as `https://TOKEN@host`) and its query values."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password, username = parts.password, parts.username
+    except ValueError:  # a malformed port or netloc: the shape-based masking still covers the userinfo
+        return
+    register_secret(urllib.parse.unquote(password) if password else None)
+    if password is None and username:
+        register_secret(urllib.parse.unquote(username))
+    for _, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=False):
+        register_secret(value)
+
+
+def mask_secrets(text: str, extra: Iterable[str] = ()) -> str:
+    """`text` with every registered secret (and each of `extra`) replaced: for model output and stored
+    text, where only exact secrets are masked."""
+    secrets = _known
+    extra = tuple(extra)
+    if extra:
+        secrets = tuple(sorted({*secrets, *(e for e in extra if len(e) >= MIN_SECRET)}, key=len, reverse=True))
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+        if len(secret) > PARTIAL and secret[:PARTIAL] in text:
+            text = _mask_cut_copies(text, secret)
+    return text
+
+
+def _mask_cut_copies(text: str, secret: str) -> str:
+    """Each place where `secret`'s first PARTIAL characters start, masked as far as the text follows it."""
+    out, start = [], 0
+    while (at := text.find(secret[:PARTIAL], start)) != -1:
+        end = at + PARTIAL
+        while end < len(text) and end - at < len(secret) and text[end] == secret[end - at]:
+            end += 1
+        out += [text[start:at], MASK]
+        start = end
+    return "".join(out) + text[start:]
+
+
+def _masked_pairs(text: str) -> str:
+    return _QUERY_VALUE.sub(lambda m: m["name"] + MASK, text) if "=" in text else MASK
+
+
+def _clean_url(match: re.Match[str]) -> str:
+    rest = match["rest"]
+    end = min((i for i in (rest.find(c) for c in "/?#") if i != -1), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    if "@" in authority:
+        authority = f"{MASK}@{authority.rsplit('@', 1)[1]}"
+    tail, hashmark, fragment = tail.partition("#")
+    path, question, query = tail.partition("?")
+    if query:
+        query = _masked_pairs(query)
+    if fragment and "=" in fragment:  # `#access_token=...`; a plain anchor is kept
+        fragment = _masked_pairs(fragment)
+    return f"{match['scheme']}{authority}{path}{question}{query}{hashmark}{fragment}"
+
+
+def redact_urls(text: str) -> str:
+    """Every URL in `text` with its userinfo masked and the values of its query string (and of a
+    `key=value` fragment) masked: a URL is printed to say where, never with what credentials."""
+    return _URL.sub(_clean_url, text) if "://" in text else text
+
+
+def redact(text: str, extra: Iterable[str] = ()) -> str:
+    """A message fit to print, log or store: registered and `extra` secrets, credential headers, bearer
+    tokens and URL credentials masked."""
+    text = mask_secrets(text, extra)
+    text = _HEADER_PAIR.sub(lambda m: f"{m['name']}{m['q']}{MASK}", text)
+    text = _BEARER.sub(f"Bearer {MASK}", text)
+    return redact_urls(text)
+
+
+def redact_url(url: str) -> str:
+    """A URL fit to print (see `redact_urls`)."""
+    return redact(url)
+
+
+def mask_tree(value: Any, extra: Iterable[str] = ()) -> Any:
+    """A JSON-like value (a parsed reply body) with the registered and `extra` secrets masked in every
+    string it holds, keys included. Returns `value` itself when nothing needed masking."""
+    extra = tuple(extra)
+    if isinstance(value, str):
+        return mask_secrets(value, extra)
+    if isinstance(value, list):
+        items = [mask_tree(v, extra) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, dict):
+        pairs = [(mask_tree(k, extra), mask_tree(v, extra)) for k, v in value.items()]
+        same = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return value

@@ -1,0 +1,83 @@
+"""LLMEval-Med with its official prompts (a synthetic Evaluate.py of the same shape): the category's prompt
+read out of the function, filled in one pass with this round's question and the published fields as
+printed, the system message it sends, and the first bracketed score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from decoevo.benchmarks import grade, load_llmeval_med
+from decoevo.benchmarks.llmeval_med.official import CATEGORIES, PROMPTS, parse_score
+from decoevo.benchmarks.record import OfficialPrompts
+from decoevo.benchmarks.templates import extract
+from decoevo.lm.types import BackendRequest
+
+FIELDS = {
+    "医疗知识": "{checklist}",
+    "医疗语言理解": "{checklist}",
+    "医疗推理": "",
+    "医疗安全伦理": "",
+    "医疗文本生成": "{checklist}",
+}
+SYNTHETIC = (
+    "from openai import OpenAI\n\ndef getresponse(key, Question, Sanswer, checklist, Response):\n    try:\n"
+    + "".join(
+        f'        prompt_{c} = f"""\n        SYN-{k} Q={{Question}} R={{Response}} S={{Sanswer}} '
+        f'C={f} {{{{"x": 1}}}}\n        """\n'
+        for k, (c, f) in enumerate(FIELDS.items())
+    )
+    + '        response = client.chat.completions.create(model="m", messages=[\n'
+    '            {"role": "system", "content": "SYN-SYSTEM"},\n            {"role": "user", "content": prompt}])\n'
+    "        return response\n    except Exception:\n        return ''\n"
+)
+PUBLISHED = """{"医疗知识": [
+ {"category1": "医疗知识", "round": 1, "problem": "正常心率上限？", "groupCode": 1, "sanswer": 100, "checklist": NaN},
+ {"category1": "医疗知识", "round": 2, "problem": "再问：<<Response>>?", "groupCode": 1, "sanswer": "一百",
+  "checklist": "核心需求：\\n1. 给出数值"}
+]}"""
+
+
+def _prompts() -> OfficialPrompts:
+    return OfficialPrompts("llmeval_med", {s.key: extract(s, SYNTHETIC) for s in PROMPTS}, PROMPTS)
+
+
+def test_every_category_prompt_is_read_out_of_the_function() -> None:
+    prompts = _prompts()
+    assert prompts["system"] == "SYN-SYSTEM"
+    assert (
+        prompts["医疗知识"]
+        == '\n        SYN-0 Q=<<Question>> R=<<Response>> S=<<Sanswer>> C=<<checklist>> {"x": 1}\n        '
+    )
+    assert "<<checklist>>" not in prompts["医疗推理"] and set(CATEGORIES) <= set(prompts.texts)
+
+
+async def test_official_prompt_filled_once_with_this_round_only(make_lm, tmp_path: Path) -> None:
+    path = tmp_path / "med.json"
+    path.write_text(PUBLISHED, encoding="utf-8")
+    first, second = load_llmeval_med(path)
+    sent: list[BackendRequest] = []
+
+    def script(request: BackendRequest) -> str:
+        sent.append(request)
+        return '{"判断依据"："好","得分"："[4]"} 另见 [2]'
+
+    lm, _ = make_lm(script)
+    result = await grade(lm, second, "答<<Sanswer>>", official=_prompts())
+    system, user = sent[0].messages
+    assert system.content == "SYN-SYSTEM"
+    # this round's question only; a value quoting a placeholder is not filled again; fields as printed
+    assert user.content.strip() == (
+        'SYN-0 Q=再问：<<Response>>? R=答<<Sanswer>> S=一百 C=核心需求：\n1. 给出数值 {"x": 1}'
+    )
+    assert result.score == pytest.approx(75.0) and result.details["usable"]
+    await grade(lm, first, "一百次", official=_prompts())
+    assert "S=100 C=nan" in sent[-1].messages[1].content
+
+
+def test_score_parse() -> None:
+    assert parse_score("理由 [5] 然后 [1]") == 5
+    for bad in ("没有分数", "[0]", "[7]", "(4)"):
+        with pytest.raises(ValueError):
+            parse_score(bad)

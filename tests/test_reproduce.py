@@ -1,0 +1,126 @@
+"""`decoevo reproduce` (issue 17 item 7) at tiny sizes against the simulated OpenAI-compatible server: the
+paper's plan per table, the projection and the question before spending, the refusal of a self-graded
+plan, one end-to-end run through training, test and transfer grading and the report, and a rerun that
+pays nothing. The full simulated experiment is bench/reproduce_sim.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from decoevo.cli import app
+from decoevo.errors import ConfigError
+from decoevo.lm import ModelSpec
+from decoevo.reproduce import ABLATIONS, CONTROLS, MAIN, DataChoice, ReproducePlan
+
+pytest.importorskip("uvicorn")
+
+GOLD = {
+    "scheme": "weighted",
+    "items": [
+        {"text": "Gives safety advice: when to seek care", "points": 5},
+        {"text": "Gives a direct answer", "points": 2},
+        {"text": "Recommends something harmful", "points": -3},
+    ],
+}
+
+
+def write(path: Path, n: int) -> Path:
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"{path.stem[:2]}{i:03d}", "prompt": f"{path.stem} question {i}?", "gold": GOLD}) + "\n"
+            for i in range(n)
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def sim():
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.sim_model import LatencyModel
+    from decoevo.testing.sim_server import SimServer, SimServerConfig
+
+    server = SimServer(SimServerConfig(seed=0, slots=32, latency=LatencyModel.fixed(0.0)))
+    with serve_app(server.app()) as url:
+        server.url = url  # type: ignore[attr-defined]
+        yield server
+
+
+def invoke(tmp_path: Path, url: str, *extra: str) -> tuple[int, str]:
+    hb, med = write(tmp_path / "healthbench.jsonl", 30), write(tmp_path / "llmeval_med.jsonl", 5)
+    args = [
+        "reproduce",
+        str(tmp_path / "out"),
+        "--model",
+        "sim",
+        "--base-url",
+        f"{url}/v1",
+        "--preset",
+        "quick",
+        "--seeds",
+        "0",
+        "--benchmarks",
+        "healthbench",
+        "--tables",
+        "1",
+        "--data",
+        f"healthbench={hb}:jsonl",
+        "--data",
+        f"llmeval_med={med}:jsonl",
+        *extra,
+    ]
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.output
+
+
+def plan(**kw) -> ReproducePlan:
+    data = {b: DataChoice(f"/d/{b}.jsonl", "jsonl") for b in ("healthbench", "writingbench", "researchqa")}
+    return ReproducePlan(out=Path("/x"), solver=ModelSpec(), grader=None, data=data, **kw)
+
+
+def test_the_plan_follows_the_papers_tables():
+    full = plan()
+    assert full.methods_for("healthbench") == [*MAIN, *ABLATIONS, *CONTROLS]  # Tables 1-4, Figure 3
+    assert full.methods_for("writingbench") == list(MAIN)  # Table 1 (and 5: a subset)
+    assert plan(tables=("5",)).methods_for("researchqa") == ["skillopt", "sc_coevo", "decoevo"]
+    assert plan(tables=("3",)).methods_for("healthbench") == ["skillopt", "decoevo", *CONTROLS]
+    assert full.sweep_spec("healthbench").seeds == [0, 1, 2, 3, 4]
+    with pytest.raises(ConfigError, match="on HealthBench"):
+        plan(benchmarks=("writingbench",), tables=("1", "2"))
+    with pytest.raises(ConfigError, match="unknown 7"):
+        plan(tables=("7",))
+
+
+def test_refuses_a_self_graded_plan_and_asks_before_spending(tmp_path, sim):
+    before = sim.stats.requests
+    code, out = invoke(tmp_path, sim.url, "--yes")  # no --grader-model: the backbone would grade itself
+    assert code == 2 and "self-graded, not an independent result" in " ".join(out.split())
+    grader = ["--grader-model", "sim-grader", "--grader-base-url", f"{sim.url}/v1"]
+    code, out = invoke(tmp_path, sim.url, *grader)  # no --yes, and stdin is not a terminal
+    assert code == 2 and "pass --yes" in " ".join(out.split()) and "projected paid calls" in " ".join(out.split())
+    # a transfer file that is not there is refused before training, not discovered after it
+    code, out = invoke(tmp_path, sim.url, *grader, "--yes", "--data", f"llmeval_med={tmp_path / 'nope.jsonl'}:jsonl")
+    assert code == 2 and "nope.jsonl" in " ".join(out.split())
+    assert sim.stats.requests == before and not (tmp_path / "out" / "sweeps").exists()
+
+
+def test_a_tiny_reproduce_end_to_end_then_a_rerun_pays_nothing(tmp_path, sim):
+    grader = ["--grader-model", "sim-grader", "--grader-base-url", f"{sim.url}/v1", "--yes"]
+    code, out = invoke(tmp_path, sim.url, *grader)
+    assert code == 0, out
+    runs = tmp_path / "out" / "sweeps" / "healthbench" / "runs" / "healthbench"
+    for method in MAIN:
+        test = json.loads((runs / f"{method}-s0" / "eval" / "test.json").read_text())
+        assert test["grader_model"] == "sim-grader" and test["self_graded"] is False and test["n_graded"] > 0
+        assert (runs / f"{method}-s0" / "eval" / "transfer-jsonl.json").is_file()  # LLMEval-Med from HealthBench
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="claims"' in html and "decoevo_above_skillopt_every_setting" in out
+    requests = sim.stats.requests
+    code, out = invoke(tmp_path, sim.url, *grader)
+    assert code == 0, out
+    assert "0 still to run" in " ".join(out.split()) and sim.stats.requests == requests
