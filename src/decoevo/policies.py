@@ -7,7 +7,7 @@ separate policy with a separate input type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -43,6 +43,15 @@ class SolverGate:
         return SolverGateDecision(exceeds(delta, self.epsilon), j_old, j_new, len(incumbent))
 
 
+def paired_lower_bound(diffs: Sequence[float], z: float) -> float:
+    """mean(d) − z·sd(d)/√n, sd the sample standard deviation (0 for one difference): the lower confidence
+    bound of a paired difference that both noise-aware gates compare with their margin."""
+    n = len(diffs)
+    mean = sum(diffs) / n
+    spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return mean - z * spread / n**0.5
+
+
 @dataclass(frozen=True)
 class PairedBoundGate:
     """The noise-aware solver gate (an option, `hyper.solver_gate: paired_bound`): accept s' iff the lower
@@ -58,11 +67,9 @@ class PairedBoundGate:
         if set(incumbent) != set(candidate):
             raise ValueError("the solver gate compares both skills on the same questions")
         diffs = [candidate[q] - incumbent[q] for q in incumbent]
-        n = len(diffs)
-        mean = sum(diffs) / n
-        spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
-        lower = mean - self.z * spread / n**0.5
-        return SolverGateDecision(exceeds(lower, self.epsilon), mean_score(incumbent), mean_score(candidate), n)
+        lower = paired_lower_bound(diffs, self.z)
+        return SolverGateDecision(exceeds(lower, self.epsilon), mean_score(incumbent), mean_score(candidate),
+                                  len(diffs))
 
 
 class SolverGateParams(Protocol):
@@ -166,10 +173,7 @@ class ParetoBoundAcceptance:
         keys = sorted(set(old) & set(new))
         if len(keys) < 2 or set(old) != set(new):
             return None
-        diffs = [new[k] - old[k] for k in keys]
-        mean = sum(diffs) / len(diffs)
-        spread = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
-        return mean - self.z * spread / len(diffs) ** 0.5
+        return paired_lower_bound([new[k] - old[k] for k in keys], self.z)
 
     def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
         old, new = incumbent.available(), candidate.available()
