@@ -27,6 +27,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "reuse_frozen_set": {"reuse_frozen_set": True},
     "reuse_both": {"reuse_frozen_set": True, "reuse_probe_draws": True},
+    "reuse_gate_answers": {"reuse_gate_answers": True},
     "rollouts_early_stop": {"rollouts_early_stop": True},
     "all": ALL_THREE,
     "since_last_round": {"audit_schedule": "since_last_round"},

@@ -2,8 +2,9 @@
 which counts requests in flight on its side. The endpoint's limit is the model's `max_concurrency`; the
 server itself has more slots, so only the client side keeps the sweep within the limit.
 
-Reported: requests, the most in flight (never above the limit), and the slots' utilisation while any
-request was in flight (busy slot-seconds ÷ (limit × active seconds)), with the sweep's wall time.
+Reported: requests, the most in flight (never above the limit), and the slots' utilisation over the sweep's
+whole wall time (busy slot-seconds ÷ (limit × wall seconds): idle time counts), and, second, while any
+request was in flight (÷ (limit × active seconds), which leaves the idle time out).
 
     .venv/bin/python bench/sweep_slots.py [--seeds 4] [--limit 8] [--latency 0.1] [--steps 3]
 """
@@ -61,11 +62,13 @@ def main() -> None:
         if proc.returncode != 0:
             sys.exit(proc.stdout[-3000:] + proc.stderr[-3000:])
     stats = server.stats.snapshot()
+    busy_wall = stats["busy_slot_s"] / (args.limit * wall) if wall else 0.0
     busy = stats["busy_slot_s"] / (args.limit * stats["active_s"]) if stats["active_s"] else 0.0
     first = next((line for line in proc.stdout.splitlines() if "worker(s)" in line), "")
     print(first.strip())
     print(f"{stats['served']} requests in {wall:.1f} s; at most {stats['max_in_flight']} in flight of {args.limit}; "
-          f"{busy:.1%} of the slots busy while any request was in flight ({stats['active_s']:.1f} s)")
+          f"{busy_wall:.1%} of the slots busy over the wall time ({busy:.1%} while any request was in flight, "
+          f"{stats['active_s']:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -266,7 +266,7 @@ def partial_run(tmp_path_factory) -> Path:
     """A run whose server went down (503s) after the first completed step: it stops with a checkpoint."""
     root = tmp_path_factory.mktemp("partial")
     data = write_toy_questions(root / "toy.jsonl")
-    server = FakeOpenAI(lambda body, n: toy_reply(body, n) if n < 200 else Reply(status=503))
+    server = FakeOpenAI(lambda body, n: toy_reply(body, n) if n < 80 else Reply(status=503))  # about half the run
     with serve_app(server.app()) as url:
         args = toy_run_args(f"{url}/v1", data, root, "partial", steps=3, sets=("lm.models.default.max_retries=0",))
         code, output = invoke([*args, "--no-cache"])

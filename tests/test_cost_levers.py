@@ -74,8 +74,9 @@ def _file(run: Path, rnd: int, name: str) -> str:
 def test_reuse_draws_once_per_skill_pair(tmp_path, probe_too):
     (tmp_path / "off").mkdir()
     (tmp_path / "on").mkdir()
-    off, off_roles = _run(tmp_path / "off")
-    on, on_roles = _run(tmp_path / "on", reuse_frozen_set=True, reuse_probe_draws=probe_too)
+    # Without the decision short cuts every verified round builds Γ (else a structural rejection skips it).
+    off, off_roles = _run(tmp_path / "off", decision_shortcuts=False)
+    on, on_roles = _run(tmp_path / "on", reuse_frozen_set=True, reuse_probe_draws=probe_too, decision_shortcuts=False)
     compared = 0
     for rounds in _rounds_by_skills(on).values():
         # rounds that audited the same skills and reached verification froze the same set
@@ -148,3 +149,23 @@ def test_the_engine_runs_its_rounds_where_the_schedule_says(tmp_path, schedule):
         assert all(b - a >= 2 for a, b in pairwise(rounds))
     else:  # on the toy world a stall round after step 2 is followed by the scheduled one after step 3
         assert any(b - a == 1 for a, b in pairwise(rounds))
+
+
+def test_gate_answers_are_drawn_once_per_solver_version(tmp_path):
+    """`reuse_gate_answers`: rounds verifying under the same solver version build Γ from the same answers
+    (judged again under the current generator), so fewer rollouts are paid; no audit is dropped."""
+    (tmp_path / "off").mkdir()
+    (tmp_path / "on").mkdir()
+    _, off_roles = _run(tmp_path / "off", decision_shortcuts=False)
+    on, on_roles = _run(tmp_path / "on", reuse_gate_answers=True, decision_shortcuts=False)
+    assert on_roles["solve"]["calls"] < off_roles["solve"]["calls"]
+    by_solver: dict[int, set[str]] = {}
+    for (solver, _generator), rounds in _rounds_by_skills(on).items():
+        for r in rounds:
+            pairs = [json.loads(x) for x in _file(on, r, "frozen_pairs.jsonl").splitlines()]
+            by_solver.setdefault(solver, set()).update(p["preferred"] for p in pairs)
+            by_solver[solver].update(p["other"] for p in pairs)
+            assert (on / "audits" / f"outer_{r:03d}" / "structural_probe.jsonl").exists()
+    # at most L answers per V_g question and solver version, however many rounds verified under it
+    assert all(len(answers) <= 6 * 4 for answers in by_solver.values())
+    assert sum(len(v) for v in by_solver.values()) > 0

@@ -23,9 +23,13 @@ async def test_decoevo_learns_the_solver_and_writes_a_readable_run(tmp_path):
     for rel in ("config.yaml", "events.jsonl", "calls.jsonl", "ledger.json", "summary.json", "splits.json",
                 "skills/solver/v000.md", "skills/solver/v001.md", "skills/solver/v001.diff",
                 "skills/generator/v000.md", "final_solver_skill.md", "audits/outer_000/structural_probe.jsonl",
-                "audits/outer_000/contrastive_probe.jsonl", "audits/outer_000/frozen_pairs.jsonl",
-                "audits/outer_000/verification.json"):
+                "audits/outer_000/contrastive_probe.jsonl", "audits/outer_000/verification.json"):
         assert (run / rel).is_file(), rel
+    # The toy rewriter's EASY rubrics regress Φ_str beyond η: eq. 10 rejects them whatever Φ_ctr says, so the
+    # decision short cut never draws V_g's frozen near-tie set (docs/cost.md).
+    verdict = json.loads((run / "audits/outer_000/verification.json").read_text())
+    assert verdict["decision"]["accepted"] is False and "contrastive_not_computed" in verdict
+    assert not (run / "audits/outer_000/frozen_pairs.jsonl").exists()
     events = [json.loads(line)["event"] for line in (run / "events.jsonl").read_text().splitlines()]
     assert events[0] == "start" and events[-1] == "finish" and events.count("inner_step") == 2
     assert "+SAFETY first" in (run / "skills/solver/v001.diff").read_text()

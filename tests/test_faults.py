@@ -32,7 +32,7 @@ from decoevo.testing.toy_server import REPAIR_PREFIX, toy_run_args, toy_server, 
 
 pytest.importorskip("uvicorn")
 
-RATES = FaultRates(rate_limit=0.10, server_error=0.05, timeout=0.05, truncate=0.02, broken_json=0.025,
+RATES = FaultRates(rate_limit=0.10, server_error=0.05, timeout=0.05, truncate=0.04, broken_json=0.025,
                    wrong_schema=0.025)
 PROXY_SEED = 3
 # A 1 s timeout makes held requests cheap; 8 in flight (not a server's default 64) keeps the Python proxy and

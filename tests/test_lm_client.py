@@ -207,6 +207,25 @@ async def test_hits_on_answers_paid_by_another_run_are_inherited_not_free(make_l
         await second.complete([Message("user", "new")], role="solve")
 
 
+async def test_a_fully_cached_rerun_stops_at_its_budget(make_lm, cache):
+    """Budgets count paid + inherited spend (docs/configuration.md): a run whose every answer is in another
+    run's cache pays nothing, yet stops where it would have stopped alone."""
+    from decoevo.lm import LM, LMConfig
+    from decoevo.testing.scripted import ScriptedBackend
+
+    first, _ = make_lm(lambda r: "paid by the first run")
+    for i in range(3):
+        await first.complete([Message("user", f"q{i}")], role="solve")
+    backend = ScriptedBackend(lambda r: "never called")
+    rerun = LM(LMConfig(), backends={"default": backend}, cache=cache, budget=Budget(max_calls=2))
+    for i in range(2):
+        await rerun.complete([Message("user", f"q{i}")], role="solve")
+    with pytest.raises(BudgetExceeded, match="call budget reached: 2 of 2"):
+        await rerun.complete([Message("user", "q2")], role="solve")
+    await rerun.complete([Message("user", "q0")], role="solve")  # its own answers stay free, past the cap
+    assert not backend.calls and rerun.ledger.total().effective_calls == 2
+
+
 async def test_unusable_answers_are_evicted_so_a_later_call_can_succeed(make_lm, cache):
     state = {"broken": True}
     lm, _backend = make_lm(lambda r: '{"score": "garbled"' if state["broken"] else '{"score": 0.5, "rationale": "ok"}')

@@ -158,8 +158,8 @@ async def test_refused_parameters_are_fixed_from_the_message_and_remembered(cach
     (400, "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model.",
      "remove or change reasoning_effort"),
     (400, "This model's maximum context length is 8192 tokens.", "lower max_tokens"),
-    (401, "Incorrect API key provided.", "Check the API key in $OPENAI_API_KEY"),
-    (403, "Project does not have access to model.", "Check the API key"),
+    (401, "Incorrect API key provided.", "$OPENAI_API_KEY"),  # the variable to set or check
+    (403, "Project does not have access to model.", "$OPENAI_API_KEY"),
     (404, "The model `nope` does not exist.", "Is the model name 'fake' served there?"),
     (413, "Request too large.", "lower max_tokens"),
     (422, "Input should be a valid integer: seed.", "its message above names it"),

@@ -37,7 +37,7 @@ def stopped_run(tmp_path_factory) -> tuple[Path, int]:
     root = tmp_path_factory.mktemp("stopped")
     data = write_toy_questions(root / "toy.jsonl")
     port = free_port()
-    server = FakeOpenAI(lambda body, n: toy_reply(body, n) if n < 200 else Reply(status=503))
+    server = FakeOpenAI(lambda body, n: toy_reply(body, n) if n < 80 else Reply(status=503))  # about half the run
     with serve_app(server.app(), port=port) as url:
         code, output = invoke([*toy_run_args(f"{url}/v1", data, root, "r", steps=3,
                                              sets=("lm.models.default.max_retries=0",)), "--no-cache"])

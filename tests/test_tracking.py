@@ -1,4 +1,5 @@
-"""MLflow tracking as a run callback, read back from a local file store with MlflowClient."""
+"""MLflow tracking as a run callback, read back with MlflowClient from the store a fresh install uses: the
+SQLite file beside the runs (no environment switch; MLflow 3 refuses its file store without one)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from decoevo.cli import app
 from decoevo.rundir import RunReader
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
-from decoevo.tracking import MlflowTracker, flatten
+from decoevo.tracking import MlflowTracker, default_store, flatten
 
 pytest.importorskip("uvicorn")
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
@@ -24,9 +25,9 @@ HYPER = {"steps": 3, "batch_size": 2, "audit_every": 1, "rollouts": 4}
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 keeps the file store behind this switch
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    return f"file:{tmp_path / 'mlruns'}"
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_ALLOW_FILE_STORE", "DECOEVO_TRACK", "DECOEVO_TRACK_URI"):
+        monkeypatch.delenv(name, raising=False)
+    return f"sqlite:///{tmp_path / 'store' / 'mlflow.db'}"
 
 
 def only_run(uri: str) -> tuple[object, object]:
@@ -39,8 +40,9 @@ def only_run(uri: str) -> tuple[object, object]:
 def test_api_run_logged_to_mlflow(tmp_path: Path, store: str) -> None:
     questions = [json.loads(line) for line in write_toy_questions(tmp_path / "toy.jsonl").read_text().splitlines()]
     run_dir = tmp_path / "run"
+    store = default_store(tmp_path)  # no URI given: the SQLite file beside the run
     with serve_app(toy_server().app()) as url:
-        tracker = MlflowTracker(run_dir, tracking_uri=store)
+        tracker = MlflowTracker(run_dir)
         result = decoevo.optimize(questions, lm=decoevo.ModelSpec(backend="openai", model="toy", base_url=f"{url}/v1"),
                                   task="healthbench", splits=SPLITS, hyper=HYPER, seed=3, run_dir=run_dir,
                                   callbacks=[tracker])
@@ -76,6 +78,7 @@ def test_api_run_logged_to_mlflow(tmp_path: Path, store: str) -> None:
     assert {"final_solver_skill.md", "summary.json", "provenance.json"} <= top
     local = client.download_artifacts(run.info.run_id, "final_solver_skill.md", str(tmp_path / "dl"))
     assert Path(local).read_text() == (run_dir / "final_solver_skill.md").read_text()
+    assert (tmp_path / "mlflow.db").is_file() and (tmp_path / "mlartifacts").is_dir()  # nothing in the cwd
 
 
 def test_cli_track_and_resume_continue_one_mlflow_run(tmp_path: Path, store: str) -> None:
@@ -150,8 +153,8 @@ def test_two_trackers_racing_to_create_the_experiment_both_get_it(tmp_path, monk
 
     from decoevo.tracking import MlflowTracker
 
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    uri = f"file:{tmp_path / 'mlruns'}"
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    uri = default_store(tmp_path)
     real = mlflow.tracking.MlflowClient.get_experiment_by_name
     calls = {"n": 0}
 
@@ -166,3 +169,55 @@ def test_two_trackers_racing_to_create_the_experiment_both_get_it(tmp_path, monk
     tracker = MlflowTracker(tmp_path / "run", tracking_uri=uri)
     assert tracker.run_id and calls["n"] == 2
     tracker.close()
+
+
+def test_cli_default_store_and_eval_scores_reach_the_runs_mlflow_run(tmp_path: Path, store: str) -> None:
+    """No --track-uri, no MLFLOW_* variable: the run lands in RUNS/mlflow.db, and `decoevo eval` adds its
+    scores to the same MLflow run."""
+    runner = CliRunner()
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    runs = tmp_path / "runs"
+    with serve_app(toy_server().app()) as url:
+        args = toy_run_args(f"{url}/v1", data, runs, "e", steps=1, sets=("splits.test=2",))
+        result = runner.invoke(app, [*args, "--track", "mlflow"])
+        assert result.exit_code == 0, result.output
+        result = runner.invoke(app, ["eval", str(runs / "e"), "--grader-base-url", f"{url}/v1",
+                                     "--grader-model", "toy"])
+        assert result.exit_code == 0, result.output
+    record = json.loads((runs / "e" / "eval" / "test.json").read_text())
+    client, run = only_run(default_store(runs))
+    assert run.data.metrics["eval.test.score"] == pytest.approx(record["score"])
+    assert run.data.metrics["eval.test.n_graded"] == record["n_graded"] == 2
+    assert "eval/test.json" in {a.path for a in client.list_artifacts(run.info.run_id, "eval")}
+    # the grader's labels travel with its scores: here the grader is the run's own model
+    assert record["self_graded"] is True
+    assert run.data.tags["eval.test.self_graded"] == "true"
+    assert run.data.tags["eval.test.grader_independence"] == "self-graded, not an independent result"
+    assert run.data.tags["eval.test.grader_model"] == record["grader_model"]
+
+
+def test_a_file_store_mlflow_refuses_is_one_line_naming_the_fix(tmp_path: Path, store: str) -> None:
+    import mlflow
+
+    if int(mlflow.__version__.split(".")[0]) < 3:
+        pytest.skip("MLflow 2 takes its file store")
+    result = CliRunner().invoke(app, ["run", "--track", "mlflow", "--track-uri", f"file:{tmp_path / 'mlruns'}",
+                                      "--runs-root", str(tmp_path / "runs")])
+    assert result.exit_code == 2, result.output
+    assert "MLflow 3 refuses its file store" in result.output and "bug" not in result.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_mlflow_skinny_without_sqlalchemy_is_told_what_to_install(tmp_path: Path, store: str) -> None:
+    """mlflow-skinny alone (no SQLAlchemy) cannot keep the default SQLite store: one line with the fix."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['sqlalchemy'] = sys.modules['alembic'] = None; "
+            "from decoevo.cli import app; sys.argv = ['decoevo', *sys.argv[1:]]; app()")
+    done = subprocess.run([sys.executable, "-c", code, "run", "--track", "mlflow", "--runs-root",
+                           str(tmp_path / "runs")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "needs SQLAlchemy and Alembic" in output and "pip install 'decoevo[mlflow]'" in output
+    assert "bug" not in output and "Traceback" not in output

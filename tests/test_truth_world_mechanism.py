@@ -16,7 +16,7 @@ import pytest
 import decoevo.engine.audits as audits_module
 import decoevo.engine.outer as outer_module
 from decoevo.domain import Skill
-from decoevo.engine.verify import solver_score_objective
+from decoevo.engine.verify import Objective, solver_score_objective
 from decoevo.policies import AuditObjectives
 from decoevo.roles.contrastive_audit import ContrastiveRecord
 from decoevo.roles.structural_audit import StructuralRecord
@@ -172,7 +172,12 @@ def test_the_check_fails_when_the_pareto_rule_reads_the_solver_score(tmp_path, m
         j = await solver_score_objective(ctx, questions, solver, generator)  # J disguised as an audit objective
         return AuditObjectives(structural=j), {}
 
+    async def leaky_structural(ctx: Any, questions: Any, generator: Skill) -> Objective:
+        return Objective(await solver_score_objective(ctx, questions, solver, generator), {}, [])
+
+    # both verification paths: all objectives at once, and structural first (the decision short cut)
     monkeypatch.setattr(outer_module, "audit_objectives", leaky)
+    monkeypatch.setattr(outer_module, "structural_objective", leaky_structural)
     assert not score_coupled_accepts_and_pareto_rejects(tmp_path)
 
 

@@ -315,6 +315,10 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
         await session.aclose()
     if session.saved is not None and not session.saved.write:
         record = {**record, "kept_previous": session.saved.reason}
+    elif record.get("n_graded"):  # a tracked run (`--track mlflow`) gets its scores in its MLflow run
+        from .tracking import log_evaluation
+
+        await asyncio.to_thread(log_evaluation, path, record)
     return record
 
 

@@ -152,7 +152,7 @@ def run(
     seeds: str = typer.Option(None, help="Comma-separated seeds; one run per seed (default: the configuration's "
                               "seed, else 0)."),
     steps: int = StepsOption,
-    preset: str = typer.Option("quick", help="quick (embedded demo), default, or paper"),
+    preset: str = typer.Option("quick", help="quick (embedded demo), default, paper or paper-full"),
     runs_root: Path = typer.Option(Path("runs"), help="Where run directories are created."),
     name: str = typer.Option(None, help="Run directory name (default: METHOD-DATA-sSEED)."),
     max_calls: int = typer.Option(None, help="Stop cleanly after this many paid calls."),
@@ -203,7 +203,7 @@ def pilot_cmd(
     base_url: str = BaseUrlOption,
     seeds: str = typer.Option(None, help="Comma-separated seeds; each seed's own pilot split (default: the "
                               "configuration's seed, else 0)."),
-    preset: str = typer.Option("quick", help="quick, default, or paper"),
+    preset: str = typer.Option("quick", help="quick, default, paper or paper-full"),
     set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
 ) -> None:
     """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
@@ -264,7 +264,7 @@ def sweep(
     task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
     benchmark: str = typer.Option(None, help="With --data: that benchmark's name (default: the file's stem). "
                                   "Alone: a fetched public benchmark, NAME[:split] (see `decoevo data list`)."),
-    preset: str = typer.Option(None, help="quick (default), default, or paper"),
+    preset: str = typer.Option(None, help="quick (default), default, paper or paper-full"),
     model: str = ModelOption,
     base_url: str = BaseUrlOption,
     steps: int = StepsOption,
@@ -309,7 +309,7 @@ def sweep(
                 err_console.print(f"[red]failed[/] {cell_id}: {escape(status.error or '')}", highlight=False)
             raise typer.Exit(1)
 
-    guard(export_tracking, track, track_uri)  # one tracker run per cell
+    guard(export_tracking, track, track_uri, sweep_dir)  # one tracker run per cell
     try:
         guard(body)
     except KeyboardInterrupt:  # pragma: no cover - interactive

@@ -65,7 +65,8 @@ SetOption = typer.Option([], "--set", help="Override any config key: --set hyper
 TrackOption = typer.Option(
     None, "--track", help="Log the run to an experiment tracker: mlflow (pip install 'decoevo[mlflow]')."
 )
-TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI).")
+TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI, "
+                              "else sqlite:///RUNS/mlflow.db beside the runs).")
 BenchmarkOption = typer.Option(
     None,
     "--benchmark",

@@ -74,15 +74,17 @@ def list_(as_json: bool = typer.Option(False, "--json", help="Print a JSON list 
                      "benchmark": bench.name, "split": split.name, "description": split.description,
                      "size_bytes": sum(s for s in sizes if s) if all(sizes) else None,
                      "licence": bench.source.licence, "source": bench.source.upstream,
-                     "sha256": "pinned" if all(f.sha256 for f in split.files) else "at first fetch",
+                     "sha256": "pinned" if all(f.sha256 for f in split.files) else "unpinned",
                      "here": all(datastore.file_status(bench, f, hash_it=False).state == "ok" for f in split.files)})
     if as_json:
         print_json({"cache": str(datastore.data_root()), "splits": rows})
         return
     table = Table(title=f"benchmark data (cache: {datastore.data_root()})")
     table.add_column("benchmark[:split]", no_wrap=True)
-    for col in ("what", "size", "licence", "source", "sha256", "here"):
-        table.add_column(col)
+    # the long texts wrap in their cells, so the whole table fits a wide terminal (about 160 columns)
+    for col, width in (("what", 34), ("size", None), ("licence", 24), ("source", 30), ("sha256", None),
+                       ("here", None)):
+        table.add_column(col, max_width=width, overflow="fold")
     for r in rows:
         size = "?" if r["size_bytes"] is None else f"{r['size_bytes'] / 1e6:.1f} MB"
         table.add_row(r["spec"], r["description"], size, r["licence"], r["source"], r["sha256"],

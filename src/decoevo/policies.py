@@ -7,7 +7,7 @@ separate policy with a separate input type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -43,6 +43,15 @@ class SolverGate:
         return SolverGateDecision(exceeds(delta, self.epsilon), j_old, j_new, len(incumbent))
 
 
+def paired_lower_bound(diffs: Sequence[float], z: float) -> float:
+    """mean(d) − z·sd(d)/√n, sd the sample standard deviation (0 for one difference): the lower confidence
+    bound of a paired difference that both noise-aware gates compare with their margin."""
+    n = len(diffs)
+    mean = sum(diffs) / n
+    spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
+    return mean - z * spread / n**0.5
+
+
 @dataclass(frozen=True)
 class PairedBoundGate:
     """The noise-aware solver gate (an option, `hyper.solver_gate: paired_bound`): accept s' iff the lower
@@ -58,11 +67,9 @@ class PairedBoundGate:
         if set(incumbent) != set(candidate):
             raise ValueError("the solver gate compares both skills on the same questions")
         diffs = [candidate[q] - incumbent[q] for q in incumbent]
-        n = len(diffs)
-        mean = sum(diffs) / n
-        spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 if n > 1 else 0.0
-        lower = mean - self.z * spread / n**0.5
-        return SolverGateDecision(lower > self.epsilon, mean_score(incumbent), mean_score(candidate), n)
+        lower = paired_lower_bound(diffs, self.z)
+        return SolverGateDecision(exceeds(lower, self.epsilon), mean_score(incumbent), mean_score(candidate),
+                                  len(diffs))
 
 
 class SolverGateParams(Protocol):
@@ -166,10 +173,7 @@ class ParetoBoundAcceptance:
         keys = sorted(set(old) & set(new))
         if len(keys) < 2 or set(old) != set(new):
             return None
-        diffs = [new[k] - old[k] for k in keys]
-        mean = sum(diffs) / len(diffs)
-        spread = (sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
-        return mean - self.z * spread / len(diffs) ** 0.5
+        return paired_lower_bound([new[k] - old[k] for k in keys], self.z)
 
     def decide(self, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
         old, new = incumbent.available(), candidate.available()
@@ -177,7 +181,7 @@ class ParetoBoundAcceptance:
         if not keys:
             return GeneratorDecision(False, self.name, "no audit objective available")
         deltas = {k: new[k] - old[k] for k in keys}
-        regressed = [k for k in keys if deltas[k] < -self.eta]
+        regressed = [k for k in keys if below(deltas[k], -self.eta)]
         if regressed:
             return GeneratorDecision(False, self.name, f"regressed beyond η on {', '.join(regressed)}", deltas)
         items = {"structural": (incumbent.structural_items, candidate.structural_items),
@@ -187,7 +191,7 @@ class ParetoBoundAcceptance:
             bound = self._bound(*items[k])
             if bound is not None:
                 deltas[f"{k}_lower_bound"] = bound
-            if (bound if bound is not None else deltas[k]) > self.delta:
+            if exceeds(bound if bound is not None else deltas[k], self.delta):
                 improved.append(k)
         if not improved:
             return GeneratorDecision(False, self.name, "no objective's lower bound improved by more than δ", deltas)

@@ -8,7 +8,14 @@ gate's J for the incumbent and the candidate, its decision and the solver versio
 generator decision, its audit objectives' deltas and record counts (the decision itself, with the
 policy's reason, as `decisions/round_NNN.json`); usage (paid and cached calls and tokens); every
 accepted skill version, the final skill, summary and provenance as artifacts; method, seed and run
-directory as tags. A resumed run continues the MLflow run tagged with the same run directory.
+directory as tags. A resumed run continues the MLflow run tagged with the same run directory, and
+`decoevo eval` (any `evaluate`) logs its scores to it (`log_evaluation`).
+
+The store is `--track-uri`, else $MLFLOW_TRACKING_URI, else an SQLite file beside the runs
+(`RUNS_ROOT/mlflow.db`, a sweep's `SWEEP/mlflow.db`; artifacts in `mlartifacts/` next to it): MLflow 3
+refuses its old file store unless told otherwise, and its own default (`./mlflow.db`, artifacts in
+`./mlruns`) writes into whatever directory the command ran in. A store that cannot work with what is
+installed is one line naming the fix (`open_client`), before the run starts.
 
 The engine calls callbacks on its event loop, so logging happens on one worker thread, in order. A
 tracking failure after the start is reported once on stderr and logging stops; the run goes on.
@@ -65,25 +72,92 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+STORE_FILE, ARTIFACTS_DIR = "mlflow.db", "mlartifacts"
+
+
+def default_store(root: Path | str) -> str:
+    """The SQLite store in `root` (a runs root or a sweep directory)."""
+    return f"sqlite:///{Path(root).resolve() / STORE_FILE}"
+
+
+def resolve_uri(uri: str | None, root: Path | str) -> str:
+    return uri or os.environ.get("MLFLOW_TRACKING_URI") or default_store(root)
+
+
+def _artifact_location(uri: str) -> str | None:
+    """Where an experiment made in an SQLite store keeps its artifacts: beside the database (MLflow's
+    default is ./mlruns in the current directory)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(uri.removeprefix("sqlite:///")).parent / ARTIFACTS_DIR).as_uri()
+
+
+def _has_sql_store() -> bool:
+    try:
+        import alembic  # noqa: F401
+        import sqlalchemy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def store_problem(uri: str, exc: BaseException) -> str:
+    """One line saying why the store at `uri` cannot be used and what to do."""
+    text = str(exc)
+    if uri.startswith("sqlite:") and not _has_sql_store():
+        return (f"MLflow tracking ({uri}): an SQLite store needs SQLAlchemy and Alembic, which mlflow-skinny "
+                "lacks: pip install 'decoevo[mlflow]', or point --track-uri (or $MLFLOW_TRACKING_URI) at a "
+                "tracking server (http://HOST:5000)")
+    if "MLFLOW_ALLOW_FILE_STORE" in text or "maintenance mode" in text or "filesystem tracking backend" in text:
+        return (f"MLflow tracking ({uri}): MLflow 3 refuses its file store: leave out --track-uri to use "
+                "sqlite:///RUNS/mlflow.db, give an sqlite:/// or http:// URI, or set MLFLOW_ALLOW_FILE_STORE=true")
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"MLflow tracking ({uri}): {type(exc).__name__}: {first[:300]}"
+
+
+def open_client(uri: str) -> Any:
+    """An MlflowClient on `uri`, checked by one read; UserError with the fix when it cannot work."""
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError:
+        raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
+    _quiet_mlflow()
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)
+    except Exception as exc:  # before the run starts: a store that cannot work is the user's to fix
+        raise UserError(store_problem(uri, exc)) from None
+    return client
+
+
+def _quiet_mlflow() -> None:
+    """MLflow logs each database migration at INFO on the first use of a store: not the user's business."""
+    import logging
+
+    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def create_experiment(client: Any, name: str) -> str:
+    return str(client.create_experiment(name, artifact_location=_artifact_location(str(client.tracking_uri))))
+
+
 class MlflowTracker:
     """A `RunCallback` logging one decoevo run (`run_dir`) to MLflow. Call `close()` when the run ends
-    (it is also closed by the run's finish, budget stop or error stop)."""
+    (it is also closed by the run's finish, budget stop or error stop). The store: `tracking_uri`, else
+    $MLFLOW_TRACKING_URI, else `default_store(run_dir.parent)`."""
 
     def __init__(self, run_dir: Path | str, *, tracking_uri: str | None = None, experiment: str | None = None,
                  client: Any = None) -> None:
-        try:
-            from mlflow.tracking import MlflowClient
-        except ImportError:
-            raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
         self.run_dir = Path(run_dir).resolve()
+        uri = resolve_uri(tracking_uri, self.run_dir.parent)
+        self.client = client or open_client(uri)
         name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
-        try:  # the client too: MLflow refuses some stores as it is made (a file store, a driver missing)
-            self.client = client or MlflowClient(tracking_uri=tracking_uri)  # None: MLFLOW_TRACKING_URI or default
+        try:
             experiment_id = self._experiment(name)
             self.run_id, self._new = self._open_run(experiment_id)
         except Exception as exc:  # before the run starts: a wrong URI is the user's to fix
-            where = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "the default store"
-            raise UserError(f"MLflow tracking ({where}): {type(exc).__name__}: {exc}") from None
+            raise UserError(store_problem(uri, exc)) from None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decoevo-mlflow")
         self._lock = threading.Lock()
         self._failed = False
@@ -97,7 +171,7 @@ class MlflowTracker:
         if found is not None:
             return str(found.experiment_id)
         try:
-            return str(self.client.create_experiment(name))
+            return create_experiment(self.client, name)
         except Exception:
             found = self.client.get_experiment_by_name(name)
             if found is None:
@@ -106,15 +180,12 @@ class MlflowTracker:
 
     def _open_run(self, experiment_id: str) -> tuple[str, bool]:
         """The MLflow run already tagged with this run directory (a resume), else a new one."""
-        path = str(self.run_dir)
-        if "'" not in path:
-            runs = self.client.search_runs([experiment_id], filter_string=f"tags.`{RUN_DIR_TAG}` = '{path}'",
-                                           max_results=1)
-            if runs:
-                self.client.update_run(runs[0].info.run_id, status="RUNNING")
-                return runs[0].info.run_id, False
+        found = tracked_run(self.client, [experiment_id], self.run_dir)
+        if found is not None:
+            self.client.update_run(found, status="RUNNING")
+            return found, False
         run = self.client.create_run(experiment_id, run_name=self.run_dir.name,
-                                     tags={RUN_DIR_TAG: path, "decoevo.version": __version__})
+                                     tags={RUN_DIR_TAG: str(self.run_dir), "decoevo.version": __version__})
         return run.info.run_id, True
 
     # ---- the callback ------------------------------------------------------------------------------
@@ -239,31 +310,81 @@ class MlflowTracker:
                 self.client.log_artifact(self.run_id, str(self.run_dir / rel))
 
 
-def export_tracking(kind: str | None, uri: str | None) -> None:
+def export_tracking(kind: str | None, uri: str | None, root: Path | str = ".") -> None:
     """`decoevo sweep --track`: checked here, then handed to every cell through the DECOEVO_* environment
-    the sweep forwards (also to Ray cells on other machines), where `tracker_from_env` picks it up."""
+    the sweep forwards (also to Ray cells on other machines), where `tracker_from_env` picks it up. The
+    store defaults to `default_store(root)`, root being the sweep directory."""
     if make_tracker(kind, uri) is not None:
         os.environ[TRACK_ENV] = str(kind)
-        uri = uri or os.environ.get("MLFLOW_TRACKING_URI")
-        if uri:
-            os.environ[TRACK_URI_ENV] = uri
+        uri = resolve_uri(uri, root)
+        Path(root).mkdir(parents=True, exist_ok=True)
+        os.environ[TRACK_URI_ENV] = uri
         ensure_experiment(uri)
 
 
-def ensure_experiment(uri: str | None, name: str | None = None) -> str:
-    """Make the experiment before a sweep's cells start: cells that each made it at once could leave
-    two experiments of one name (MLflow's file store does not serialise that), splitting the sweep."""
-    try:
-        from mlflow.tracking import MlflowClient
-    except ImportError:
-        raise UserError("--track mlflow needs MLflow: pip install 'decoevo[mlflow]'") from None
-    client = MlflowClient(tracking_uri=uri)
+def ensure_experiment(uri: str, name: str | None = None) -> str:
+    """Make the store and the experiment before a sweep's cells start: cells that each made them at once
+    could race on the database's creation, or leave two experiments of one name, splitting the sweep."""
+    client = open_client(uri)
     name = name or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
     try:
         found = client.get_experiment_by_name(name)
-        return str(found.experiment_id) if found is not None else str(client.create_experiment(name))
+        return str(found.experiment_id) if found is not None else create_experiment(client, name)
     except Exception as exc:  # before the sweep starts: a wrong URI is the user's to fix
-        raise UserError(f"MLflow tracking ({client.tracking_uri}): {type(exc).__name__}: {exc}") from None
+        raise UserError(store_problem(uri, exc)) from None
+
+
+def tracked_run(client: Any, experiment_ids: list[str], run_dir: Path) -> str | None:
+    """The id of the MLflow run tagged with `run_dir`, or None."""
+    path = str(run_dir)
+    if "'" in path:  # cannot be quoted in MLflow's filter language
+        return None
+    runs = client.search_runs(experiment_ids, filter_string=f"tags.`{RUN_DIR_TAG}` = '{path}'", max_results=1)
+    return str(runs[0].info.run_id) if runs else None
+
+
+#: the numbers of an evaluation record (`eval/<name>.json`) that become metrics
+EVAL_METRICS = ("score", "n_graded", "n_ungraded", "f1", "precision", "recall", "n_questions")
+
+
+def log_evaluation(run_dir: Path | str, record: Mapping[str, Any], uri: str | None = None) -> bool:
+    """Log an evaluation's scores (`eval.<name>.score`, ...) and its record to the MLflow run of
+    `run_dir`, when the run was tracked: in `uri`, $DECOEVO_TRACK_URI (a sweep's cells),
+    $MLFLOW_TRACKING_URI or a default store in one of the three directories above the run. Never fails the
+    evaluation: True when logged; a store that refuses costs a line on stderr."""
+    run_dir = Path(run_dir).resolve()
+    uri = uri or os.environ.get(TRACK_URI_ENV) or os.environ.get("MLFLOW_TRACKING_URI")
+    if uri is None:  # the default store beside the runs: RUNS/mlflow.db, or a sweep's SWEEP/mlflow.db
+        roots = [p for p in run_dir.parents[:3] if (p / STORE_FILE).is_file()]
+        if not roots:
+            return False  # an untracked run: nothing to do
+        uri = default_store(roots[0])
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        return False
+    try:
+        client = open_client(uri)
+        experiments = [e.experiment_id for e in client.search_experiments()]
+        run_id = tracked_run(client, experiments, run_dir) if experiments else None
+        if run_id is None:
+            return False
+        from mlflow.entities import Metric, RunTag
+
+        from .evaluation.independence import tracking_tags
+
+        name = str(record.get("name") or "test")
+        stamp = int(time.time() * 1000)
+        metrics = [Metric(f"eval.{name}.{key}", float(record[key]), stamp, 0) for key in EVAL_METRICS
+                   if isinstance(record.get(key), int | float) and not isinstance(record.get(key), bool)]
+        # the grader's labels beside its scores: a self-graded score is not an independent result
+        tags = [RunTag(f"eval.{name}.{key}", value) for key, value in tracking_tags(record).items()]
+        client.log_batch(run_id, metrics=metrics, tags=tags)
+        client.log_text(run_id, json.dumps(dict(record), indent=1, default=str), f"eval/{name}.json")
+    except Exception as exc:
+        print(f"decoevo: evaluation not logged to MLflow ({exc})", file=sys.stderr)
+        return False
+    return True
 
 
 def tracker_from_env() -> Callable[[Path], MlflowTracker] | None:

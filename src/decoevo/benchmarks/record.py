@@ -44,7 +44,7 @@ class TemplateSource:
 
     key: str  # the name the grader asks for, e.g. "grader", "system"
     url: str  # commit-pinned upstream URL
-    sha256: str | None  # of the upstream file; None: recorded at first fetch and checked after
+    sha256: str | None  # of the upstream file; None: unpinned, checked by its loader and count at every fetch
     kind: Literal["text", "python_string", "python_function", "python_system"]
     symbol: str = ""
     placeholders: tuple[str, ...] = ()

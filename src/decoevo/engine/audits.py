@@ -58,9 +58,11 @@ def frozen_set_sample(solver: Skill, generator: Skill, rollouts: int) -> int:
 
 def draw_starts(round_idx: int, solver: Skill, generator: Skill, hyper: Hyper) -> tuple[int, int]:
     """The first sample indexes of a round's probe and V_g rollouts: the round's own range, or under the
-    reuse options (docs/cost.md) the skill pair's, so an unchanged pair is answered from the cache."""
+    reuse options (docs/cost.md) the skill pair's (an unchanged pair is answered from the cache) or, for
+    V_g, the solver version's (the same answers, judged again when the generator changed)."""
     own, paired = first_sample(round_idx, hyper.rollouts), frozen_set_sample(solver, generator, hyper.rollouts)
-    return (paired if hyper.reuse_probe_draws else own), (paired if hyper.reuse_frozen_set else own)
+    gate = solver.version * hyper.rollouts if hyper.reuse_gate_answers else paired if hyper.reuse_frozen_set else own
+    return (paired if hyper.reuse_probe_draws else own), gate
 
 
 async def _draw(ctx: EngineContext, q: QuestionView, solver: Skill, generator: Skill,
@@ -102,7 +104,8 @@ async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solve
         verdicts = await together(*[  # the H pairs of a question are independent
             blind_preference(ctx.lm, q, scored[i].response.text, scored[j].response.text,
                              rubric=None if ctx.method.rubric_blind else scored[i].rubric,
-                             params=ctx.params(h.max_tokens_audit)) for i, j in pairs])
+                             params=ctx.params(h.max_tokens_audit),
+                             second_order_if_decisive=h.decision_shortcuts) for i, j in pairs])
         for (i, j), (winner, rationale) in zip(pairs, verdicts, strict=True):
             if winner is None:
                 continue

@@ -50,7 +50,7 @@ class Hyper(BaseModel):
     judge_mode: Literal["joint", "per_criterion"] = Field(
         "joint", description="joint: the judge scores every criterion of a rubric in one call; per_criterion: "
         "one call per criterion")
-    max_criteria: int = Field(8, ge=1, le=20, description="most criteria a generated rubric may have")
+    max_criteria: int = Field(8, ge=1, le=64, description="most criteria a generated rubric may have")
     budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
     # The token limits' defaults fit the embedded model; unset, a role served by a server gets
     # SERVER_TOKEN_LIMITS below instead (see with_backend_token_limits).
@@ -66,11 +66,18 @@ class Hyper(BaseModel):
                                   "contrastive-audit stages; unset and `structural_audit` served by "
                                   "openai/litellm: 1200")
     concurrency: int = Field(8, ge=1, description="questions processed at once")
+    decision_shortcuts: bool = Field(True, description="skip work that cannot change a decision (docs/cost.md): "
+                                     "V_g's contrastive verification when the structural objective already "
+                                     "rejects the candidate, a blind comparison's second order after an "
+                                     "'equivalent'; the same decisions and skills either way")
     # Cost levers (docs/cost.md). Both change which rollouts the audits see, so both are off by default.
     reuse_frozen_set: bool = Field(False, description="V_g's frozen near-tie set is drawn once per (solver, "
                                    "generator) pair and reused by every round in which neither changed")
     reuse_probe_draws: bool = Field(False, description="the probe audit's rollouts likewise: a round in which "
                                     "neither skill changed sees the same pairs and records as the last one")
+    reuse_gate_answers: bool = Field(False, description="V_g's rollouts are drawn once per solver version: a "
+                                     "round whose solver did not change judges the same answers again under the "
+                                     "current generator's rubrics (a superset of reuse_frozen_set)")
     rollouts_early_stop: bool = Field(False, description="draw a question's rollouts 2H first and the rest "
                                       "only if those hold fewer than H near-tie pairs")
     audit_schedule: Literal["fixed", "since_last_round"] = Field(
@@ -79,8 +86,9 @@ class Hyper(BaseModel):
 
 
 class BudgetConfig(BaseModel):
-    """Limits checked before every paid call; the run stops cleanly at the last completed step. Answers
-    inherited from a shared cache (paid by another run) count, so a budget is what the run would cost alone."""
+    """Limits checked before every paid call and every answer inherited from a shared cache (paid by another
+    run); the run stops cleanly at the last completed step. Inherited answers count, so a budget is what the
+    run would cost alone, and a rerun answered wholly from another run's cache stops where that run would."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 

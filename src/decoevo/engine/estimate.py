@@ -8,6 +8,10 @@ often the solver gate rejects, which is not known before the run: the estimate a
 rejected with probability `REJECT_PROB` and counts the expected rounds of that schedule exactly, and
 that a fraction `DECIDED_FRACTION` of near-tie pairs survives the blind audit. The high estimate
 assumes every rewrite is rejected (the most rounds the schedule allows) and every pair decided.
+With the decision short cuts (`hyper.decision_shortcuts`, the default), a blind comparison's second order
+is asked for a share `FIRST_ORDER_DECISIVE` of pairs, and V_g's frozen set is drawn in a share
+1 − `SETTLED_BY_STRUCTURAL` of verifications; the high estimate assumes every first order decisive and no
+verification settled by the structural objective.
 Dollars use typical tokens per call of each role (`TYPICAL_TOKENS`): an order of magnitude, not a quote.
 The cost options of `Hyper` (reuse, early stop) are not modelled: with them on, a run pays less.
 """
@@ -28,6 +32,11 @@ REJECT_PROB = 0.8
 # The blind auditor calls many near-tie pairs equivalent, and those are dropped: only decided pairs get a
 # reveal (probe) or enter the frozen set (V_g). About a third were decided in the simulated runs.
 DECIDED_FRACTION = 0.35
+# Fitted on the default simulated world at the `paper` preset (bench/results/cost_shortcuts.json, 3 seeds):
+# the first blind order was decisive for 0.37-0.44 of pairs, and 18 of 24 verifications were settled by a
+# structural regression. Checked on worlds they were not fit to in bench/estimate_accuracy.py.
+FIRST_ORDER_DECISIVE = 0.4
+SETTLED_BY_STRUCTURAL = 0.7
 
 # (prompt, completion) tokens per call by role: means of a DecoEvo run at the `paper` preset on the
 # simulated server, whose reply lengths follow HealthBench (decoevo.testing.sim_lengths).
@@ -120,10 +129,13 @@ def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: 
     return rounds
 
 
-def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
-                 decided: float) -> tuple[dict[str, int], dict[str, int], int]:
+def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: float, first_decisive: float,
+                 settled: float) -> tuple[dict[str, int], dict[str, int], int]:
     """Paid calls of one round by role, paid once per run by role, and cached answers per round."""
     p, vg, L = sizes.probe, sizes.generator_gate, hyper.rollouts
+    short = hyper.decision_shortcuts
+    orders = 1 + first_decisive if short else 2  # blind orders asked per pair
+    drawn = 1 - settled if short and method.structural_audit else 1  # share of rounds that build Γ
     pairs = min(hyper.pairs_per_question, L // 2)
     rnd: dict[str, int] = {}
     once: dict[str, int] = {}
@@ -139,7 +151,7 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
         add(once, "generate_rubric", 0 if method.structural_audit else p)
         add(rnd, "solve", p * L)
         add(rnd, "judge", p * L)
-        add(rnd, "contrastive_audit_blind", 2 * p * pairs)
+        add(rnd, "contrastive_audit_blind", round(orders * p * pairs))
         add(rnd, "contrastive_audit_reveal", round(p * pairs * decided))
     if method.evolve_generator and not method.audit_to_solver:
         add(rnd, "rewrite_generator", 1)
@@ -151,11 +163,12 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
                 add(rnd, "structural_audit", vg)
                 cached += vg  # the incumbent's structural audits
             if method.contrastive_audit:
-                add(rnd, "solve", vg * L)
+                add(rnd, "solve", round(drawn * vg * L))
                 frozen = round(vg * pairs * decided)
-                add(rnd, "judge", vg * L + 2 * frozen)  # locating judgements, the candidate's margins
-                add(rnd, "contrastive_audit_blind", 2 * vg * pairs)
-                cached += 2 * frozen  # the incumbent's margins are its locating judgements
+                # locating judgements, the candidate's margins
+                add(rnd, "judge", round(drawn * (vg * L + 2 * frozen)))
+                add(rnd, "contrastive_audit_blind", round(drawn * orders * vg * pairs))
+                cached += round(drawn * 2 * frozen)  # the incumbent's margins are its locating judgements
         elif isinstance(method.acceptance, VerifyBySolverScore):
             add(once, "generate_rubric", vg)
             add(once, "solve", vg)
@@ -182,8 +195,9 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
     if not method.runs_audits:
         return CallEstimate(sum(step.values()), 0, steps, 0, 0, 0.0, sum(once.values()), cached_step, 0,
                             step, {}, once)
-    rnd, once_outer, cached_round = _outer_round(method, hyper, sizes, DECIDED_FRACTION)
-    high_round = sum(_outer_round(method, hyper, sizes, 1.0)[0].values())  # every pair decided
+    rnd, once_outer, cached_round = _outer_round(method, hyper, sizes, DECIDED_FRACTION, FIRST_ORDER_DECISIVE,
+                                                 SETTLED_BY_STRUCTURAL)
+    high_round = sum(_outer_round(method, hyper, sizes, 1.0, 1.0, 0.0)[0].values())  # every pair decided
     for role, n in once_outer.items():
         once[role] = once.get(role, 0) + n
     return CallEstimate(

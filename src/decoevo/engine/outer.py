@@ -20,7 +20,15 @@ from ..roles.structural_audit import StructuralRecord
 from .audits import AuditedPair, audited_pairs, contrastive_records, draw_starts, structural_records
 from .context import EngineContext
 from .validity import VALID, Validity, check_candidate
-from .verify import FrozenPair, audit_objectives, solver_score_objective
+from .verify import (
+    FrozenPair,
+    audit_objectives,
+    contrastive_objective,
+    decided_by_structural,
+    objectives,
+    solver_score_objective,
+    structural_objective,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,8 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     # alongside the rewrite, so no round pays for pairs it does not use.
     uses_pairs = (m.evolve_generator and not m.audit_to_solver and isinstance(m.acceptance, VerifyByAudits)
                   and m.contrastive_audit)
+    # With the decision short cuts, Γ waits for the structural verification, which may make it unneeded.
+    structural_first = uses_pairs and m.structural_audit and h.decision_shortcuts
 
     def gate_pairs(now: bool) -> Awaitable[list[AuditedPair] | None]:
         return (audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}", gate_first) if now
@@ -58,7 +68,7 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
         structural_records(ctx, probe, generator) if m.structural_audit else done([]),
         contrastive_records(ctx, probe, solver, generator, f"probe{round_idx}", first) if m.contrastive_audit
         else done([]),
-        gate_pairs(uses_pairs and m.structural_audit and bool(probe)))
+        gate_pairs(uses_pairs and m.structural_audit and bool(probe) and not structural_first))
     ctx.run.write_jsonl(f"{folder}/structural_probe.jsonl", [r.model_dump() for r in structural])
     ctx.run.write_jsonl(f"{folder}/contrastive_probe.jsonl", [r.model_dump() for r in contrastive])
 
@@ -74,7 +84,7 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
         out, pairs = await together(
             rewrite_generator(ctx.lm, generator, structural, contrastive,
                               params=ctx.params(h.max_tokens_rewrite, sample_index=round_idx)),
-            gate_pairs(uses_pairs) if pairs is None else done(pairs))
+            gate_pairs(uses_pairs and not structural_first) if pairs is None else done(pairs))
         text, why, truncated = out.skill, out.analysis, out.truncated
     else:
         text, why = append_raw_suggestions(generator, structural, contrastive), "raw audit suggestions appended"
@@ -97,18 +107,42 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
         ctx.run.write_json(f"{folder}/verification.json", {"J_incumbent": j_old, "J_candidate": j_new,
                                                            "decision": decision.__dict__})
     else:
-        frozen: list[FrozenPair] = []
-        if m.contrastive_audit:
-            pairs = pairs if pairs is not None else await gate_pairs(True)
-            frozen = [FrozenPair(p.question, p.plus.response, p.minus.response, p.rationale) for p in pairs or []]
-            ctx.run.write_jsonl(f"{folder}/frozen_pairs.jsonl", [p.to_json() for p in frozen])
-        (old, old_details), (new, new_details) = await together(
-            audit_objectives(ctx, generator_gate, generator, frozen),
-            audit_objectives(ctx, generator_gate, candidate, frozen))
-        decision = rule.policy(h).decide(old, new)
-        ctx.run.write_json(f"{folder}/verification.json", {
-            "incumbent": old.__dict__, "candidate": new.__dict__, "decision": decision.__dict__,
-            "incumbent_details": old_details, "candidate_details": new_details})
+        policy = rule.policy(h)
+
+        async def frozen_set() -> list[FrozenPair]:
+            drawn = pairs if pairs is not None else await gate_pairs(True)
+            out = [FrozenPair(p.question, p.plus.response, p.minus.response, p.rationale) for p in drawn or []]
+            ctx.run.write_jsonl(f"{folder}/frozen_pairs.jsonl", [p.to_json() for p in out])
+            return out
+
+        record: dict[str, object]
+        if structural_first:  # eq. 10 may be settled by Φ_str alone: then Γ is never drawn (docs/cost.md)
+            s_old, s_new = await together(structural_objective(ctx, generator_gate, generator),
+                                          structural_objective(ctx, generator_gate, candidate))
+            settled = decided_by_structural(policy, s_old.value, s_new.value)
+            c_old = c_new = None
+            if settled is None:
+                frozen = await frozen_set()
+                c_old, c_new = await together(contrastive_objective(ctx, generator, frozen),
+                                              contrastive_objective(ctx, candidate, frozen))
+            old, new = objectives(s_old, c_old), objectives(s_new, c_new)
+            decision = settled or policy.decide(old, new)
+            record = {"incumbent": old.__dict__, "candidate": new.__dict__, "decision": decision.__dict__,
+                      "incumbent_details": {"structural": s_old.details,
+                                            **({"margins": c_old.details} if c_old and c_old.details else {})},
+                      "candidate_details": {"structural": s_new.details,
+                                            **({"margins": c_new.details} if c_new and c_new.details else {})}}
+            if settled is not None:
+                record["contrastive_not_computed"] = "the structural objective decided eq. 10"
+        else:
+            frozen = await frozen_set() if m.contrastive_audit else []
+            (old, old_details), (new, new_details) = await together(
+                audit_objectives(ctx, generator_gate, generator, frozen),
+                audit_objectives(ctx, generator_gate, candidate, frozen))
+            decision = policy.decide(old, new)
+            record = {"incumbent": old.__dict__, "candidate": new.__dict__, "decision": decision.__dict__,
+                      "incumbent_details": old_details, "candidate_details": new_details}
+        ctx.run.write_json(f"{folder}/verification.json", record)
     if not decision.accepted:
         ctx.forget_generator(candidate)
     return OuterOutcome(round_idx, structural, contrastive, candidate, decision)

@@ -6,6 +6,7 @@ from .client import LM
 from .config import LMConfig, ModelSpec
 from .errors import (
     ConfigError,
+    CredentialError,
     FailureCategory,
     InfrastructureError,
     LMError,
@@ -24,6 +25,7 @@ __all__ = [
     "CallResult",
     "Completion",
     "ConfigError",
+    "CredentialError",
     "FailureCategory",
     "GenParams",
     "InfrastructureError",

@@ -258,6 +258,8 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                if key not in self.own_keys and self.budget.limited:  # inherited spend counts against the
+                    self.budget.check(self.ledger, self._in_flight())  # budget: a cached rerun stops at it
                 self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
@@ -378,8 +380,8 @@ class LM:
                         # of max_retries held one call for many minutes.
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(
-                            f"{role}: timed out {timeouts} time(s): {exc}", role=role, model=model_name
-                        ) from exc
+                            f"{role}: timed out {timeouts} time(s): {exc} ({exc.hint(model_name)})", role=role,
+                            model=model_name) from exc
                     if not policy.should_retry(attempt):
                         self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
                         raise InfrastructureError(

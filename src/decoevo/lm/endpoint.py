@@ -17,6 +17,7 @@ import threading
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .config import ModelSpec
 from .structured import without_length_caps
@@ -90,11 +91,38 @@ def rejected_structured(status: int, message: str) -> bool:
                                                              "json_object", "structured"))
 
 
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+def is_local(url: str | None) -> bool:
+    """Whether `url` is a server on this machine (which needs no API key)."""
+    host = urlsplit(url or "").hostname or ""
+    return host in LOCAL_HOSTS or host.startswith("127.")
+
+
+def has_key(spec: ModelSpec) -> bool:
+    """Whether the spec's key is there: its api_key_file, or a non-empty $api_key_env."""
+    return bool(spec.api_key_file) or bool(os.environ.get(spec.api_key_env))
+
+
+def credential_hint(spec: ModelSpec, variables: tuple[str, ...] = ()) -> str:
+    """What to set after a 401/403 or a missing key. `variables`: the provider's own variables, when the
+    key is left to LiteLLM to find."""
+    if spec.api_key_file:
+        return f"Check the API key in api_key_file {spec.api_key_file}, and that it may use '{spec.model}'."
+    names = variables or (spec.api_key_env,)
+    if not any(os.environ.get(name) for name in names):
+        either = " or ".join(f"${name}" for name in names)
+        return (f"No API key was found: set {either} (or point lm.models.NAME.api_key_env at the variable "
+                "that holds it, or set api_key_file).")
+    return f"Check the API key in ${names[0]} (or api_key_file), and that it may use '{spec.model}'."
+
+
 def hint_for_status(status: int, message: str, spec: ModelSpec, where: str) -> str:
     """The fix to suggest for a 4xx that cannot be fixed automatically."""
     text = message.lower()
     if status in (401, 403):
-        return f"Check the API key in ${spec.api_key_env} or api_key_file, and that it may use '{spec.model}'."
+        return credential_hint(spec)
     if status == 404:
         return f"Is the model name '{spec.model}' served there? Check GET {where}/models (base_url ends in /v1)."
     if status == 413 or any(w in text for w in ("context length", "context_length", "too long", "maximum context")):

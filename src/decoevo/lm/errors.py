@@ -6,8 +6,8 @@ from enum import StrEnum
 
 from ..errors import ConfigError
 
-__all__ = ["ConfigError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError", "ParseError",
-           "RefusalError", "RequestTimeout", "RetryableError"]
+__all__ = ["ConfigError", "CredentialError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError",
+           "ParseError", "RefusalError", "RequestTimeout", "RetryableError"]
 
 
 class FailureCategory(StrEnum):
@@ -32,6 +32,11 @@ class InfrastructureError(LMError):
     category = FailureCategory.INFRASTRUCTURE
 
 
+class CredentialError(InfrastructureError):
+    """The server refused the credentials (HTTP 401/403), or none was found for a provider that needs one.
+    Never retried: no wait makes a wrong key right. The message names the variable or file to set."""
+
+
 class ParseError(LMError):
     category = FailureCategory.PARSE
 
@@ -53,9 +58,10 @@ class EmptyReplyError(ParseError):
 
 class RetryableError(InfrastructureError):
     """A transient backend failure (429, 5xx, timeout, connection). `retry_after` is in seconds;
-    `throttled` marks a rate limit (429), `rate` the reply's rate-limit headers (a RateInfo);
-    `may_be_billed` a failure after the server may have generated the answer (a connection dropped
-    mid-reply, a success whose body we cannot read): the ledger bills it at an estimate (lm/journal.py)."""
+    `throttled` marks an overloaded server (a 429, or a reply that timed out), which halves the model's
+    concurrency; `rate` holds the reply's rate-limit headers (a RateInfo); `may_be_billed` a failure after
+    the server may have generated the answer (a connection dropped mid-reply, a success whose body we
+    cannot read): the ledger bills it at an estimate (lm/journal.py)."""
 
     def __init__(self, message: str, *, retry_after: float | None = None, throttled: bool = False,
                  rate: object | None = None, may_be_billed: bool = False) -> None:
@@ -66,10 +72,21 @@ class RetryableError(InfrastructureError):
         self.may_be_billed = may_be_billed
 
 
-class RequestTimeout(RetryableError):
-    """A request timed out; `which` names the limit that fired (connect, first_byte or total). Retried a
-    few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a call for minutes."""
+#: the ModelSpec field that sets each timeout
+TIMEOUT_KEYS = {"connect": "connect_timeout_s", "first_byte": "first_byte_timeout_s", "total": "timeout_s"}
 
-    def __init__(self, message: str, *, which: str) -> None:
-        super().__init__(message)
+
+class RequestTimeout(RetryableError):
+    """A request timed out; `which` names the limit that fired (connect, first_byte or total) and `limit_s`
+    its value. Retried a few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a
+    call for minutes. A reply that took too long is a sign of overload, as a 429 is (`throttled`)."""
+
+    def __init__(self, message: str, *, which: str, limit_s: float | None = None) -> None:
+        super().__init__(message, throttled=which != "connect")
         self.which = which
+        self.limit_s = limit_s
+
+    def hint(self, model_name: str) -> str:
+        """The setting that lets a slow server take longer, as a flag."""
+        value = f"{2 * self.limit_s:g}" if self.limit_s else "SECONDS"
+        return f"to wait longer: --set lm.models.{model_name}.{TIMEOUT_KEYS[self.which]}={value}"

@@ -11,16 +11,20 @@ through the same redactor. The aiohttp backend stays the fast path for OpenAI-co
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 from .config import ModelSpec
-from .endpoint import hint_for_status, schema_instruction, server_schema, with_instruction
-from .errors import ConfigError, InfrastructureError, LMError, RequestTimeout, RetryableError
+from .endpoint import credential_hint, hint_for_status, is_local, schema_instruction, server_schema, with_instruction
+from .errors import ConfigError, CredentialError, InfrastructureError, LMError, RequestTimeout, RetryableError
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
-from .timeouts import request_timeouts
+from .timeouts import Exchange, LimitReached, Timeouts, progress_of, request_timeouts, within
 from .types import BackendRequest, Completion
+
+#: LiteLLM's own timeout: only a backstop behind ours, which does not count a queue at the server
+BACKSTOP_TIMEOUT_S = 3600.0
 
 
 def load_litellm() -> Any:
@@ -37,13 +41,26 @@ def load_litellm() -> Any:
     return litellm
 
 
-def api_key(spec: ModelSpec) -> str | None:
+def api_key(spec: ModelSpec, provider_has_key: bool = True) -> str | None:
     """The key to pass, or None to let LiteLLM read the provider's own variable (ANTHROPIC_API_KEY, ...):
-    the openai default `api_key_env` would hand an OpenAI key to another provider."""
+    the openai default `api_key_env` would hand an OpenAI key to another provider. A server on this
+    machine needs none: without any key it gets a placeholder, not LiteLLM's "missing credentials"."""
     if spec.api_key_file or "api_key_env" in spec.model_fields_set:
         key = spec.read_api_key()
-        return None if key == "not-needed" else key
-    return None
+        if key != "not-needed":
+            return key
+    elif provider_has_key:
+        return None
+    return "not-needed" if is_local(spec.base_url) else None
+
+
+def provider_variables(litellm: Any, spec: ModelSpec) -> tuple[str, ...]:
+    """The variables LiteLLM looks for this model's key in that are unset (empty: none needed, or set)."""
+    try:
+        found = litellm.validate_environment(spec.model, api_base=spec.base_url)
+    except Exception:  # an unknown provider: LiteLLM's own error says more at the first request
+        return ()
+    return tuple(str(v) for v in found.get("missing_keys") or ())
 
 
 class LiteLLMBackend:
@@ -52,9 +69,12 @@ class LiteLLMBackend:
         self.identity = spec.identity()
         self.max_concurrency = spec.max_concurrency or 64  # as the openai backend: what a serving process batches
         self._litellm = load_litellm()
-        self._key = api_key(spec)
+        explicit = bool(spec.api_key_file) or "api_key_env" in spec.model_fields_set
+        self._variables = () if explicit else provider_variables(self._litellm, spec)
+        self._key = api_key(spec, provider_has_key=not self._variables)
         self._redactor = Redactor(tuple(k for k in (self._key,) if k and len(k) >= 8))
         self._where = redact_url(spec.base_url) if spec.base_url else spec.model.split("/", 1)[0]
+        self._progress = progress_of(f"litellm:{spec.base_url or spec.model.split('/', 1)[0]}")
         # Providers differ in structured output; LiteLLM translates json_schema where it can. A server that
         # refuses it gets the schema in the prompt (validated after decoding), remembered for this process.
         self.structured = spec.structured_output if spec.structured_output != "auto" else "json_schema"
@@ -67,7 +87,8 @@ class LiteLLMBackend:
             "temperature": request.params.temperature,
             "max_tokens": request.params.max_tokens,
             "seed": request.params.effective_seed(),
-            "timeout": request_timeouts(self.spec, request.params.max_tokens).total_s,
+            # ours (`_call`) counts from the endpoint's latest answer; LiteLLM's, from sending, is a backstop
+            "timeout": BACKSTOP_TIMEOUT_S,
             "num_retries": 0,  # ours retry, with the ledger counting
             "drop_params": True,  # a provider without seed (or temperature) gets the rest
         }
@@ -88,7 +109,17 @@ class LiteLLMBackend:
             kwargs["reasoning_effort"] = self.spec.reasoning_effort
         return kwargs
 
+    def _missing_key(self) -> CredentialError | None:
+        """A provider on another machine that needs a key and has none: said before any request."""
+        if self._key is not None or is_local(self.spec.base_url) or not self._variables:
+            return None
+        return CredentialError(f"no API key for {self.spec.model}: "
+                               f"{credential_hint(self.spec, self._variables)}")
+
     async def complete(self, request: BackendRequest) -> Completion:
+        missing = self._missing_key()
+        if missing is not None:
+            raise missing
         try:
             return await self._complete(request)
         except LMError as exc:
@@ -99,7 +130,7 @@ class LiteLLMBackend:
 
     async def _complete(self, request: BackendRequest) -> Completion:
         try:
-            response = await self._litellm.acompletion(**self._kwargs(request))
+            response, service_s = await self._call(request)
         except Exception as exc:
             status = getattr(exc, "status_code", None)
             structured_refused = request.json_schema is not None and self.structured != "none" and \
@@ -108,7 +139,7 @@ class LiteLLMBackend:
             if not structured_refused:
                 raise
             self.structured = "none"
-            response = await self._litellm.acompletion(**self._kwargs(request))
+            response, service_s = await self._call(request)
         body = self._redactor.body(response.model_dump() if hasattr(response, "model_dump") else dict(response))
         choices = body.get("choices") or []
         if not choices:
@@ -119,7 +150,29 @@ class LiteLLMBackend:
                                                  choice.get("finish_reason") or "stop", request.params.max_tokens)
         except (ValueError, TypeError) as exc:
             raise RetryableError(f"malformed response from {self._where}: {exc}", may_be_billed=True) from exc
+        # how slow the endpoint is against the default limit for an answer of this length
+        self._progress.observe(service_s, request_timeouts(self.spec, completion.completion_tokens).total_s)
         return completion
+
+    async def _call(self, request: BackendRequest) -> tuple[Any, float]:
+        """LiteLLM's call within the total limit, counted as the openai backend counts it: from the latest
+        answer this endpoint gave to another request (a queue at a server with few slots does not count).
+        Returns the response and its service time."""
+        max_tokens = request.params.max_tokens
+        exchange = Exchange(self._progress)
+
+        def limits() -> Timeouts:
+            found = request_timeouts(self.spec, max_tokens, self._progress.stretch())
+            return replace(found, first_byte_s=found.total_s)  # the reply is seen only when it is whole
+
+        try:
+            response = await within(self._litellm.acompletion(**self._kwargs(request)), limits, exchange)
+        except LimitReached as exc:
+            self._progress.timed_out(exchange.started)
+            raise RequestTimeout(f"{exc.limits.describe('total')} at {self._where} for max_tokens={max_tokens}",
+                                 which="total", limit_s=exc.limits.total_s) from None
+        self._progress.answered()
+        return response, exchange.service_s()
 
     def _translate(self, exc: Exception) -> LMError:
         """LiteLLM's exception as ours: transient ones retryable, the rest with the fix to make."""
@@ -127,7 +180,8 @@ class LiteLLMBackend:
         message = str(exc)[:500]
         where = self._where
         if "Timeout" in name:
-            return RequestTimeout(f"total timeout at {where}: {message}", which="total")
+            return RequestTimeout(f"total timeout at {where}: {message}", which="total",
+                                  limit_s=self.spec.timeout_s)
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None) or {}
         retry_after = parse_retry_after(headers.get("retry-after")) if hasattr(headers, "get") else None
@@ -137,6 +191,10 @@ class LiteLLMBackend:
         if status == 429 or "RateLimit" in name:
             return RetryableError(f"rate limited (429) by {where}: {message}", retry_after=retry_after,
                                   throttled=True)
+        if status in (401, 403) or "Authentication" in name or "PermissionDenied" in name or \
+                "missing credentials" in message.lower():
+            hint = credential_hint(self.spec, self._variables)
+            return CredentialError(f"credentials refused ({name}, HTTP {status}) by {where}: {message}. {hint}")
         if "Connection" in name or status is None or status >= 500 or status in (408, 409):
             return RetryableError(f"{name} from {where}: {message}", retry_after=retry_after)
         hint = hint_for_status(status, message, self.spec, where)

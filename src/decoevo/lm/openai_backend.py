@@ -33,18 +33,19 @@ from .endpoint import (
     server_schema,
     with_instruction,
 )
-from .errors import InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
+from .errors import CredentialError, InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
 from .ratelimit import RateInfo
 from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
-from .timeouts import Timeouts, request_timeouts
+from .timeouts import Exchange, LimitReached, default_first_byte_s, progress_of, request_timeouts, within
 from .types import BackendRequest, Completion
 
 TIMEOUT_FIX = {
     "connect": "is the server up and reachable? (connect_timeout_s)",
-    "first_byte": "the server sent nothing; if it is just slow, lower min_tokens_per_s or set first_byte_timeout_s",
-    "total": "the reply did not finish in time; set timeout_s higher if the server is slow",
+    "first_byte": "the server answered no request in that time; if it is just slow, raise first_byte_timeout_s "
+                  "or lower min_tokens_per_s",
+    "total": "the reply did not finish in time; raise timeout_s if the server is slow",
 }
 
 
@@ -105,6 +106,7 @@ class Reply:
     body: bytes
     retry_after: float | None
     rate: RateInfo | None
+    service_s: float = 0.0  # from the request's anchor (`timeouts.Exchange`) to the reply's start
 
 
 class OpenAIBackend:
@@ -129,7 +131,10 @@ class OpenAIBackend:
         self._memory = memory or EndpointMemory(None)
         self.profile = EndpointProfile.initial(spec, self._memory.get(self.identity))
         self._negotiation: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self._timeout_cache: dict[int, tuple[Timeouts, aiohttp.ClientTimeout]] = {}
+        # aiohttp bounds only connecting; the first-byte and total limits are `timeouts.within`'s, which
+        # does not count waiting behind this endpoint's other requests
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=spec.connect_timeout_s, sock_read=None)
+        self._progress = progress_of(self._url)
 
     def _http(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -205,6 +210,7 @@ class OpenAIBackend:
             status, raw = reply.status, reply.body
             if 200 <= status < 300:
                 completion = self._decoded(raw, request)
+                self._progress.observe(reply.service_s, default_first_byte_s(self.spec, completion.completion_tokens))
                 if reply.rate is not None:
                     completion = replace(completion, rate=reply.rate)
                 if profile != self.profile:
@@ -232,31 +238,35 @@ class OpenAIBackend:
         self._memory.remember(self.identity, profile)
 
     async def _post(self, request: BackendRequest, profile: EndpointProfile) -> Reply:
-        where = self._where
-        limits, timeout = self._timeouts(request.params.max_tokens)
+        where, max_tokens = self._where, request.params.max_tokens
+        exchange = Exchange(self._progress)
         try:
-            async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
-                                         allow_redirects=False, timeout=timeout) as response:
-                raw = await response.read()
-                return Reply(response.status, raw, parse_retry_after(response.headers.get("Retry-After")),
-                             RateInfo.from_headers(response.headers))
-        except TimeoutError as exc:  # aiohttp's timeouts subclass it; the class says which limit fired
-            which = ("connect" if isinstance(exc, aiohttp.ConnectionTimeoutError)
-                     else "first_byte" if isinstance(exc, aiohttp.SocketTimeoutError) else "total")
-            raise RequestTimeout(f"{limits.describe(which)} at {where} for max_tokens="
-                                 f"{request.params.max_tokens}; {TIMEOUT_FIX[which]}", which=which) from exc
+            reply = await within(self._exchange(request, profile, exchange),
+                                 lambda: request_timeouts(self.spec, max_tokens, self._progress.stretch()), exchange)
+        except LimitReached as exc:
+            self._progress.timed_out(exchange.started)
+            limits = exc.limits
+            raise RequestTimeout(f"{limits.describe(exc.which)} at {where} for max_tokens={max_tokens}; "
+                                 f"{TIMEOUT_FIX[exc.which]}", which=exc.which,
+                                 limit_s=limits.total_s if exc.which == "total" else limits.first_byte_s) from None
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise RequestTimeout(f"connect timeout ({self.spec.connect_timeout_s:.1f}s) at {where}; "
+                                 f"{TIMEOUT_FIX['connect']}", which="connect",
+                                 limit_s=self.spec.connect_timeout_s) from exc
         except aiohttp.ClientConnectorError as exc:
             raise RetryableError(f"cannot connect to {where}: {exc}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
             raise RetryableError(f"connection to {where} failed: {exc!r}", may_be_billed=True) from exc
+        self._progress.answered()
+        return reply
 
-    def _timeouts(self, max_tokens: int) -> tuple[Timeouts, aiohttp.ClientTimeout]:
-        found = self._timeout_cache.get(max_tokens)
-        if found is None:  # a run uses a handful of max_tokens values: build each pair once
-            limits = request_timeouts(self.spec, max_tokens)
-            found = self._timeout_cache[max_tokens] = (limits, aiohttp.ClientTimeout(
-                total=limits.total_s, sock_connect=limits.connect_s, sock_read=limits.first_byte_s))
-        return found
+    async def _exchange(self, request: BackendRequest, profile: EndpointProfile, exchange: Exchange) -> Reply:
+        async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
+                                     allow_redirects=False, timeout=self._timeout) as response:
+            exchange.heard()
+            raw = await response.read()
+            return Reply(response.status, raw, parse_retry_after(response.headers.get("Retry-After")),
+                         RateInfo.from_headers(response.headers), exchange.service_s())
 
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
@@ -279,6 +289,8 @@ class OpenAIBackend:
             return RetryableError(f"server error {status} from {where}: {message}{tried}", retry_after=retry_after,
                                   rate=reply.rate)
         hint = hint_for_status(status, message, self.spec, where)
+        if status in (401, 403):
+            return CredentialError(f"credentials refused (HTTP {status}) by {where}: {message.rstrip('.')}. {hint}")
         return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 
     def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:

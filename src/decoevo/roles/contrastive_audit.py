@@ -80,15 +80,22 @@ def stage1_messages(question: QuestionView, a: str, b: str, rubric: Rubric | Non
 
 async def blind_preference(
     lm: LM, question: QuestionView, first: str, second: str, *, params: GenParams,
-    rubric: Rubric | None = None,
+    rubric: Rubric | None = None, second_order_if_decisive: bool = False,
 ) -> tuple[int | None, str]:
     """Which of (first, second) is better: 0, 1, or None for equivalent. Asked in both orders; the answer
-    stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation."""
-    forward, backward = await together(
-        own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut, role=STAGE1_ROLE,
-                    params=params),
-        own_verdict(lm, stage1_messages(question, second, first, rubric), PreferenceOut, role=STAGE1_ROLE,
-                    params=params))
+    stands only if both orders agree. `rubric` is shown only in the no-rubric-blind ablation.
+
+    `second_order_if_decisive`: the orders are asked one after the other, and the second only when the
+    first preferred a response: after "equivalent" the pair is equivalent whatever the second says."""
+    ask = [stage1_messages(question, first, second, rubric), stage1_messages(question, second, first, rubric)]
+    if second_order_if_decisive:
+        forward = await own_verdict(lm, ask[0], PreferenceOut, role=STAGE1_ROLE, params=params)
+        if forward.preference == "equivalent":
+            return None, forward.rationale
+        backward = await own_verdict(lm, ask[1], PreferenceOut, role=STAGE1_ROLE, params=params)
+    else:
+        forward, backward = await together(*[own_verdict(lm, m, PreferenceOut, role=STAGE1_ROLE, params=params)
+                                             for m in ask])
     # The rationale handed on is the one from the order that showed the winner as response A: stage 2
     # shows the preferred response as A, so "A" in the reason always names the response it calls preferred.
     if forward.preference == "A" and backward.preference == "B":

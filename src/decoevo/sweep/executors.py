@@ -7,10 +7,13 @@ a cell when a slot is free and its dependencies are done, and waits for any cell
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
+import sys
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..lm.errors import ConfigError
@@ -107,6 +110,53 @@ def import_ray() -> Any:
     return ray
 
 
+RAY_AUTH_ENV = "RAY_AUTH_MODE"
+
+
+def ray_token_available() -> bool:
+    """Whether this machine holds a Ray authentication token where Ray looks for one: $RAY_AUTH_TOKEN,
+    the file $RAY_AUTH_TOKEN_PATH names, or ~/.ray/auth_token (which any local `ray.init()` writes)."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return True
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH")
+    return Path(path).expanduser().is_file() if path else (Path.home() / ".ray" / "auth_token").is_file()
+
+
+def token_auth_for(address: str | None) -> bool:
+    """Turn on Ray's token authentication for connecting to `address` when a token is here and the mode is
+    not set; True when it did. `ray start --head` enables token authentication whenever a token exists,
+    but a driver given HOST:PORT does not look for one (Ray does so only for `auto`): it then retries for
+    20 s and fails with "Authentication token is missing or incorrect". RAY_AUTH_MODE=disabled opts out."""
+    if address in (None, "auto") or RAY_AUTH_ENV in os.environ or not ray_token_available():
+        return False
+    os.environ[RAY_AUTH_ENV] = "token"
+    return True
+
+
+def _reload_ray_config() -> None:
+    """Make an already imported Ray read RAY_AUTH_MODE again (it caches its configuration at import)."""
+    try:
+        from ray._raylet import Config  # type: ignore[attr-defined]
+
+        Config.initialize("")
+    except (ImportError, AttributeError):  # another Ray version: the variable alone must do
+        pass
+
+
+def ray_connect_problem(address: str | None, exc: BaseException, token_mode: bool) -> str:
+    """The one line for a failed connection, with what to set for the authentication case."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    where = f"cannot connect to the Ray cluster at {address!r}: {text[:300]}"
+    if token_mode:
+        return (f"{where} (connected with token authentication, from the token on this machine: if the cluster "
+                f"uses another token, set RAY_AUTH_TOKEN to it; if it has none, set {RAY_AUTH_ENV}=disabled)")
+    if os.environ.get(RAY_AUTH_ENV, "").lower() != "token":
+        return (f"{where} (if the cluster uses token authentication, as `ray start --head` does when a token "
+                f"exists: set {RAY_AUTH_ENV}=token and RAY_AUTH_TOKEN to the output of `ray get-auth-token` "
+                "on the head node)")
+    return where
+
+
 class RayExecutor:
     """Each cell as a Ray task that calls `execute_cell` on some node; the task asks Ray for as many CPUs
     as the cell uses threads, so Ray never places more cells on a node than it has cores for.
@@ -118,13 +168,17 @@ class RayExecutor:
 
     def __init__(self, cells: int, address: str | None, workers: int | None = None,
                  threads: int | None = None, io_bound: bool = False) -> None:
+        loaded = "ray" in sys.modules
+        token_mode = token_auth_for(address)  # before Ray reads its configuration, at import
         ray = self._ray = import_ray()
         self._connected = False
         if not ray.is_initialized():
+            if token_mode and loaded:
+                _reload_ray_config()
             try:
                 ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ConfigError(f"cannot connect to the Ray cluster at {address!r}: {exc}") from None
+            except Exception as exc:  # ConnectionError, RuntimeError, ray.exceptions.AuthenticationError...
+                raise ConfigError(ray_connect_problem(address, exc, token_mode)) from None
             self._connected = True
         total = max(1, int(ray.cluster_resources().get("CPU", 1)))
         largest = max([int(n.get("Resources", {}).get("CPU", 0)) for n in ray.nodes() if n.get("Alive")] or [1])

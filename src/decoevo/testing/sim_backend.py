@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from ..lm.endpoint import server_schema
 from ..lm.types import BackendRequest, Completion
-from .sim_model import LatencyModel, SimModel
+from .sim_model import LatencyModel, SimModel, SimWorld
 
 T = TypeVar("T")
 
@@ -39,8 +39,8 @@ class SimBackend:
     """A `decoevo.lm` backend: the simulated model, `max_concurrency` requests at once."""
 
     def __init__(self, seed: int = 0, latency: LatencyModel | None = None, max_concurrency: int = 64,
-                 identity: str = "sim") -> None:
-        self.model = SimModel(seed, latency)
+                 identity: str = "sim", world: SimWorld | None = None) -> None:
+        self.model = SimModel(seed, latency, world)
         self.max_concurrency = max_concurrency
         self.identity = identity
         self.requests = 0

@@ -64,6 +64,19 @@ class LatencyModel:
 
 
 @dataclass(frozen=True)
+class SimWorld:
+    """The simulated world's parameters; the defaults are the world the module docstring describes. Another
+    setting is another world, for checking a figure in a world it was not tuned to (bench/cost_table4.py)."""
+
+    answer_length: float = 1.0  # an answer's characters: the HealthBench draw times this
+    quality_spread: float = 1.0  # latent quality 0.5 + spread × (u − 0.5): smaller, closer scores
+    judge_noise: float = 0.8  # s.d. of a criterion level (0-4) around 4 × quality
+    equivalent_gap: float = 0.1  # a blind comparison says "equivalent" below this quality gap
+    position_flip: float = 0.1  # share of decisive orders answered the other way
+    adequacy_noise: float = 1.0  # s.d. of a structural adequacy (0-10) around 10 × the rubric's quality
+
+
+@dataclass(frozen=True)
 class SimReply:
     content: str
     prompt_tokens: int
@@ -95,15 +108,17 @@ def role_of(body: dict[str, Any]) -> str:
 
 
 class SimModel:
-    def __init__(self, seed: int = 0, latency: LatencyModel | None = None) -> None:
+    def __init__(self, seed: int = 0, latency: LatencyModel | None = None, world: SimWorld | None = None) -> None:
         self.seed = seed
         self.latency = latency or LatencyModel()
+        self.world = world or SimWorld()
 
     def quality(self, text: str) -> float:
         """A response's (or rubric's) latent quality in [0, 1): the same opening text, the same quality,
         whichever role shows it and however it is clipped."""
         digest = hashlib.sha256(f"{self.seed}:{text[:200]}".encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64
+        u = int.from_bytes(digest[:8], "big") / 2**64
+        return u if self.world.quality_spread == 1.0 else 0.5 + self.world.quality_spread * (u - 0.5)
 
     def reply(self, body: dict[str, Any]) -> SimReply:
         rng = random.Random(f"{self.seed}:{request_digest(body)}")
@@ -111,7 +126,7 @@ class SimModel:
         schema = schema_of(body)
         user = str(body["messages"][-1]["content"]) if body.get("messages") else ""
         if schema is None:
-            content = _text(rng, draw_quantile(ANSWER_CHARS, rng), 1, None)
+            content = _text(rng, draw_quantile(ANSWER_CHARS, rng) * self.world.answer_length, 1, None)
         else:
             content = json.dumps(self._structured(role, schema, user, rng), ensure_ascii=False)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
@@ -123,19 +138,22 @@ class SimModel:
     # ---- structured replies ------------------------------------------------------------------------
     def _structured(self, role: str, schema: dict[str, Any], user: str, rng: random.Random) -> Any:
         blocks = {tag: _unquote(text) for tag, text in _BLOCK.findall(user)}
+        w = self.world
         value = _fill(schema, schema.get("$defs", {}), rng, "")
         if role in ("JointVerdicts", "CriterionVerdict") and "response" in blocks:
             q = self.quality(blocks["response"])
             for verdict in value["verdicts"] if role == "JointVerdicts" else [value]:
-                verdict["level"] = max(0, min(4, round(4 * q + rng.gauss(0.0, 0.8))))
+                verdict["level"] = max(0, min(4, round(4 * q + rng.gauss(0.0, w.judge_noise))))
         elif role == "PreferenceOut" and "response_a" in blocks and "response_b" in blocks:
             gap = self.quality(blocks["response_a"]) - self.quality(blocks["response_b"])
-            pref = "equivalent" if abs(gap) < 0.1 else ("A" if gap > 0 else "B")
-            if pref != "equivalent" and rng.random() < 0.1:  # position bias: this order answers the other way
+            pref = "equivalent" if abs(gap) < w.equivalent_gap else ("A" if gap > 0 else "B")
+            # position bias: this order answers the other way
+            if pref != "equivalent" and rng.random() < w.position_flip:
                 pref = "B" if pref == "A" else "A"
             value["preference"] = pref
         elif role == "StructuralOut" and "rubric" in blocks:
-            value["adequacy"] = max(0, min(10, round(10 * self.quality(blocks["rubric"]) + rng.gauss(0.0, 1.0))))
+            level = 10 * self.quality(blocks["rubric"]) + rng.gauss(0.0, w.adequacy_noise)
+            value["adequacy"] = max(0, min(10, round(level)))
         return value
 
 
