@@ -28,20 +28,8 @@ from typing import Any
 
 from _common import RESULTS, machine
 
-from decoevo.testing import world
-from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
-from decoevo.testing.toy_server import toy_run_args, unwrap_repair, write_toy_questions
-
-
-def slow_toy_server(delay_s: float) -> FakeOpenAI:
-    def reply(body: dict[str, Any], n: int) -> Reply:
-        messages = unwrap_repair(body["messages"])
-        return Reply(
-            content=world.respond(messages, world.schema_of(body), world.sample_index_of(body)), delay_s=delay_s
-        )
-
-    return FakeOpenAI(reply, models=("toy",))
+from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
 
 def start(args: list[str], cache: Path) -> subprocess.Popen[str]:
@@ -52,7 +40,7 @@ def start(args: list[str], cache: Path) -> subprocess.Popen[str]:
 
 
 def trial(seed: int, kills: int, delay_s: float, steps: int) -> dict[str, Any]:
-    server = slow_toy_server(delay_s)
+    server = toy_server(delay_s)
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp, serve_app(server.app()) as url:
         root = Path(tmp)

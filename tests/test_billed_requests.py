@@ -16,22 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from decoevo.testing import world
 from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
-from decoevo.testing.toy_server import toy_run_args, unwrap_repair, write_toy_questions
+from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
 pytest.importorskip("uvicorn")
-
-
-def slow_toy_server(delay_s: float) -> FakeOpenAI:
-    def reply(body: dict, n: int) -> Reply:
-        messages = unwrap_repair(body["messages"])
-        return Reply(
-            content=world.respond(messages, world.schema_of(body), world.sample_index_of(body)), delay_s=delay_s
-        )
-
-    return FakeOpenAI(reply, models=("toy",))
 
 
 def start(args: list[str], cache: Path) -> subprocess.Popen[str]:
@@ -43,7 +32,7 @@ def start(args: list[str], cache: Path) -> subprocess.Popen[str]:
 
 def test_kill_9_loop_at_default_concurrency_never_bills_more_than_the_ledger(tmp_path: Path) -> None:
     data = write_toy_questions(tmp_path / "toy.jsonl")
-    server = slow_toy_server(0.05)
+    server = toy_server(0.05)
     run_dir = tmp_path / "runs" / "killed"
     cache = tmp_path / "cache.sqlite"
     rng = random.Random(int(os.environ.get("DECOEVO_KILL_SEED", "21")))

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from ..lm import LM, GenParams, LMError, Message, ParseError
-from ..lm.errors import RefusalError
-from ..lm.structured import looks_like_refusal
+from ..lm import LM, GenParams, LMError, Message
+from ..lm.structured import unusable_reply
 from .base import GRADE_RETRIES, RETRY_INDEX_STRIDE
 
 T = TypeVar("T")
@@ -44,16 +43,9 @@ async def ask_text(
         except ValueError as exc:
             problem, last = str(exc), result.text
     model = lm.model_for(role)
-    error: LMError
-    if looks_like_refusal(last):
-        error = RefusalError(f"{role}: the model declined: {last[:200]!r}", role=role, model=model)
-    else:
-        error = ParseError(
-            f"{role}: no reply parsed as the official scorer parses it after {retries + 1} attempt(s): {problem}",
-            raw=last,
-            role=role,
-            model=model,
-        )
+    error = unusable_reply(
+        role, model, last,
+        f"{role}: no reply parsed as the official scorer parses it after {retries + 1} attempt(s): {problem}")
     lm.ledger.record_failure(role, model, error.category)
     return error
 

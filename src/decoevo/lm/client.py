@@ -28,7 +28,6 @@ from .errors import (
     FailureCategory,
     InfrastructureError,
     LMError,
-    ParseError,
     RefusalError,
     RequestTimeout,
     RetryableError,
@@ -39,7 +38,7 @@ from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .shared_slots import FileSlots, SharedSlots
-from .structured import looks_like_refusal, parse_structured, repair_messages, schema_for
+from .structured import parse_structured, repair_messages, schema_for, unusable_reply
 from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message, checked_completion
 
 __all__ = ["LM", "Budget", "BudgetExceeded", "CallRecord", "make_backend", "repair_params"]
@@ -227,16 +226,8 @@ class LM:
                     call_params = repair_params(params, attempt + 1)
                 continue
             return replace(result, value=value)
-        error: LMError
-        if looks_like_refusal(last_text):
-            error = RefusalError(f"{role}: the model declined: {last_text[:200]!r}", role=role, model=model_name)
-        else:
-            error = ParseError(
-                f"{role}: output still invalid after {self.config.max_repairs} repair(s): {problem}",
-                raw=last_text,
-                role=role,
-                model=model_name,
-            )
+        error = unusable_reply(role, model_name, last_text,
+                               f"{role}: output still invalid after {self.config.max_repairs} repair(s): {problem}")
         self.ledger.record_failure(role, model_name, error.category)
         # Forget the unusable answers: replaying them would fail this call again in every later run and
         # after resume, though the cause (a garbled transfer, a sampling accident) may have passed.

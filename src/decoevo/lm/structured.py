@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .errors import ParseError, RefusalError
 from .types import Message
 
 T = TypeVar("T", bound=BaseModel)
@@ -61,6 +62,14 @@ def parse_structured(text: str, schema: type[T]) -> T:
 
 def looks_like_refusal(text: str) -> bool:
     return bool(_REFUSAL.match(text))
+
+
+def unusable_reply(role: str, model: str, text: str, parse_problem: str) -> RefusalError | ParseError:
+    """The error for an answer that never parsed: a refusal when it reads like one, else a parse error
+    carrying `parse_problem` and the raw text."""
+    if looks_like_refusal(text):
+        return RefusalError(f"{role}: the model declined: {text[:200]!r}", role=role, model=model)
+    return ParseError(parse_problem, raw=text, role=role, model=model)
 
 
 @functools.lru_cache(maxsize=512)

@@ -26,13 +26,15 @@ def unwrap_repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def toy_reply(body: dict[str, Any], n: int) -> Reply:
+def toy_reply(body: dict[str, Any], n: int, delay_s: float = 0.0) -> Reply:
     messages = unwrap_repair(body["messages"])
-    return Reply(content=world.respond(messages, world.schema_of(body), world.sample_index_of(body)))
+    return Reply(content=world.respond(messages, world.schema_of(body), world.sample_index_of(body)),
+                 delay_s=delay_s)
 
 
-def toy_server() -> FakeOpenAI:
-    return FakeOpenAI(toy_reply, models=("toy",))  # the model name `toy_run_args` asks for
+def toy_server(delay_s: float = 0.0) -> FakeOpenAI:
+    """The toy world's server; `delay_s`: each answer takes that long (requests overlap in flight)."""
+    return FakeOpenAI(lambda body, n: toy_reply(body, n, delay_s), models=("toy",))  # the model `toy_run_args` asks for
 
 
 def write_toy_questions(path: Path, n: int = 16) -> Path:
