@@ -51,8 +51,9 @@ def main() -> None:
         out.append({"hyper": hyper, "splits": splits, "worlds": by_world, "min_slack": worst})
         shown = " | ".join(f"{w}: {r['mean']['decoevo_over_skillopt']:.2f} {r['mean']['sc_coevo_over_decoevo']:.2f} "
                            f"{r['mean']['direct_audit_over_decoevo']:.2f}" for w, r in by_world.items())
-        print(f"{splits} L={hyper['rollouts']} H={hyper['pairs_per_question']} K={hyper['audit_every']} M={hyper['max_stalls']}  {shown}  "
-              f"min slack {worst:.3f} ({time.monotonic() - started:.0f} s)", flush=True)
+        sizes = (f"{splits} L={hyper['rollouts']} H={hyper['pairs_per_question']} K={hyper['audit_every']} "
+                 f"M={hyper['max_stalls']}")
+        print(f"{sizes}  {shown}  min slack {worst:.3f} ({time.monotonic() - started:.0f} s)", flush=True)
         args.out.write_text(json.dumps({"seeds": seeds, "worlds": SELECTION, "grid": args.grid, "rows": out},
                                        indent=2) + "\n")
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from cost_sim import WORLDS, config, run  # noqa: E402
-from cost_worlds import METHODS, slack, summarize  # noqa: E402
+from cost_sim import WORLDS, config, run
+from cost_worlds import METHODS, slack, summarize
 
-from decoevo.testing.toy_server import write_toy_questions  # noqa: E402
+from decoevo.testing.toy_server import write_toy_questions
 
 
 def test_paper_preset_meets_table4_in_the_held_out_world(tmp_path: Path) -> None:
