@@ -88,6 +88,9 @@ def run_guarded(fn: Callable[[], Any], fail: Callable[[str, int], NoReturn]) -> 
         fn()
     except _TYPER_EXITS:
         raise
+    except KeyboardInterrupt:  # commands with more to say (run, sweep, eval) catch it themselves first
+        fail("interrupted (Ctrl-C); run the same command again to continue: answers already paid for come "
+             "from the cache", 130)
     except Exception as exc:
         if debug():
             _redact_chain(exc)  # the traceback Python prints shows messages without secrets

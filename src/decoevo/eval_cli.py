@@ -70,6 +70,9 @@ def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False)
             user_errors += isinstance(exc, UserError)
             where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
             err_console.print(f"[bold red]error:[/] {where}{exc}", highlight=False)
+        except KeyboardInterrupt:
+            fail(f"interrupted (Ctrl-C) while {title} {run_dir}: no result was written for it. Run the same "
+                 "command again: answers already paid for come from the cache", 130)
     if failed:
         fail(f"{failed} of {len(run_dirs)} run(s) could not be evaluated (see above); fix them and rerun; "
              "answers already paid for come from the cache", code=2 if user_errors else 1)
