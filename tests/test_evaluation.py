@@ -166,3 +166,5 @@ def test_eval_errors_name_what_to_fix(toy_env: Path) -> None:
     assert no_format.exit_code == 2 and "--format" in said(no_format)
     empty = runner.invoke(app, ["eval", str(run), "--split", "pilot"])
     assert empty.exit_code == 2 and "pilot split of this run is empty" in said(empty)
+    assert "choose a split it has with --split (questions: " in said(empty) and "test (" in said(empty)
+    assert "pilot (" not in said(empty)  # only splits that have questions are offered

@@ -116,8 +116,10 @@ class RunView:
             raise ConfigError(f"unknown split '{name}' (this run has: {', '.join(self.split_ids)})")
         ids = self.split_ids[name]
         if not ids:
+            others = ", ".join(f"{k} ({len(v)})" for k, v in self.split_ids.items() if v and k != name)
             raise ConfigError(f"{self.path}: the {name} split of this run is empty; set splits.{name} when "
-                              "starting a run to evaluate on it, or choose another split")
+                              f"starting a run to evaluate on it, or choose a split it has with --split"
+                              f"{f' (questions: {others})' if others else ''}")
         by_id = self.questions()
         missing = [i for i in ids if i not in by_id]
         if missing:
