@@ -510,3 +510,17 @@ def test_claims_section_checks_the_papers_claims_on_the_runs(report, html):
     assert results["direct_audit_between"].verdict == "not enough runs"
     assert 'id="claims"' in html and 'href="#claims"' in html
     assert html.count('id="claim-') == len(report.claims)
+
+
+def test_calls_sent_but_never_answered_are_marked_as_upper_bounds(small):
+    runs = sorted((small / "runs" / "healthbench").iterdir())
+    assert "never answered" not in render(build_report([small]))
+    ledger_path = runs[0] / "ledger.json"
+    ledger = json.loads(ledger_path.read_text())
+    ledger["total"]["estimated_calls"] = 3  # as resume records them after a kill -9 (lm/journal.py)
+    ledger_path.write_text(json.dumps(ledger))
+    built = build_report([small])
+    assert built.usage.estimated_calls == 3
+    text = " ".join(render(built).split())
+    assert "3 of the paid were sent and never answered (a killed run): their tokens are upper bounds" in text
+    assert "3 of the paid calls were sent and never answered" in text  # and on that run's own line

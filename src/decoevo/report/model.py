@@ -56,6 +56,7 @@ class UsageSummary:
     repairs: int
     failures: Mapping[str, int]
     runs_counted: int
+    estimated_calls: int = 0  # of paid_calls: sent but never answered (a kill), so their tokens are upper bounds
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def _anchor(name: str, taken: set[str]) -> str:
 
 def _usage(runs: Iterable[RunRecord]) -> UsageSummary:
     keys = ("calls", "inherited_calls", "prompt_tokens", "completion_tokens", "inherited_tokens", "cache_hits",
-            "retries", "repairs")
+            "retries", "repairs", "estimated_calls")
     sums: Counter[str] = Counter()
     failures: Counter[str] = Counter()
     n = 0
@@ -139,7 +140,7 @@ def _usage(runs: Iterable[RunRecord]) -> UsageSummary:
                         inherited_calls=sums["inherited_calls"], tokens=paid_tokens + sums["inherited_tokens"],
                         paid_tokens=paid_tokens, inherited_tokens=sums["inherited_tokens"],
                         cache_hits=sums["cache_hits"], retries=sums["retries"], repairs=sums["repairs"],
-                        failures=dict(failures), runs_counted=n)
+                        failures=dict(failures), runs_counted=n, estimated_calls=sums["estimated_calls"])
 
 
 def _models(runs: Iterable[RunRecord]) -> tuple[ModelRow, ...]:
