@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import RESULTS
-from cost_table4 import SELECTION
-from cost_worlds import relations_many, slack
+from cost_worlds import SELECTION, relations_many, slack
 
 GRID = {"probe": [12], "generator_gate": [5, 6], "audit_every": [6], "max_stalls": [4, 5], "rollouts": [6, 8]}
 

@@ -41,6 +41,10 @@ def family(seed: int, size: int) -> dict[str, tuple[SimWorld, int]]:
     return out
 
 
+SELECTION = ["default", *family(SELECTION_FAMILY_SEED, 4)]  # the worlds `paper` was sized in
+CHECK = ["held_out", *family(CHECK_FAMILY_SEED, 4)]  # the worlds it was checked in, never sized in
+
+
 def world(name: str) -> tuple[SimWorld | None, int]:
     """A world by name: `default`, `held_out`, or `f<family seed>w<index>`."""
     if name in WORLDS:
@@ -62,8 +66,12 @@ def relations_many(rows: list[tuple[dict[str, Any], dict[str, Any]]], worlds: li
                    preset: str = "paper", workers: int | None = None) -> list[dict[str, dict[str, Any]]]:
     """For each (hyper, splits) row and each world: Table 4's relations in tokens, per seed and their mean."""
     tasks = [(m, w, s, preset, h, sp) for h, sp in rows for w in worlds for s in seeds for m in METHODS]
-    with ProcessPoolExecutor(workers or min(2, os.cpu_count() or 1)) as pool:
-        results = list(pool.map(_cell, tasks, chunksize=1))
+    workers = workers or min(2, os.cpu_count() or 1)
+    if workers == 1:  # in this process (a test: no fork of a process that may hold threads)
+        results = list(map(_cell, tasks))
+    else:
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(_cell, tasks, chunksize=1))
     out: list[dict[str, dict[str, Any]]] = []
     it = iter(results)
     for _ in rows:
