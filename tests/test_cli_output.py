@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from decoevo.display import show_table
+from decoevo.cli.display import show_table
 from decoevo.lm.ledger import UsageLedger
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
 import decoevo.cli as cli
+import decoevo.cli.run as run_cmd
 import decoevo.roles
 from decoevo.engine import config_reference as ref
 from decoevo.engine.config import RunConfig, config_from_dict
@@ -111,7 +112,7 @@ def test_the_page_names_no_internal_paths() -> None:
 
 def test_the_command_line_merges_in_the_order_the_page_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[RunConfig] = []
-    monkeypatch.setattr(cli, "_execute", lambda config, *args, **kwargs: seen.append(config))
+    monkeypatch.setattr(run_cmd, "_execute", lambda config, *args, **kwargs: seen.append(config))
     config = tmp_path / "run.yaml"
     config.write_text("seed: 7\nsplits: {train: 30}\nhyper: {steps: 5, rollouts: 3}\nlm: {models: {default: "
                       "{backend: openai, base_url: 'http://127.0.0.1:9/v1', model: file-model, max_retries: 1}}}\n")
@@ -131,7 +132,7 @@ def test_the_command_line_merges_in_the_order_the_page_gives(tmp_path: Path, mon
 
 def test_without_seeds_the_configuration_keeps_its_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[RunConfig] = []
-    monkeypatch.setattr(cli, "_execute", lambda config, *args, **kwargs: seen.append(config))
+    monkeypatch.setattr(run_cmd, "_execute", lambda config, *args, **kwargs: seen.append(config))
     config = tmp_path / "run.yaml"
     config.write_text("seed: 7\nlm: {models: {default: {backend: openai, base_url: 'http://127.0.0.1:9/v1', "
                       "model: m}}}\n")
@@ -157,7 +158,7 @@ def test_without_seeds_the_configuration_keeps_its_seed(tmp_path: Path, monkeypa
 def test_a_flag_and_a_set_of_one_key_must_agree_and_no_flag_is_empty(
         args: list[str], says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[RunConfig] = []
-    monkeypatch.setattr(cli, "_execute", lambda config, *a, **k: seen.append(config))
+    monkeypatch.setattr(run_cmd, "_execute", lambda config, *a, **k: seen.append(config))
     result = CliRunner().invoke(cli.app, ["run", *args, "--runs-root", str(tmp_path / "runs")])
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
     assert len(result.output.strip().splitlines()) <= 3 and "Traceback" not in result.output

@@ -1,6 +1,6 @@
 """The decision short cuts (`hyper.decision_shortcuts`, on by default) skip only work that cannot change
 a decision: the full and the short computation, on the same draws, accept and reject the same
-candidates and ship the same skills (docs/cost.md). bench/cost_shortcuts.py runs the same comparison at
+candidates and ship the same skills (docs/cost.md). bench/cost/cost_shortcuts.py runs the same comparison at
 the `paper` preset."""
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from decoevo.cli.run_progress import describe_estimate
 from decoevo.engine.config import config_from_dict, deep_merge
 from decoevo.engine.estimate import estimate_calls, expected_rounds
 from decoevo.engine.run import Engine
@@ -16,7 +17,6 @@ from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.methods import get_method
 from decoevo.policies import should_audit
 from decoevo.presets import PRESETS
-from decoevo.progress import describe_estimate
 from decoevo.testing.sim_backend import SimBackend, run_virtual
 from decoevo.testing.sim_model import LatencyModel
 from decoevo.testing.toy_server import write_toy_questions

@@ -11,7 +11,7 @@ so a given seed meets the same faults on every run. A malformed output that also
 repairs (max_repairs=2) voids a step, and a request that meets six transport faults in a row stops the
 run; either makes the run differ from the fault-free one, by design. With these rates that is rare (about
 1e-4 per request), and PROXY_SEED was chosen to be a seed that injects every kind at least twice; seeds
-0-7 all survived (`bench/faults.py --steps 3 --profiles ci` checks others).
+0-7 all survived (`bench/reliability/faults.py --steps 3 --profiles ci` checks others).
 """
 
 from __future__ import annotations

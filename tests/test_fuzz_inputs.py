@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from decoevo.boundary import describe
+from decoevo.cli.boundary import describe
 from decoevo.domain import Question
 from decoevo.engine.config import DataConfig, config_from_dict
 from decoevo.errors import UserError
@@ -352,9 +352,9 @@ def test_set_flags(tmp, items, monkeypatch_module):
 @pytest.fixture(scope="module")
 def monkeypatch_module():
     """`decoevo run` stops just before the run starts: --set parsing and validation are what is fuzzed."""
-    import decoevo.cli
+    import decoevo.cli.run
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(decoevo.cli, "_execute", lambda config, run_dir, resume, accept_changed_data=False: None)
+    mp.setattr(decoevo.cli.run, "_execute", lambda config, run_dir, resume, accept_changed_data=False: None)
     yield mp
     mp.undo()

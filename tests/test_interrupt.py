@@ -15,8 +15,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from decoevo.boundary import run_guarded
 from decoevo.cli import app
+from decoevo.cli.boundary import run_guarded
 from decoevo.testing.server import free_port, serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 

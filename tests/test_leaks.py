@@ -260,7 +260,7 @@ def test_a_debug_traceback_shows_no_secret(monkeypatch: pytest.MonkeyPatch) -> N
     """DECOEVO_DEBUG=1 lets the traceback through; its messages are masked first, the whole chain."""
     import traceback
 
-    from decoevo.boundary import DEBUG_ENV, run_guarded
+    from decoevo.cli.boundary import DEBUG_ENV, run_guarded
 
     monkeypatch.setenv(DEBUG_ENV, "1")
     password = secret("debug")
@@ -284,7 +284,7 @@ def test_a_sweep_cells_failure_is_kept_without_secrets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A cell's unexpected error goes to its log, its outcome and the sweep's status: all masked."""
-    from decoevo.sweep import cell
+    from decoevo.cli import sweep_cell as cell
 
     password = secret("cell")
 

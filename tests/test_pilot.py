@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from decoevo.cli import app
-from decoevo.engine.pilot import PilotEvidence, PilotGrid, false_accept_rate, select, steps_to_stall_trigger
+from decoevo.engine.pilot_selection import PilotEvidence, PilotGrid, false_accept_rate, select, steps_to_stall_trigger
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from decoevo import provenance
 from decoevo.cli import app
+from decoevo.engine import provenance
 from decoevo.rundir import RunReader
-from decoevo.rundir.provenance import Provenance
+from decoevo.rundir.records import Provenance
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
@@ -142,7 +142,7 @@ def test_local_model_identity_and_a_missing_gguf(tmp_path: Path, monkeypatch: py
 
 
 def test_git_commit_only_for_a_decoevo_checkout(tmp_path: Path) -> None:
-    src = Path(provenance.__file__).parent
+    src = Path(provenance.__file__).parents[1]  # .../src/decoevo
     info = provenance.git_info(src)
     head = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode != 0:

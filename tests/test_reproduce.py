@@ -1,7 +1,7 @@
 """`decoevo reproduce` (issue 17 item 7) at tiny sizes against the simulated OpenAI-compatible server: the
 paper's plan per table, the projection and the question before spending, the refusal of a self-graded
 plan, one end-to-end run through training, test and transfer grading and the report, and a rerun that
-pays nothing. The full simulated experiment is bench/reproduce_sim.py."""
+pays nothing. The full simulated experiment is bench/reproduce/reproduce_sim.py."""
 
 from __future__ import annotations
 

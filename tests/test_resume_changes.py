@@ -223,7 +223,7 @@ def test_resume_config_file_takes_neutral_settings_only(run, tmp_path):
     changing.write_text("hyper: {steps: 9}\n")
     code, output = invoke(["resume", run_dir, "--config", changing])
     assert code == 2 and "hyper.steps would change the run's results" in output, output
-    from decoevo.settings import resume_config
+    from decoevo.cli.settings import resume_config
 
     assert resume_config(run_dir, neutral).lm.models["default"].first_byte_timeout_s == 120
 

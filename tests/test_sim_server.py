@@ -157,7 +157,7 @@ def test_engine_on_the_simulated_model_is_deterministic_and_not_a_replay(tmp_pat
 @pytest.mark.parametrize("schema", [None, schema_for(StructuralOut), schema_for(SkillOut)])
 def test_the_in_process_body_is_the_one_the_openai_backend_sends(schema):
     # The same body gives the same reply, so the virtual runs (waves, critical path) and the HTTP run of
-    # bench/paper_scale.py make the same calls. They did not while the backend sent the schema without
+    # bench/scale/paper_scale.py make the same calls. They did not while the backend sent the schema without
     # length caps and the in-process body with them: the runs followed different paths.
     from decoevo.lm import GenParams, Message, ModelSpec
     from decoevo.lm.openai_backend import OpenAIBackend

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from decoevo.cli.sweep_cell import run_cell
 from decoevo.errors import ConfigError
 from decoevo.sweep import build_spec, plan
-from decoevo.sweep.cell import CellRequest, child_env, run_cell
+from decoevo.sweep.cell import CellRequest, child_env
 from decoevo.sweep.executors import split_cores
 from decoevo.sweep.plan import CellConflict, action_for, with_threads
 from decoevo.sweep.steps import check_available

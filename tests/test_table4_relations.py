@@ -1,17 +1,12 @@
 """The `paper` preset stands in Table 4's cost relations in a simulated world its sizes were not chosen in
-(bench/cost_sim.py's held-out world: shorter answers, closer qualities, a noisier judge and auditor, more
+(bench/cost/cost_sim.py's held-out world: shorter answers, closer qualities, a noisier judge and auditor, more
 blind "equivalent" verdicts and position flips). Mean of 3 seeds, computed by the function
-bench/cost_table4.py uses; the runs are deterministic (the simulated replies are a pure function of the
+bench/cost/cost_table4.py uses; the runs are deterministic (the simulated replies are a pure function of the
 request), so this fails only when the preset, the method's calls or the simulator change."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-from cost_worlds import relations_many, slack
+from bench.cost.cost_worlds import relations_many, slack
 
 
 def test_paper_preset_meets_table4_in_the_held_out_world() -> None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .domain import Question
 from .engine.config import RunConfig, config_from_dict, deep_merge
 from .engine.context import EngineContext
-from .engine.pilot import PilotChoice, PilotEvidence, PilotGrid, candidate_deltas, rollout_scores, select
+from .engine.pilot_selection import PilotChoice, PilotEvidence, PilotGrid, candidate_deltas, rollout_scores, select
 from .engine.run import call_line, initial_state, spec_lookup
 from .errors import ConfigError
 from .lm import LM

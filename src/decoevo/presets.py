@@ -26,7 +26,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "default": {"splits": {"test": 6}, "hyper": {"max_criteria": 30}},
     # `paper`: sizes chosen so that, in the simulator at HealthBench reply lengths, the costs stand in Table 4's
     # relations (DecoEvo about 1.89x SkillOpt's tokens; SC-CoEvo and Direct Audit close to DecoEvo) in every
-    # world of a family of simulated worlds (bench/cost_calibrate.py), then checked in worlds they were not
+    # world of a family of simulated worlds (bench/cost/cost_calibrate.py), then checked in worlds they were not
     # chosen in: the paper's own sizes are in a supplement we do not have (docs/cost.md). Every audit runs.
     # V_g is small (5 questions, up to 15 frozen pairs): verification is the cost Direct Audit does not pay.
     "paper": {

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from .custom.loader import load_jsonl_questions
 from .eqbench_cw.loader import load_eqbench_cw
+from .graders import GRADER_ROLES, GRADERS, aggregate, grade
 from .healthbench.loader import load_healthbench
 from .llmeval_med.loader import load_llmeval_med, parse_checklist
 from .record import Benchmark, DataFile, DataSource, Sampling, Split
 from .registry import BENCHMARKS, BY_SCHEME, find, get_benchmark, load_benchmark, structural_spec
 from .researchqa.loader import load_researchqa, load_researchqa_hub
 from .scholarqa_cs.loader import load_scholarqa_cs
-from .scoring import GRADER_ROLES, GRADERS, aggregate, grade
 from .writingbench.loader import load_writingbench
 
 __all__ = [

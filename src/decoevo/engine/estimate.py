@@ -26,7 +26,7 @@ from ..policies import VerifyByAudits, VerifyBySolverScore, should_audit
 from ..tasks.splits import SplitSizes
 from .config import Hyper
 
-# Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/paper_scale.py) a
+# Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/scale/paper_scale.py) a
 # stall-triggered round ran in most 4-step blocks. An assumption, stated in the printed line.
 REJECT_PROB = 0.8
 # The blind auditor calls many near-tie pairs equivalent, and those are dropped: only decided pairs get a
@@ -34,7 +34,7 @@ REJECT_PROB = 0.8
 DECIDED_FRACTION = 0.35
 # Fitted on the default simulated world at the `paper` preset (bench/results/cost_shortcuts.json, 3 seeds):
 # the first blind order was decisive for 0.37-0.44 of pairs, and 18 of 24 verifications were settled by a
-# structural regression. Checked on worlds they were not fit to in bench/estimate_accuracy.py.
+# structural regression. Checked on worlds they were not fit to in bench/cost/estimate_accuracy.py.
 FIRST_ORDER_DECISIVE = 0.4
 SETTLED_BY_STRUCTURAL = 0.7
 

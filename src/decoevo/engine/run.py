@@ -17,7 +17,6 @@ from ..lm import LM, Budget, BudgetExceeded, CallRecord, LMError, ParseError, Re
 from ..lm.errors import ConfigError
 from ..methods import MethodSpec, get_method
 from ..policies import should_audit
-from ..provenance import gather_provenance
 from ..rundir import (
     FORMAT_VERSION,
     CallLine,
@@ -45,6 +44,7 @@ from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
+from .provenance import gather_provenance
 from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
 from .validity import Validity

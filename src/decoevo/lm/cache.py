@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .redact import mask_fields
+from .backend_secrets import mask_fields
 from .types import BackendRequest, Completion
 
 _SCHEMA = """

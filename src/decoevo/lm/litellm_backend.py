@@ -14,10 +14,10 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from .backend_secrets import Redactor, redact_url
 from .config import ModelSpec
 from .endpoint import credential_hint, hint_for_status, is_local, schema_instruction, server_schema, with_instruction
 from .errors import ConfigError, CredentialError, InfrastructureError, LMError, RequestTimeout, RetryableError
-from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
 from .timeouts import Exchange, LimitReached, Timeouts, progress_of, request_timeouts, within

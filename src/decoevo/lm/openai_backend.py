@@ -5,7 +5,7 @@ Why aiohttp and not the openai SDK: the backend uses one endpoint with our own r
 SDK only added per-request cost. Its request layer plus httpx's pure-Python HTTP/1.1 stack used about
 2 ms of CPU per call, and at 64 requests in flight on one event loop that CPU time became queueing.
 The orchestrator then measured 17 % over the ideal wall time. aiohttp parses HTTP in C and uses about
-0.3 ms per call (bench/lm_overhead.py, docs/performance.md).
+0.3 ms per call (bench/client/lm_overhead.py, docs/performance.md).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 
 from .. import __version__
+from .backend_secrets import Redactor, redact_url
 from .config import ModelSpec
 from .endpoint import (
     STRUCTURED_LADDER,
@@ -35,7 +36,6 @@ from .endpoint import (
 )
 from .errors import CredentialError, InfrastructureError, LMError, RefusalError, RequestTimeout, RetryableError
 from .ratelimit import RateInfo
-from .redact import Redactor, redact_url
 from .reply import completion_from_message
 from .retry import parse_retry_after
 from .timeouts import Exchange, LimitReached, default_first_byte_s, progress_of, request_timeouts, within

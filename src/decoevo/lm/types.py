@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from .backend_secrets import mask_fields
 from .ratelimit import RateInfo
-from .redact import mask_fields
 
 Role = Literal["system", "user", "assistant"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..analysis.claims import ClaimResult, evaluate_claims
-from .claims import RunEvidence
+from .claim_evidence import RunEvidence
 from .discover import ReportInputError, SweepInfo, discover
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
 from .plots import InlineFigure, cost_figure, dynamics_figure

@@ -31,8 +31,17 @@ from ..rundir import (
     TranscriptEntry,
     parse_skill_markdown,
 )
-from ..rundir.provenance import Provenance
-from ..rundir.records import ALIGNMENT, DYNAMICS, EVAL_DIR, PROVENANCE, SPLITS, AlignmentFile, DynamicsFile, EvalFile
+from ..rundir.records import (
+    ALIGNMENT,
+    DYNAMICS,
+    EVAL_DIR,
+    PROVENANCE,
+    SPLITS,
+    AlignmentFile,
+    DynamicsFile,
+    EvalFile,
+    Provenance,
+)
 from .gold import has_test_gold
 from .labels import is_tiny_embedded
 

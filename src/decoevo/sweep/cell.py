@@ -1,10 +1,10 @@
 """One cell, run in a child process: train (new run or `decoevo resume`), then the post-run steps.
 
 `execute_cell` is what every executor calls, on whatever machine runs the cell: it starts
-`python -m decoevo.sweep.worker` (the request on stdin) with the thread settings in its environment, appends the child's
-output to RUN/sweep.log, and returns the child's outcome. A child process per cell keeps one cell's
+`python -m decoevo.cli.sweep_cell` (the request on stdin) with the thread settings in its environment, appends
+the child's output to RUN/sweep.log, and returns the child's outcome. A child process per cell keeps one cell's
 OpenMP threads, memory and crashes away from the sweep and from the other cells; and the child does
-what `decoevo run` / `decoevo resume` do, through the same function (`progress.run_with_progress`).
+what `decoevo run` / `decoevo resume` do, through the same function (`decoevo.cli.run_progress.run_with_progress`).
 
 What the cell still needs is read from its run directory in the child, so a cell killed at any point
 is continued by running it again: no config.yaml → a new run; no summary.json → resume; then each
@@ -19,16 +19,16 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..redact import redact
-
 LOG_FILE = "sweep.log"
+# The child is the command line's `run`/`resume` (progress, usage table, closing lines) followed by the
+# post-run steps, in its own process; the library names it here and never imports it.
+CHILD_MODULE = "decoevo.cli.sweep_cell"
 OUTCOME_FILE = ".sweep-outcome.json"  # written by the child; read and removed by execute_cell
 
 
@@ -103,7 +103,7 @@ def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[byte
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} cell {request.cell_id} on {os.uname().nodename}, "
                   f"{request.threads} thread(s) ===\n".encode())
         log.flush()
-        proc = subprocess.Popen([sys.executable, "-m", "decoevo.sweep.worker"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", CHILD_MODULE], stdin=subprocess.PIPE,
                                 stdout=log, stderr=subprocess.STDOUT, env=child_env(request),
                                 cwd=request.cwd if request.cwd and Path(request.cwd).is_dir() else None,
                                 preexec_fn=_DIE_WITH_PARENT)
@@ -123,73 +123,3 @@ def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[byte
     how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
     return CellOutcome(cell_id=request.cell_id, ok=False, error=f"the cell process {how} before it finished; see "
                        f"{run_dir / LOG_FILE}", seconds=time.monotonic() - started, host=os.uname().nodename)
-
-
-# ---- the child ------------------------------------------------------------------------------------
-
-def run_cell(request: CellRequest) -> CellOutcome:
-    """Train the cell's run if it is not finished, then run its missing post-run steps. Failures become
-    an outcome with a one-paragraph error; the traceback of an unexpected one goes to the log."""
-    from ..errors import UserError
-    from ..lm import LMError
-    from .steps import StepFailed
-
-    started = time.monotonic()
-    run_dir = Path(request.run_dir)
-    trained, steps_run = "none", []
-    try:
-        trained = _train(request, run_dir)
-        steps_run = _post_steps(request, run_dir)
-        error = None
-    except UserError as exc:
-        error = str(exc)
-    except LMError as exc:
-        error = f"a model call failed ({exc.category}): {exc}; the run resumes from its last step next time"
-    except StepFailed as exc:
-        error = str(exc)
-    except Exception as exc:
-        print(redact("".join(traceback.format_exception(exc))), file=sys.stderr, flush=True)
-        error = f"{type(exc).__name__}: {exc} (traceback in {run_dir / LOG_FILE})"
-    if error:
-        error = redact(error)  # the cell's log, its outcome and the sweep's status.json keep it
-        print(f"cell failed: {error}", flush=True)
-    return CellOutcome(cell_id=request.cell_id, ok=error is None, trained=trained, steps_run=steps_run, error=error,
-                       seconds=round(time.monotonic() - started, 3), host=os.uname().nodename)
-
-
-def _train(request: CellRequest, run_dir: Path) -> str:
-    from rich.console import Console
-
-    from ..engine.config import RunConfig, load_config
-    from ..progress import run_with_progress
-    from ..tracking import tracker_from_env
-    from .plan import with_threads
-
-    if (run_dir / "summary.json").is_file():
-        print("training: finished earlier", flush=True)
-        return "none"
-    resume = (run_dir / "config.yaml").is_file()
-    if resume:  # `decoevo resume`: the stored configuration, with this machine's thread count
-        stored = load_config(run_dir / "config.yaml").model_dump(mode="json")
-        config = RunConfig.model_validate(with_threads(stored, request.threads))
-    else:
-        config = RunConfig.model_validate(with_threads(request.config, request.threads))
-    tracker = tracker_from_env()  # `decoevo sweep --track`
-    callbacks = [tracker(run_dir)] if tracker is not None else []
-    try:
-        run_with_progress(config, run_dir, resume=resume, console=Console(), callbacks=callbacks)
-    finally:
-        for callback in callbacks:
-            callback.close("FAILED")  # nothing if the run ended and closed it
-    return "resume" if resume else "new"
-
-
-def _post_steps(request: CellRequest, run_dir: Path) -> list[str]:
-    from .steps import pending_steps, run_step
-
-    done = []
-    for name in pending_steps(run_dir, request.evaluate):
-        print(f"post-run step: {name}", flush=True)
-        run_step(name, run_dir)
-        done.append(name)
-    return done

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 
@@ -17,7 +17,6 @@ from ..lm.shared_slots import ENV as SHARED_SLOTS_ENV
 from .cell import CellOutcome, CellRequest, driver_env
 from .executors import Executor, LocalExecutor, RayExecutor
 from .plan import Cell, CellConflict, action_for, plan, waits_on_servers
-from .progress import SweepProgress
 from .spec import SPEC_FILE, SweepSpec
 from .status import StatusBook
 from .steps import check_available
@@ -38,6 +37,44 @@ def check_sweep_dir(sweep_dir: Path) -> None:
                           "empty directory")
 
 
+class SweepObserver(Protocol):
+    """What the scheduler tells as cells change (the command line's progress bars); a context manager
+    around the whole grid."""
+
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    def started(self, cell: Cell, action: str) -> None: ...
+    def skipped(self, cell: Cell) -> None: ...
+    def finished(self, cell: Cell, outcome: CellOutcome | None, error: str | None = None) -> None: ...
+    def poll(self) -> None: ...
+
+
+class Silent:
+    """The observer of a sweep run without a terminal."""
+
+    def __enter__(self) -> Silent:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def started(self, cell: Cell, action: str) -> None:
+        return None
+
+    def skipped(self, cell: Cell) -> None:
+        return None
+
+    def finished(self, cell: Cell, outcome: CellOutcome | None, error: str | None = None) -> None:
+        return None
+
+    def poll(self) -> None:
+        return None
+
+
+# (sweep directory, number of cells) -> the observer of that grid
+ObserverFactory = Callable[[Path, int], SweepObserver]
+
+
 @contextmanager
 def sweep_lock(sweep_dir: Path) -> Iterator[None]:
     """One driver per sweep directory: two would run the same cells into the same run directories."""
@@ -52,7 +89,7 @@ def sweep_lock(sweep_dir: Path) -> Iterator[None]:
 
 def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec", workers: int | None = None,
               threads: int | None = None, ray_address: str | None = None, use_ray: bool = False,
-              console: Console | None = None) -> StatusBook:
+              console: Console | None = None, observer: ObserverFactory | None = None) -> StatusBook:
     """Plan the grid, write SWEEP/sweep.yaml, and run every cell that is not finished.
 
     Raises ConfigError (before any cell runs) for a bad spec, data, or a missing post-run command."""
@@ -72,7 +109,7 @@ def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec
             executor = LocalExecutor(todo, workers or spec.workers, threads, io_bound=io_bound)
         console.print(f"sweep {sweep_dir}: {len(cells)} cells, {todo} to run "
                       f"({executor.describe()}); logs in each run directory's sweep.log")
-        return execute_plan(cells, sweep_dir, executor, spec.evaluate, console)
+        return execute_plan(cells, sweep_dir, executor, spec.evaluate, observer)
 
 
 def _planned_action(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> str:
@@ -83,13 +120,13 @@ def _planned_action(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> str:
 
 
 def execute_plan(cells: list[Cell], sweep_dir: Path, executor: Executor, evaluate: list[str],
-                 console: Console) -> StatusBook:
+                 observer: ObserverFactory | None = None) -> StatusBook:
     book = StatusBook(sweep_dir, cells)
     waiting = list(cells)
     running: dict[Any, Cell] = {}
     # The driver's own DECOEVO_SHARED_SLOTS wins: several sweeps may share one server's budget.
     env, cwd = {SHARED_SLOTS_ENV: str(sweep_dir / SLOTS_DIR), **driver_env()}, os.getcwd()
-    with SweepProgress(console, sweep_dir, len(cells)) as progress:
+    with (observer or (lambda _dir, _n: Silent()))(sweep_dir, len(cells)) as progress:
         try:
             while waiting or running:
                 for cell in list(waiting):

@@ -66,7 +66,7 @@ class LatencyModel:
 @dataclass(frozen=True)
 class SimWorld:
     """The simulated world's parameters; the defaults are the world the module docstring describes. Another
-    setting is another world, for checking a figure in a world it was not tuned to (bench/cost_table4.py)."""
+    setting is another world, for checking a figure in a world it was not tuned to (bench/cost/cost_table4.py)."""
 
     answer_length: float = 1.0  # an answer's characters: the HealthBench draw times this
     quality_spread: float = 1.0  # latent quality 0.5 + spread × (u − 0.5): smaller, closer scores

@@ -1,0 +1,85 @@
+"""What the command modules share: the consoles, `fail` (one line, an exit code), the command boundary,
+output files (-o) and the options several commands take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from ..redact import redact
+from .boundary import command_boundary, run_guarded
+
+console = Console(log_path=False)
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
+    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)  # plain text: keep its [..]
+    raise typer.Exit(code)
+
+
+def warn(message: str) -> None:
+    err_console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+
+
+guarded = command_boundary(fail)  # every command's body: any failure is one line, never a traceback
+
+
+def guard(fn: object, *args: object) -> None:
+    """Any failure becomes a one-paragraph message and exit 2 for input, configuration or state."""
+    run_guarded(lambda: fn(*args), fail)  # type: ignore[operator]
+
+
+def check_output(output: Path, replaced: bool = False) -> None:
+    """A user-named output file (-o): its directory is made; a path that cannot be a file is one line.
+    `replaced`: the file is written atomically (a new file renamed over it), so a device or a pipe
+    there would be replaced, not written to."""
+    if output.is_dir():
+        fail(f"-o {output}: is a directory; name a file")
+    if replaced and output.exists() and not output.is_file():
+        fail(f"-o {output}: is not a regular file; name a file")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"-o {output}: cannot create its directory ({exc.strerror or exc})")
+
+
+def write_output(output: Path, text: str) -> None:
+    check_output(output)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"-o {output}: cannot write ({exc.strerror or exc})")
+
+
+JsonOption = typer.Option(
+    False, "--json", help="Print JSON on stdout (one object per line) instead of text; progress goes to stderr."
+)
+ConfigOption = typer.Option(None, "--config", "-c", help="A YAML run configuration (every key: docs/configuration.md).")
+SetOption = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02")
+TrackOption = typer.Option(
+    None, "--track", help="Log the run to an experiment tracker: mlflow (pip install 'decoevo[mlflow]')."
+)
+TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI, "
+                              "else sqlite:///RUNS/mlflow.db beside the runs).")
+BenchmarkOption = typer.Option(
+    None,
+    "--benchmark",
+    help="A fetched public benchmark, NAME[:split] (e.g. healthbench:hard); see `decoevo data list`.",
+)
+ModelOption = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url.")
+BaseUrlOption = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+NoCacheOption = typer.Option(False, "--no-cache", help="Bypass the request cache.")
+StepsOption = typer.Option(None, help="Inner-loop steps T.")
+MaxCost = typer.Option(
+    None,
+    "--max-cost",
+    min=0.0,
+    help="Stop cleanly after this many US dollars (paid + "
+    "inherited); every model needs a price (input/output_price_per_mtok, or LiteLLM's map).",
+)

@@ -1,0 +1,46 @@
+"""The decoevo command line: one module per command, registered here in one line each (the order of
+`decoevo --help`). Commands parse flags, call the library and print; the library never imports this package."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from . import eval as eval_cmd
+from .data import data_app
+from .doctor import doctor
+from .export import export
+from .methods import list_methods
+from .pilot import pilot_cmd
+from .report import report
+from .reproduce import reproduce_command
+from .run import resume, run
+from .sweep import sweep
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+@app.callback()
+def _root() -> None:
+    """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
+
+
+# One line per command (the order of `decoevo --help`).
+app.add_typer(data_app, name="data")
+app.command()(doctor)
+app.command("methods")(list_methods)
+app.command()(run)
+app.command("pilot")(pilot_cmd)
+app.command()(resume)
+app.command()(sweep)
+app.command()(export)
+app.command("eval")(eval_cmd.eval_)
+app.command()(eval_cmd.dynamics)
+app.command()(eval_cmd.align)
+app.command()(report)
+app.command("reproduce")(reproduce_command)
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,41 @@
+"""`decoevo pilot`: choose ε, τ_tie and K on the pilot split before any run (the work is `decoevo.pilot`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from .common import BaseUrlOption, BenchmarkOption, ConfigOption, ModelOption, console, guard
+from .data import choose_data
+
+
+def pilot_cmd(
+    out_dir: Path = typer.Argument(..., help="Where pilot.json and the pilot's call log (pilot/) go."),
+    config_file: Path = ConfigOption,
+    data: str = typer.Option(None, help="Questions, as for `decoevo run`. Default: bundled sample."),
+    fmt: str = typer.Option(None, "--format", help="The format of --data."),
+    benchmark: str = BenchmarkOption,
+    task: str = typer.Option(None, help="Task family for the structural audit spec."),
+    model: str = ModelOption,
+    base_url: str = BaseUrlOption,
+    seeds: str = typer.Option(None, help="Comma-separated seeds; each seed's own pilot split (default: the "
+                              "configuration's seed, else 0)."),
+    preset: str = typer.Option("quick", help="quick, default, paper or paper-full"),
+    set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
+) -> None:
+    """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
+    from .settings import RunFlags
+
+    flags = RunFlags(config_file, None, data, fmt, benchmark, task, None, model, base_url, seeds, None, preset,
+                     sets=tuple(set_))
+    guard(_pilot, flags, out_dir)
+
+def _pilot(flags: Any, out_dir: Path) -> None:
+    from ..pilot import run_pilot
+    from .settings import run_configs
+
+    for config in run_configs(flags, choose_data):
+        entry = run_pilot(config, out_dir)
+        console.print(f"pilot seed {config.seed}: {entry.choice} -> {out_dir / 'pilot.json'}")

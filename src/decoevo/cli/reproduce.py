@@ -1,0 +1,225 @@
+"""`decoevo reproduce OUT`: flags, the projection and the question before spending, then
+`decoevo.reproduce` (plan, sweeps, evaluations) and the report. Printing only; the work is in reproduce.py."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.markup import escape
+
+from ..errors import ConfigError, validation_summary
+from ..lm import ModelSpec
+from ..redact import register_url_secrets
+from .common import console, err_console, guarded
+
+SHARED_KEYS = ("hyper", "splits", "budget")
+
+
+def _spec(model: str | None, base_url: str | None, flags: str = "--base-url/--model") -> ModelSpec | None:
+    try:
+        if base_url:
+            return ModelSpec(backend="openai", model=model or "default", base_url=base_url)
+        if model:
+            return ModelSpec(gguf_path=model, model=Path(model).stem)
+    except ValueError as exc:
+        raise ConfigError(f"{flags}: {validation_summary(exc)}") from None
+    return None
+
+
+def _csv(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def _data(items: list[str]) -> dict[str, dict[str, Any]]:
+    """--data NAME=PATH[:FORMAT][@LIMIT] (format: the benchmark's own, or jsonl)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        name, sep, rest = item.partition("=")
+        if not sep or not name or not rest:
+            raise ConfigError(f"--data expects NAME=PATH[:FORMAT][@LIMIT], e.g. healthbench=hb.jsonl; got '{item}'")
+        if "://" in rest:  # read as a path, a URL's token was printed back in "file not found"
+            register_url_secrets(rest)
+            raise ConfigError(f"--data {name}: reproduce reads local files, not URLs ({rest}); fetch it first "
+                              f"(`decoevo data fetch {name}`, or download it) and give its path")
+        rest, _, limit = rest.partition("@")
+        path, _, fmt = rest.rpartition(":") if ":" in Path(rest).name else (rest, "", "")
+        out[name] = {"path": str(Path(path).resolve()), "format": fmt or name, "limit": int(limit) if limit else None}
+    return out
+
+
+def _sets(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        parts = key.split(".")
+        if not sep or len(parts) != 2 or parts[0] not in SHARED_KEYS:
+            raise ConfigError(f"--set expects hyper.KEY=VALUE, splits.KEY=VALUE or budget.KEY=VALUE; got '{item}'")
+        out.setdefault(parts[0], {})[parts[1]] = yaml.safe_load(value)
+    return out
+
+
+def reproduce_command(
+    out: Path = typer.Argument(..., help="The experiment's directory (created; an earlier one is resumed)."),
+    model: str = typer.Option(None, help="The backbone for every optimization role: a model name at --base-url."),
+    base_url: str = typer.Option(None, help="Its OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"),
+    grader_model: str = typer.Option(None, help="The gold grader and rubric matcher: a separate model."),
+    grader_base_url: str = typer.Option(None, help="The grader's OpenAI-compatible server."),
+    models_file: Path = typer.Option(
+        None,
+        "--models",
+        help="A YAML with `solver:` and `grader:` model specs "
+        "(prices, keys, backends), instead of the four flags above.",
+    ),
+    seeds: str = typer.Option(None, help="Comma-separated seeds (default 0,1,2,3,4 as the paper)."),
+    benchmarks: str = typer.Option(None, help="Source benchmarks: healthbench,writingbench,researchqa (default)."),
+    tables: str = typer.Option(None, help="Which of the paper's results: 1,2,3,4,5,fig3 (default: all)."),
+    preset: str = typer.Option(None, help="Run sizes: paper (default), default or quick."),
+    data: list[str] = typer.Option(
+        [],
+        "--data",
+        help="NAME=PATH, NAME=PATH:FORMAT or NAME=PATH:FORMAT@LIMIT for a benchmark (default: "
+        "the fetched public file, `decoevo data fetch NAME`).",
+    ),
+    transfer_limit: int = typer.Option(None, min=1, help="Questions of each transfer benchmark (default: all)."),
+    set_: list[str] = typer.Option([], "--set", help="Override a shared size: --set splits.test=50"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending."),
+    ray_address: str = typer.Option(None, help="Run the training cells as Ray tasks: auto or HOST:PORT."),
+    workers: int = typer.Option(None, min=1, help="Cells at once (default: the sweep's own choice)."),
+    allow_self_grading: bool = typer.Option(
+        False,
+        "--allow-self-grading",
+        help="Grade with the backbone itself (results labelled self-graded, not independent).",
+    ),
+) -> None:
+    """The paper's whole experiment: Tables 1-5 and Figure 3, graded independently, with the report."""
+    guarded(_reproduce)(
+        out,
+        model,
+        base_url,
+        grader_model,
+        grader_base_url,
+        models_file,
+        seeds,
+        benchmarks,
+        tables,
+        preset,
+        data,
+        transfer_limit,
+        set_,
+        yes,
+        ray_address,
+        workers,
+        allow_self_grading,
+    )
+
+
+def _reproduce(
+    out: Path,
+    model: str | None,
+    base_url: str | None,
+    grader_model: str | None,
+    grader_base_url: str | None,
+    models_file: Path | None,
+    seeds: str | None,
+    benchmarks: str | None,
+    tables: str | None,
+    preset: str | None,
+    data: list[str],
+    transfer_limit: int | None,
+    sets: list[str],
+    yes: bool,
+    ray_address: str | None,
+    workers: int | None,
+    allow_self_grading: bool,
+) -> None:
+    from .. import reproduce as rp_mod
+    from ..report import build_report, write
+    from ..sweep import run_sweep
+    from .sweep_progress import sweep_bars
+
+    out = out.resolve()
+    state = rp_mod.load_state(out) or {}
+    solver, grader = _spec(model, base_url), _spec(grader_model, grader_base_url, "--grader-base-url/--grader-model")
+    if models_file is not None:
+        specs = yaml.safe_load(models_file.read_text(encoding="utf-8")) or {}
+        if not isinstance(specs, dict) or "solver" not in specs:
+            raise ConfigError(f"{models_file}: expected a mapping with `solver:` (and `grader:`) model specs")
+        solver, grader = (
+            ModelSpec.model_validate(specs["solver"]),
+            (ModelSpec.model_validate(specs["grader"]) if specs.get("grader") else grader),
+        )
+    if solver is None and "solver" not in state:
+        raise ConfigError("name the backbone: --model NAME --base-url URL (or --models FILE)")
+    bench_names = _csv(benchmarks) or state.get("benchmarks") or list(rp_mod.SOURCES)
+    wanted = [*bench_names, *(rp_mod.TRANSFERS[b] for b in bench_names if b in rp_mod.TRANSFERS)]
+    given = {
+        **{k: v.config() for k, v in rp_mod.default_data(wanted).items()},
+        **(state.get("data") or {}),
+        **_data(data),
+    }
+    seed_list = [int(s) for s in _csv(seeds) or []] or None
+    rp = rp_mod.plan_from_state(
+        out,
+        {"solver": None, "data": {}, **state},
+        data=given,
+        solver=solver.model_dump(mode="json", exclude_defaults=True) if solver else None,
+        grader=grader.model_dump(mode="json", exclude_defaults=True) if grader else None,
+        seeds=seed_list,
+        benchmarks=bench_names,
+        tables=_csv(tables),
+        preset=preset,
+        shared=_sets(sets) or None,
+        transfer_limit=transfer_limit,
+        allow_self_grading=allow_self_grading or None,
+    )
+    console.print(f"grading: {rp.check_grader()}")
+    cells = rp_mod.plan_cells(rp)
+    if "fig3" in rp.tables and any(c.config["splits"]["diagnostic"] == 0 for g in cells.values() for c in g):
+        raise ConfigError(
+            "Figure 3 grades every checkpoint on a diagnostic split, and this plan has none: "
+            "--set splits.diagnostic=N, or leave fig3 out of --tables"
+        )
+    posts = rp_mod.post_tasks(rp)
+    projection = rp_mod.project(rp, cells, posts, rp_mod.transfer_sizes(rp))
+    console.print(projection.describe())
+    if (projection.cells_to_run or any(not t.done() for t in posts)) and not yes:
+        if not sys.stdin.isatty():
+            raise ConfigError("this would spend model calls; pass --yes to run without asking")
+        if not typer.confirm("Proceed?", default=False):
+            raise typer.Exit(1)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / rp_mod.STATE_FILE).write_text(rp.to_yaml(), encoding="utf-8")
+    failed: list[str] = []
+    for bench in rp.benchmarks:
+        book = run_sweep(
+            rp.sweep_spec(bench),
+            rp.sweep_dir(bench),
+            source=f"decoevo reproduce ({bench})",
+            workers=workers,
+            ray_address=ray_address,
+            console=console,
+            observer=sweep_bars(console),
+        )
+        failed += [f"{cell}: {s.error}" for cell, s in book.failed().items()]
+
+    def said(task: rp_mod.PostTask, error: str | None) -> None:
+        where = task.run_dir.relative_to(out) if task.run_dir.is_relative_to(out) else task.run_dir
+        console.print(f"{task.kind} {where}: " + ("done" if error is None else "[red]failed[/] (below)"))
+
+    failures = asyncio.run(rp_mod.run_post(posts, on_done=said))
+    failed += [f"{t.kind} {t.run_dir}: {msg}" for t, msg in failures]
+    report = build_report([rp.sweep_dir(b) for b in rp.benchmarks], title="DecoEvo: the paper's experiment")
+    path = write(report, out / "report.html")
+    console.print(f"report: {path}")
+    for c in report.claims:
+        console.print(f"  {c.verdict:>15}  {c.claim.id}")
+    if failed:
+        for line in failed:
+            err_console.print(f"[red]failed[/] {escape(line)}", highlight=False)
+        console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
+        raise typer.Exit(1)

@@ -1,0 +1,138 @@
+"""`decoevo run` and `decoevo resume`: a new run per seed, or a stopped run continued (flags and printing;
+configurations are assembled in `settings`, the work is in the library)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..lm import LMError
+from .common import (
+    BaseUrlOption,
+    BenchmarkOption,
+    ConfigOption,
+    JsonOption,
+    MaxCost,
+    ModelOption,
+    NoCacheOption,
+    SetOption,
+    StepsOption,
+    TrackOption,
+    TrackUriOption,
+    console,
+    err_console,
+    fail,
+    guard,
+)
+from .data import choose_data
+from .display import print_json
+
+
+def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
+             accept_changed_config: bool = False, as_json: bool = False) -> None:
+    from ..rundir import RunReader
+    from .run_progress import run_with_progress
+
+    callbacks = [tracker(run_dir)] if tracker is not None else []
+    ended = "FAILED"  # what a tracker that saw no finish event records
+    try:
+        run_with_progress(config, run_dir, resume=resume, console=err_console if as_json else console,
+                          callbacks=callbacks, accept_changed_data=accept_changed_data,
+                          accept_changed_config=accept_changed_config)
+        ended = "FINISHED"
+        if as_json:
+            summary = RunReader(run_dir).summary()
+            print_json({"run_dir": str(run_dir), **(summary.model_dump(mode="json") if summary else {})})
+    except LMError as exc:
+        then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
+                f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
+                "Nothing was saved; fix the cause and run the same command again.")
+        fail(f"a model call failed ({exc.category}): {exc}. {then}", code=1 if exc.category != "infrastructure" else 2)
+    except KeyboardInterrupt:
+        fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
+    finally:
+        for callback in callbacks:
+            callback.close(ended)
+
+def run(
+    config_file: Path = ConfigOption,
+    method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
+    data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
+                             "hf://datasets/OWNER/NAME/FILE. Default: bundled sample."),
+    fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
+                            "researchqa, llmeval_med or eqbench_cw"),
+    benchmark: str = BenchmarkOption,
+    task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
+    task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
+    model: str = ModelOption,
+    base_url: str = BaseUrlOption,
+    seeds: str = typer.Option(None, help="Comma-separated seeds; one run per seed (default: the configuration's "
+                              "seed, else 0)."),
+    steps: int = StepsOption,
+    preset: str = typer.Option("quick", help="quick (embedded demo), default, paper or paper-full"),
+    runs_root: Path = typer.Option(Path("runs"), help="Where run directories are created."),
+    name: str = typer.Option(None, help="Run directory name (default: METHOD-DATA-sSEED)."),
+    max_calls: int = typer.Option(None, help="Stop cleanly after this many paid calls."),
+    max_tokens: int = typer.Option(None, help="Stop cleanly after this many paid tokens."),
+    max_cost: float = MaxCost,
+    no_cache: bool = NoCacheOption,
+    set_: list[str] = SetOption,
+    pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
+    track: str = TrackOption,
+    track_uri: str = TrackUriOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Run a method (default: DecoEvo) and write a run directory per seed."""
+    from .settings import RunFlags
+
+    flags = RunFlags(config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps,
+                     preset, max_calls, max_tokens, max_cost, no_cache, tuple(set_), pilot)
+    guard(_run, flags, runs_root, name, (track, track_uri), as_json)
+
+def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool) -> None:
+    from ..tracking import make_tracker
+    from .settings import check_new_run_dir, run_configs, run_dir_for, run_name
+
+    tracker = make_tracker(*track)
+    configs = run_configs(flags, choose_data)
+    if name is not None:
+        run_name(name)
+    if name is not None and len(configs) > 1:
+        fail(f"--name names one run directory, but --seeds gives {len(configs)} seeds; drop --name "
+             "(each seed gets METHOD-DATA-sSEED) or run one seed at a time")
+    if runs_root.exists() and not runs_root.is_dir():
+        fail(f"--runs-root {runs_root} is a file, not a directory")
+    for config in configs:
+        run_dir = run_dir_for(config, runs_root, name)
+        check_new_run_dir(run_dir)
+        _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
+
+def resume(
+    run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),
+    accept_changed_data: bool = typer.Option(False, "--accept-changed-data", help="Continue even though the "
+                                             "data file (its sha256) or the splits it gives changed since the start."),
+    accept_changed_config: bool = typer.Option(False, "--accept-changed-config", help="Continue even though "
+                                               "config.yaml changes results since the start (recorded in "
+                                               "events.jsonl)."),
+    config_file: Path = typer.Option(None, "--config", "-c", help="A YAML file of settings that cannot change "
+                                     "results (concurrency, timeouts, retries, rates, tracking)."),
+    set_: list[str] = typer.Option([], "--set", help="Change a setting that cannot change results (concurrency, "
+                                   "timeouts, rates: docs/configuration.md), e.g. hyper.concurrency=2"),
+    track: str = TrackOption, track_uri: str = TrackUriOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Continue a stopped or killed run from its last completed step; paid calls come from the cache.
+    A changed method or seed is refused; a changed data file or splits too, unless --accept-changed-data;
+    an edited config.yaml that changes results too, unless --accept-changed-config."""
+    guard(_resume, run_dir, accept_changed_data, accept_changed_config, config_file, set_, track, track_uri, as_json)
+
+def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: bool, config_file: Path | None,
+            sets: list[str], track: str | None, track_uri: str | None, as_json: bool) -> None:
+    from ..tracking import make_tracker
+    from .settings import resume_config
+
+    tracker = make_tracker(track, track_uri)
+    _execute(resume_config(run_dir, config_file, sets), run_dir, resume=True, tracker=tracker,
+             accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config, as_json=as_json)

@@ -1,0 +1,77 @@
+"""What a run ships, said where the user looks: the last lines of `run`/`resume` and `export`'s warnings."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from ..rundir import RunReader, RunReadError
+from ..rundir.records import SPLITS, Summary
+
+
+def shipped_line(summary: Summary | None) -> str:
+    """One line: the improved or the initial solver skill, and why (summary.json's `final_solver`)."""
+    if summary is None or not summary.final_solver:
+        return "shipped: unknown (the run wrote no summary)"
+    kind, _, why = summary.final_solver.partition(": ")
+    if kind == "improved":
+        return f"shipped: the improved solver skill; {why}"
+    return f"shipped: the INITIAL solver skill, unchanged; {why}"
+
+
+def closing_lines(run_dir: Path) -> list[str]:
+    """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
+    (so it copies whole) and each one that works on this run: `eval` only when the run holds out a test
+    split, the split it grades by default."""
+    reader = RunReader(run_dir)
+    summary = reader.summary()
+    ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
+    run = shlex.quote(str(run_dir))
+    lines = [
+        shipped_line(summary) + ended,
+        f"the skill: {run_dir / 'final_solver_skill.md'}; everything else: {run_dir} (summary.json, "
+        "events.jsonl, candidates/)",
+        "next:",
+        f"  decoevo export {run}  # prints the skill",
+        f"  decoevo report {run}  # writes report.html: the run on one page",
+    ]
+    try:
+        test = len(reader.split_ids().get("test", ())) if reader.has(SPLITS) else 0
+    except RunReadError:  # a damaged splits.json: suggest nothing that would fail on it
+        test = 0
+    if test:
+        lines.append(f"  decoevo eval {run}  # grades its {test} test question(s) (self-graded without --grader-model)")
+    return lines
+
+
+def export_warnings(run_dir: Path) -> list[str]:
+    """Why the skill `export` prints may not be what the user expects: the run shipped its initial skill,
+    or it never finished (killed or stopped), or it never reached a checkpoint."""
+    reader = RunReader(run_dir)
+    status = reader.status()
+    warnings = []
+    if status in ("incomplete", "stopped"):
+        checkpoint = reader.checkpoint()
+        steps = checkpoint.state.get("next_step") if checkpoint else None
+        where = (
+            "the last skill it saved (it never reached a checkpoint)"
+            if checkpoint is None
+            else f"its last checkpoint ({steps} step(s) done)"
+            if isinstance(steps, int)
+            else "its last checkpoint"
+        )
+        warnings.append(
+            f"{run_dir} is unfinished ({'killed or still running' if status == 'incomplete' else status}"
+            f"); this is the solver skill at {where}; `decoevo resume {run_dir}` continues it"
+        )
+    summary = reader.summary()
+    if summary is not None and summary.run_status == "budget_stop":
+        warnings.append(
+            f"{run_dir} stopped at its budget before its last step ({summary.stopped}); this is the skill it had then"
+        )
+    version = summary.solver_version if summary is not None else reader.final_skill("solver").version
+    if summary is not None and summary.final_solver and not summary.final_solver.startswith("improved"):
+        warnings.append(f"{run_dir} shipped its initial solver skill: {summary.final_solver.partition(': ')[2]}")
+    elif summary is None and version == 0:
+        warnings.append(f"{run_dir}: this is the initial solver skill (no rewrite accepted so far)")
+    return warnings
