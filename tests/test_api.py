@@ -121,6 +121,8 @@ def test_the_readme_example_runs_on_the_embedded_model(tmp_path: Path, monkeypat
 
 
 @pytest.mark.real_model
+@pytest.mark.slow  # ~35 s; the default suite runs the API on the embedded model in every cell of
+# tests/test_sweep_report_real.py (a cell is api.run_config_async with the default model) and in test_engine_real
 def test_optimize_on_the_embedded_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The API end to end on the embedded model, sized to seconds: one SkillOpt step on two questions."""
     monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
