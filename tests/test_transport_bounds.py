@@ -5,9 +5,13 @@ its ceiling, and a model server's gzip bomb is refused before it is inflated int
 from __future__ import annotations
 
 import base64
+import gzip
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -164,3 +168,83 @@ def test_an_endless_official_prompt_file_stops_at_its_ceiling(data_home: Path,
     assert sent[0] < 32 << 20  # the client hung up near the ceiling (socket buffers hold the rest)
     folder = templates.template_dir(bench)
     assert not folder.exists() or [p for p in folder.rglob("*") if p.is_file()] == []
+
+
+# ---- item 7: a model server's reply body is bounded after decoding ------------------------------------
+
+def gzip_bomb(inflated: int, member: int = 16 << 20) -> bytes:
+    """A gzip stream of `inflated` zero bytes: one member of `member` zeros repeated (RFC 1952 allows
+    concatenated members), so it is built in milliseconds; about 1 MiB per GiB."""
+    one = gzip.compress(b"\0" * member, compresslevel=9)
+    return one * (inflated // member)
+
+
+def gzipped(body: bytes) -> Answer:
+    """A 200 whose body is `body` sent as is, declared gzip-encoded JSON."""
+    def answer(h: BaseHTTPRequestHandler) -> None:
+        h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        with suppress(OSError):  # the client stopped reading and hung up
+            h.wfile.write(body)
+    return answer
+
+
+CLIENT = """
+import asyncio, resource, sys
+from decoevo.lm import GenParams, Message, ModelSpec
+from decoevo.lm.openai_backend import OpenAIBackend
+from decoevo.lm.types import BackendRequest
+
+async def main():
+    backend = OpenAIBackend(ModelSpec(backend="openai", model="m", base_url=sys.argv[1], max_retries=0))
+    request = BackendRequest("m", (Message("user", "hi"),), GenParams(max_tokens=16))
+    try:
+        await backend.complete(request)
+        print("ANSWERED")
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+    finally:
+        await backend.aclose()
+    print("PEAK_MIB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+
+asyncio.run(main())
+"""
+
+
+def test_a_gzip_bomb_from_a_model_server_fails_fast_with_bounded_memory(tmp_path: Path) -> None:
+    """1 MiB on the wire inflating to 1 GiB. Before: the whole body was inflated into memory (5.3 GB RSS
+    in the adversarial pass). Now reading stops at 32 MiB decoded: an OversizedReply, and the client's
+    peak RSS stays far below the inflated size."""
+    bomb = gzip_bomb(1 << 30)
+    assert len(bomb) < 2 << 20
+
+    with serving("127.0.0.1", gzipped(bomb)) as (base, seen):
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", CLIENT, f"{base}/v1"], capture_output=True, text=True,
+                              timeout=120)
+        took = time.monotonic() - started
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "OversizedReply" in out and "ran past 32 MiB" in out, out
+    assert len(seen) == 1  # not retried: the same server would send the same
+    peak = int(out.split("PEAK_MIB")[1].split()[0])
+    assert peak < 400, f"peak RSS {peak} MiB for a 1 GiB bomb"
+    assert took < 60
+
+
+def test_a_gzip_bomb_as_the_model_list_is_cut_at_its_ceiling() -> None:
+    """`GET /models` (the served-model identity a new run records) read whole before; now it stops at
+    8 MiB decoded and the identity records the error instead."""
+    from decoevo.engine.provenance import model_identities
+    from decoevo.lm import LMConfig, ModelSpec
+
+    bomb = gzip_bomb(256 << 20)
+
+    with serving("127.0.0.1", gzipped(bomb)) as (base, _):
+        spec = ModelSpec(backend="openai", model="m", base_url=f"{base}/v1")
+        [identity] = model_identities(LMConfig(models={"default": spec}))
+    assert identity.error is not None and "ran past 8 MiB" in identity.error
