@@ -15,8 +15,21 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import append_line, dumps_line
+from .files import RunReadError, append_line, dumps_line
 from .records import REQUESTS, CallLine
+
+# More tokens than any request has: a count past it (or negative, fractional, not finite) is not a record
+# this code wrote, and billing it would put an absurd number in the ledger.
+MAX_TOKENS_RECORDED = 10**12
+
+
+def _token_count(record: dict[str, Any], field: str, path: Path, lineno: int) -> int:
+    value = record.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_RECORDED:
+        raise RunReadError(f"{path}: line {lineno}: field '{field}' is {value!r}, not a token count from 0 to "
+                           f"{MAX_TOKENS_RECORDED:.0e}; this file was edited or damaged: restore it, or remove "
+                           "that line to bill nothing for it")
+    return value
 
 
 class RequestLog:
@@ -54,13 +67,14 @@ class RequestLog:
 def unanswered(root: Path, calls: list[CallLine]) -> list[CallLine]:
     """The requests recorded as sent that neither an answer nor a settlement completed (the process died
     while they were in flight), as estimated call lines: prompt tokens at their recorded bound, completion
-    tokens at the whole `max_tokens` allowance."""
+    tokens at the whole `max_tokens` allowance. A token count that is not one (negative, not finite, past
+    `MAX_TOKENS_RECORDED`) is a RunReadError naming the line: nothing is billed from an edited record."""
     path = root / REQUESTS
     if not path.is_file():
         return []
     sent: dict[str, dict[str, Any]] = {}
     done = {c.request for c in calls if c.request is not None}
-    for line in path.read_bytes().splitlines():
+    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
         try:
             record = json.loads(line)
         except ValueError:
@@ -68,6 +82,8 @@ def unanswered(root: Path, calls: list[CallLine]) -> list[CallLine]:
         if not isinstance(record, dict):
             continue
         if isinstance(record.get("sent"), str):
+            for field in ("prompt_tokens", "max_tokens"):
+                _token_count(record, field, path, lineno)
             sent[record["sent"]] = record
         elif isinstance(record.get("settled"), str):
             done.add(record["settled"])
