@@ -73,6 +73,18 @@ def test_a_key_read_from_a_file_that_is_also_the_model_name_is_refused(tmp_path:
     assert fresh not in str(caught.value)
 
 
+def test_a_placeholder_key_inside_a_model_name_is_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ollama's documented placeholder key is "ollama"; "ollama/llama3" is a model name, not a leak."""
+    monkeypatch.setenv("OPENAI_API_KEY", "ollama")
+    assert ModelSpec(backend="litellm", model="ollama/llama3").model == "ollama/llama3"
+    with pytest.raises(ValueError, match="model holds the API key"):
+        ModelSpec(backend="litellm", model="ollama")
+    monkeypatch.setenv("DECOEVO_TEST_KEY_VAR", KEY)  # a long key is found inside a name too
+    with pytest.raises(ValueError, match="model holds the API key"):
+        ModelSpec(backend="openai", model=f"prefix-{KEY}", base_url="http://127.0.0.1:9/v1",
+                  api_key_env="DECOEVO_TEST_KEY_VAR")
+
+
 # ---- item 10: base_url and recorded token counts ----------------------------------------------------
 
 @pytest.mark.parametrize("base_url", ["not a url", "ftp://127.0.0.1/v1", "file:///tmp/v1", "http://", "127.0.0.1:8000"])

@@ -27,6 +27,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
+# A secret this long inside a model name is that secret; a shorter one must be the whole name: local servers
+# take placeholder keys such as "ollama", which a model name ("ollama/llama3") may well contain.
+SECRET_INSIDE = 16
+
+
+def _holds_secret(model: str, secrets: tuple[str, ...]) -> bool:
+    return any(model.strip() == s or (len(s) >= SECRET_INSIDE and s in model) for s in secrets)
+
+
 def _http_url(url: str) -> bool:
     try:
         parts = urlsplit(url)
@@ -116,7 +125,7 @@ class ModelSpec(BaseModel):
         # The model name is stored in the clear (config.yaml, the cache's model column, endpoints.json): a
         # key passed as `--model` would be written there, or masked into a config that no longer resumes.
         key = os.environ.get(self.api_key_env, "").strip()
-        if any(s in self.model for s in (*known_secrets(), *([key] if len(key) >= MIN_SECRET else []))):
+        if _holds_secret(self.model, (*known_secrets(), *([key] if len(key) >= MIN_SECRET else []))):
             raise ValueError(f"model holds the API key (or another secret this process read); give the name "
                              f"the server serves, and the key in ${self.api_key_env} or api_key_file")
         return self
@@ -160,7 +169,7 @@ class ModelSpec(BaseModel):
         else:
             key = os.environ.get(self.api_key_env, "")
         register_secret(key)  # from now on masked in everything this process stores or prints
-        if len(key) >= MIN_SECRET and key in self.model:  # a key first read here (api_key_file): see the validator
+        if len(key) >= MIN_SECRET and _holds_secret(self.model, (key,)):  # first read here (api_key_file)
             source = self.api_key_file or "$" + self.api_key_env
             raise ConfigError(f"the model name holds the API key read from {source}; give the name the server serves")
         # Local servers accept any key; a placeholder keeps the bearer token well-formed.
