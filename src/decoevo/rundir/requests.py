@@ -42,8 +42,7 @@ def _token_count(record: dict[str, Any], field: str, path: Path, lineno: int) ->
     return value
 
 
-LIVE = ".live"  # one lock file per open RequestLog, named by its session
-SETTLE_LOCK = ".settle.lock"  # held while one process settles the directory's lost requests
+LIVE = ".live"  # one lock file per open RequestLog, named by its session; the folder itself: the settle lock
 STALE_LIVE_S = 60.0  # a dead session's lock file older than this is removed (never a just-created one)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from .files import UnsafeRunPath, _check_no_links, truncate
 from .reader import RunReader, RunReadError, parse_call_lines
 from .records import CALLS, CHECKPOINT, EVENTS, LEDGER, REQUESTS, CallLine, Checkpoint
-from .requests import SETTLE_LOCK, live_sessions, unanswered
+from .requests import LIVE, live_sessions, unanswered
 from .writer import RunWriter
 
 
@@ -71,11 +71,14 @@ def settle_interrupted(root: Path) -> tuple[CallLine, ...]:
 
 @contextlib.contextmanager
 def _settling(root: Path) -> Iterator[None]:
-    if not root.is_dir():
+    """An exclusive flock on the directory's `.live/` (where the sessions' own locks are) while settling."""
+    if not (root / REQUESTS).is_file():  # no record of any request: nothing another settler could bill
         yield
         return
-    _check_no_links(root, root / SETTLE_LOCK)
-    fd = os.open(root / SETTLE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    folder = root / LIVE
+    _check_no_links(root, folder)
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
