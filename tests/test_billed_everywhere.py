@@ -99,3 +99,44 @@ def test_pilot_killed_three_times_is_all_in_its_ledger(tmp_path: Path) -> None:
     billed, estimated = _ledger_calls(tmp_path / "pilot" / "pilot" / "ledger.json")
     assert billed >= received, f"the server received {received} requests, pilot/ledger.json counts {billed}"
     assert estimated > 0 and billed - estimated <= received
+
+
+def test_evaluations_of_one_run_at_once_in_one_process_bill_each_request_once(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`decoevo reproduce` grades a run's transfer, dynamics and alignment at once in one process. Before,
+    each new EvalSession settled the requests the others had in flight as lost: billed as an estimate and
+    then again when answered. Now the ledger equals what the server received, with nothing estimated."""
+    import asyncio
+
+    from decoevo import api
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "toy.jsonl", n=30)
+    delay = {"s": 0.0}
+    server = _toy_world_server(delay)
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "cache.sqlite")}
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    run = tmp_path / "runs" / "r"
+    with serve_app(server.app()) as url:
+        args = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=1, sets=("splits.test=12",))
+        done = subprocess.run([sys.executable, "-m", "decoevo", *args], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        delay["s"] = 0.2
+        before = len(server.requests)
+
+        async def later(split: str, after: int) -> None:  # starts while the others wait for answers
+            while len(server.requests) < before + after:
+                await asyncio.sleep(0.01)
+            await api.evaluate_async(run, split=split)
+
+        async def at_once() -> None:
+            await asyncio.gather(api.evaluate_async(run, split="test"), later("probe", 2), later("solver_gate", 4))
+
+        asyncio.run(at_once())
+        received = len(server.requests) - before
+    lines = [json.loads(x) for x in (run / "eval" / "calls.jsonl").read_text().splitlines()]
+    paid = [c for c in lines if not c["cached"]]
+    assert [c for c in paid if c.get("estimated")] == [] and len(paid) == received
+    billed, estimated = _ledger_calls(run / "eval" / "ledger.json")
+    assert received > 0 and (billed, estimated) == (received, 0), (received, billed, estimated)
