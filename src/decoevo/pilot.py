@@ -1,8 +1,9 @@
 """`decoevo pilot`: choose ε, τ_tie and K on a run configuration's pilot split, before any run.
 
 Writes OUT/pilot.json (one entry per data file, seed and split sizes: the choice, its evidence and the
-criteria) and logs its model calls under OUT/pilot/ (calls.jsonl, ledger.json), apart from every run: the
-pilot search is a one-time cost, excluded from a run's cost as in the paper's Table 4. `decoevo run --pilot`
+criteria) and logs its model calls under OUT/pilot/ (calls.jsonl, and ledger.json: every pilot measured
+into OUT, killed ones included), apart from every run: the pilot search is a one-time cost, excluded from
+a run's cost as in the paper's Table 4. `decoevo run --pilot`
 and `decoevo sweep --pilot` apply the entry matching each run's data, seed and split sizes; an explicit
 setting of the same hyperparameter wins. The pilot split is cut first and disjoint from all others, so a run
 with the same data, seed and split sizes never trains, gates or tests on a pilot question.
@@ -24,9 +25,9 @@ from .engine.context import EngineContext
 from .engine.pilot_selection import PilotChoice, PilotEvidence, PilotGrid, candidate_deltas, rollout_scores, select
 from .engine.run import call_line, initial_state, spec_lookup
 from .errors import ConfigError
-from .lm import LM
+from .lm import LM, UsageLedger
 from .methods import get_method
-from .rundir import RequestLog, RunWriter, settle_interrupted
+from .rundir import RequestLog, RunWriter, settle_interrupted, settled_calls
 from .tasks.load import load_questions
 from .tasks.splits import make_splits
 
@@ -108,8 +109,9 @@ async def run_pilot_async(config: RunConfig, out_dir: Path | str, *, grid: Pilot
     owns = lm is None
     lm = lm or LM(config.lm)
     settle_interrupted(out / PILOT_DIR)  # requests in flight when an earlier pilot was killed: billed
-    if owns:  # each paid request on disk before it leaves (a caller's own LM keeps its own record)
-        lm.journal = RequestLog(out / PILOT_DIR)
+    journal = RequestLog(out / PILOT_DIR) if owns else None
+    if journal is not None:  # each paid request on disk before it leaves (a caller's own LM keeps its own record)
+        lm.journal = journal
     lm.on_call = lambda record: writer.record_call(call_line(record))
     method = get_method("skillopt")  # the gates measured are SkillOpt's (the solver gate) and the audit's pairs
     spec_for = spec_lookup(config)
@@ -119,7 +121,14 @@ async def run_pilot_async(config: RunConfig, out_dir: Path | str, *, grid: Pilot
         scores = await rollout_scores(ctx, pilot, state.solver, state.generator)
         deltas = await candidate_deltas(ctx, pilot, state.solver, state.generator, steps)
     finally:
-        writer.write_json("ledger.json", lm.ledger.to_dict())
+        if journal is not None:
+            journal.close()
+            # Every pilot measured into OUT, killed ones included, from the settled call log: one process's
+            # ledger in memory would leave out the calls of the pilots killed before it.
+            ledger = UsageLedger.of_calls(settled_calls(out / PILOT_DIR), lm.cost_of)
+        else:
+            ledger = lm.ledger
+        writer.write_json("ledger.json", ledger.to_dict())
         if owns:
             await lm.aclose()
     h = config.hyper

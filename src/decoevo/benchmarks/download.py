@@ -4,6 +4,8 @@ renamed to its final name. A file under its final name is therefore always compl
 
 Refused on the way: a body larger than the caller's ceiling (an endless or oversized answer stops at the
 ceiling, and its part file is deleted), and an HTML page (a login, error or index page served with 200).
+A URL's credentials (`user:password@`) go only to its own origin: a redirect to another scheme, host or
+port is followed without them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..fileio import sha256_file as sha256_of  # the name the data store and its tests use
 from ..redact import redact_url
@@ -86,6 +89,33 @@ def _too_large(url: str, part: Path, limit: int, what: str) -> TooLarge:
                     "wrong URL, or a server that does not stop sending)")
 
 
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port filled in: what credentials are given for."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """urllib copies every header to a redirect's target, Authorization too: a URL's `user:password@`
+    would reach whatever host the first one redirects to. Here it follows only a same-origin redirect."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
+                         headers: Any, newurl: str) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and origin(new.full_url) != origin(req.full_url):
+            new.remove_header("Authorization")
+        return new
+
+
+_OPENER = urllib.request.build_opener(_SameOriginCredentials)
+
+
+def _open(request: urllib.request.Request) -> http.client.HTTPResponse:
+    response: http.client.HTTPResponse = _OPENER.open(request, timeout=TIMEOUT)
+    return response
+
+
 def _request(url: str) -> urllib.request.Request:
     """A GET of `url`. urllib cannot send a URL's `user:password@` (it looks the whole netloc up as the host
     name, "Name or service not known"): it is sent as HTTP Basic authorization instead."""
@@ -110,7 +140,7 @@ def unchanged(url: str, etag: str | None, last_modified: str | None) -> bool | N
     if last_modified:
         request.add_header("If-Modified-Since", last_modified)
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # not read: closed unread
+        with _open(request) as response:  # not read: closed unread
             now = (response.headers.get("ETag"), response.headers.get("Last-Modified"))
     except urllib.error.HTTPError as exc:
         return exc.code == 304  # another error: treated as changed, so the download says what it is
@@ -135,7 +165,7 @@ def _attempt(url: str, part: Path, on_progress: Progress | None, limit: int | No
     if have:
         request.add_header("Range", f"bytes={have}-")
     try:
-        response = urllib.request.urlopen(request, timeout=TIMEOUT)
+        response = _open(request)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # the range starts at the end: the part file is already whole
             return True

@@ -27,6 +27,8 @@ from .record import Benchmark, OfficialPrompts, TemplateSource
 OFFICIAL_DIR = "official"
 CHECKSUMS = "checksums.json"
 GraderPrompt = Literal["auto", "official", "ours"]
+# The upstream files are source files of tens of KiB; an endless or wrong answer stops here, like a data file's.
+TEMPLATE_CEILING = 4 << 20
 
 
 def template_dir(bench: Benchmark) -> Path:
@@ -57,7 +59,7 @@ def fetch_templates(bench: Benchmark, *, force: bool = False) -> list[str]:
             continue
         dest.unlink(missing_ok=True)
         try:
-            got = download(source_url(src.url), dest, want)
+            got = download(source_url(src.url), dest, want, limit=TEMPLATE_CEILING)
         except FetchError as exc:
             raise ConfigError(f"{bench.label} official grader prompt: {exc}") from None
         try:

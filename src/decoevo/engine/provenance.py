@@ -32,6 +32,7 @@ PACKAGES = ("pydantic", "aiohttp", "httpx", "numpy", "scipy", "llama-cpp-python"
             "pyyaml", "huggingface_hub", "litellm", "mlflow-skinny", "ray")
 MODELS_TIMEOUT_S = 5.0
 MAX_SERVED_IDS = 20
+MAX_MODELS_BYTES = 8 << 20  # a `GET /models` list of thousands of models is under 1 MiB
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
@@ -109,9 +110,14 @@ def _served_identity(base: dict[str, Any], spec: ModelSpec, timeout_s: float) ->
         key = spec.read_api_key()
         headers = {"Authorization": f"Bearer {key}"}
         redact = Redactor.for_request(headers, extra=[key])
-        response = httpx.get(url, headers=headers, timeout=timeout_s, follow_redirects=False)
-        response.raise_for_status()
-        body = json.loads(redact.text(response.text))
+        with httpx.stream("GET", url, headers=headers, timeout=timeout_s, follow_redirects=False) as response:
+            response.raise_for_status()
+            raw = bytearray()
+            for chunk in response.iter_bytes():  # decoded as it arrives: a gzip bomb stops at the ceiling
+                raw += chunk
+                if len(raw) > MAX_MODELS_BYTES:
+                    raise ValueError(f"the model list ran past {MAX_MODELS_BYTES >> 20} MiB; not read further")
+        body = json.loads(redact.text(raw.decode("utf-8", "replace")))
         entries = [e for e in body.get("data", []) if isinstance(e, dict)] if isinstance(body, dict) else []
         ids = [str(e.get("id")) for e in entries]
         served = next((e for e in entries if e.get("id") == spec.model), None)

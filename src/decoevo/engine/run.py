@@ -307,6 +307,8 @@ class Engine:
                     self.lm.backend(name)
                 return await self._run_steps(resume)
         finally:
+            if isinstance(self.lm.journal, RequestLog):
+                self.lm.journal.close()  # its requests all ended: nothing of this session left to settle
             if self._owns_lm:
                 await self.lm.aclose()
 

@@ -16,10 +16,10 @@ from ..domain import Question, Response, Skill
 from ..engine.context import EngineContext
 from ..engine.run import call_line, spec_lookup
 from ..grading import GradeResult
-from ..lm import LM, CallRecord, LMError, ModelSpec
+from ..lm import LM, CallRecord, LMError, ModelSpec, UsageLedger
 from ..methods import get_method
 from ..roles.solve import solve
-from ..rundir import RequestLog, RunWriter, settle_interrupted
+from ..rundir import RequestLog, RunWriter, settle_interrupted, settled_calls
 from .models import evaluation_lm_config
 from .results import SaveDecision, save_result
 from .run_view import RunView
@@ -69,8 +69,9 @@ class EvalSession:
         # An evaluation killed with requests in flight was billed for them: its records become estimated
         # calls in RUN/eval/calls.jsonl now, and this one's paid requests are on disk before they leave.
         self.interrupted = settle_interrupted(view.path / EVAL_DIR)
+        self.journal: RequestLog | None = None
         if lm is None:  # a caller's own LM keeps its own record
-            self.lm.journal = RequestLog(view.path / EVAL_DIR)
+            self.lm.journal = self.journal = RequestLog(view.path / EVAL_DIR)
 
         def record(rec: CallRecord) -> None:
             self.writer.record_call(call_line(rec))
@@ -116,7 +117,23 @@ class EvalSession:
         return await self.grade(question, await self.respond(question, solver))
 
     async def aclose(self) -> None:
-        await self.lm.aclose()
+        try:
+            await self.lm.aclose()
+        finally:
+            self.close_record()
+
+    def close_record(self) -> None:
+        """End this session's write-ahead record and rewrite RUN/eval/ledger.json from the whole call log:
+        every evaluation of the run, this one, the others running now, the killed ones (their requests
+        in flight billed as estimates). Each ledger-<name>.json holds only its own evaluation's calls, so
+        this file is the one that sums to what the server received."""
+        if self.journal is None:
+            return
+        self.journal.close()
+        self.journal = None
+        calls = settled_calls(self.view.path / EVAL_DIR)
+        if calls or (self.view.path / EVAL_DIR / "ledger.json").exists():
+            self.writer.write_json("ledger.json", UsageLedger.of_calls(calls, self.lm.cost_of).to_dict())
 
     def save(self, name: str, record: dict[str, Any], model: type[BaseModel]) -> None:
         """Write RUN/eval/<name>.json and its ledger, unless an earlier result graded more."""

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..redact import register_secret
+from ..redact import MIN_SECRET, known_secrets, redact_url, register_secret
 from .errors import ConfigError
 
 DEFAULT_MODEL = "default"
@@ -25,6 +25,25 @@ def _duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+# A secret this long inside a model name is that secret; a shorter one must be the whole name: local servers
+# take placeholder keys such as "ollama", which a model name ("ollama/llama3") may well contain.
+SECRET_INSIDE = 16
+
+
+def _holds_secret(model: str, secrets: tuple[str, ...]) -> bool:
+    return any(model.strip() == s or (len(s) >= SECRET_INSIDE and s in model) for s in secrets)
+
+
+def _http_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname) and url.isprintable()
+            and not any(c.isspace() for c in url))
 
 
 class ModelSpec(BaseModel):
@@ -102,12 +121,27 @@ class ModelSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _check_model_is_no_secret(self) -> ModelSpec:
+        # The model name is stored in the clear (config.yaml, the cache's model column, endpoints.json): a
+        # key passed as `--model` would be written there, or masked into a config that no longer resumes.
+        key = os.environ.get(self.api_key_env, "").strip()
+        if _holds_secret(self.model, (*known_secrets(), *([key] if len(key) >= MIN_SECRET else []))):
+            raise ValueError(f"model holds the API key (or another secret this process read); give the name "
+                             f"the server serves, and the key in ${self.api_key_env} or api_key_file")
+        return self
+
+    @model_validator(mode="after")
     def _check_backend_fields(self) -> ModelSpec:
         if self.backend == "openai" and not self.base_url:
             raise ValueError("backend 'openai' needs base_url (for example http://127.0.0.1:8000/v1)")
         if self.backend == "local" and self.base_url:
             raise ValueError("base_url is only for backend 'openai' or 'litellm'; use gguf_path for a local "
                              "model file")
+        if self.base_url is not None and not _http_url(self.base_url):
+            # Refused here, before a run directory or a request exists: urllib/aiohttp would fail each call
+            # only once it was sent, and each such call was billed as an estimate.
+            raise ValueError(f"base_url {redact_url(self.base_url)!r} is not an http(s) URL with a host; give the "
+                             "server's address, for example http://127.0.0.1:8000/v1")
         if self.base_url and urlsplit(self.base_url).username is not None:
             # The URL is written to config.yaml and is part of the cache namespace: no secret may ride in it.
             raise ValueError("base_url must not carry credentials (user:password@host); put the key in the "
@@ -135,6 +169,9 @@ class ModelSpec(BaseModel):
         else:
             key = os.environ.get(self.api_key_env, "")
         register_secret(key)  # from now on masked in everything this process stores or prints
+        if len(key) >= MIN_SECRET and _holds_secret(self.model, (key,)):  # first read here (api_key_file)
+            source = self.api_key_file or "$" + self.api_key_env
+            raise ConfigError(f"the model name holds the API key read from {source}; give the name the server serves")
         # Local servers accept any key; a placeholder keeps the bearer token well-formed.
         return key or "not-needed"
 

@@ -7,7 +7,7 @@ from enum import StrEnum
 from ..errors import ConfigError
 
 __all__ = ["ConfigError", "CredentialError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError",
-           "ParseError", "RefusalError", "RequestTimeout", "RetryableError"]
+           "OversizedReply", "ParseError", "RefusalError", "RequestTimeout", "RetryableError"]
 
 
 class FailureCategory(StrEnum):
@@ -74,6 +74,13 @@ class RetryableError(InfrastructureError):
 
 #: the ModelSpec field that sets each timeout
 TIMEOUT_KEYS = {"connect": "connect_timeout_s", "first_byte": "first_byte_timeout_s", "total": "timeout_s"}
+
+
+class OversizedReply(InfrastructureError):
+    """A reply body (decoded) past the backend's ceiling: a broken or hostile server (a gzip bomb). Not
+    retried, since the same server answers the same way; billed, since the server did answer."""
+
+    may_be_billed = True
 
 
 class RequestTimeout(RetryableError):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, fields
+from typing import Protocol
 
 from .errors import FailureCategory
 
@@ -103,7 +104,45 @@ class UsageRow(EffectiveUsage):
             self.failures[k] = self.failures.get(k, 0) + v
 
 
+class LoggedCall(Protocol):
+    """What `UsageLedger.of_calls` reads of a call-log line (rundir's `CallLine`)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def cached(self) -> bool: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
+    @property
+    def truncated(self) -> bool: ...
+    @property
+    def reasoning_tokens(self) -> int: ...
+    @property
+    def estimated(self) -> bool: ...
+
+
 class UsageLedger:
+    @classmethod
+    def of_calls(cls, calls: Iterable[LoggedCall],
+                 cost_of: Callable[[str, int, int], float | None]) -> UsageLedger:
+        """The ledger of a call log: a paid line is a call (estimated ones too), a cached one a hit. The
+        log, completed by the write-ahead record, is what several processes appending to one directory
+        agree on; no one of them holds all of it in memory."""
+        ledger = cls()
+        for c in calls:
+            if c.cached:
+                ledger.record_hit(c.role, c.model)
+            else:
+                ledger.record_call(c.role, c.model, c.prompt_tokens, c.completion_tokens, 0.0, truncated=c.truncated,
+                                   reasoning_tokens=c.reasoning_tokens,
+                                   cost_usd=cost_of(c.model, c.prompt_tokens, c.completion_tokens),
+                                   estimated=c.estimated)
+        return ledger
+
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], UsageRow] = {}
 

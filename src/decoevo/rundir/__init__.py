@@ -23,7 +23,7 @@ from .lock import RunLock, RunLocked
 from .reader import RunReader, RunReadError
 from .records import FORMAT_VERSION, CallLine, Checkpoint, RunStatus, Summary
 from .requests import RequestLog
-from .resume import ResumePoint, checkpoint_to_resume, prepare_resume, settle_interrupted
+from .resume import ResumePoint, checkpoint_to_resume, prepare_resume, settle_interrupted, settled_calls
 from .skills import parse_skill_markdown, skill_markdown
 from .transcripts import TranscriptEntry
 from .writer import RunWriter
@@ -34,5 +34,6 @@ __all__ = [
     "RequestLog", "ResumeEvent", "ResumePoint", "RunEvent", "RunLock", "RunLocked", "RunReadError", "RunReader",
     "RunStatus", "RunWriter", "StartEvent", "StoppedEvent", "Summary", "TranscriptEntry", "UnsafeRunPath",
     "checkpoint_to_resume", "make_event",
-    "parse_event", "parse_skill_markdown", "prepare_resume", "settle_interrupted", "skill_markdown",
+    "parse_event", "parse_skill_markdown", "prepare_resume", "settle_interrupted", "settled_calls",
+    "skill_markdown",
 ]

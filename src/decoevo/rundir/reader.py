@@ -24,6 +24,7 @@ from .records import (
     CONFIG,
     DYNAMICS,
     EVAL_DIR,
+    EVAL_LEDGER,
     EVAL_LEDGER_PREFIX,
     EVENTS,
     FINAL_SKILL,
@@ -175,7 +176,7 @@ class RunReader:
     def eval_names(self) -> list[str]:
         """The gradings under eval/ by name (test, transfer, other splits): every eval/*.json but the
         dynamics and alignment records and the evaluations' own ledgers."""
-        skip = {Path(DYNAMICS).name, Path(ALIGNMENT).name}
+        skip = {Path(DYNAMICS).name, Path(ALIGNMENT).name, Path(EVAL_LEDGER).name}
         return [Path(rel).stem for rel in self.files(f"{EVAL_DIR}/*.json")
                 if Path(rel).name not in skip and not Path(rel).name.startswith(EVAL_LEDGER_PREFIX)]
 

@@ -28,6 +28,9 @@ EVAL_DIR = "eval"  # gradings eval/<name>.json, dynamics, alignment, and each ev
 DYNAMICS = f"{EVAL_DIR}/dynamics.json"
 ALIGNMENT = f"{EVAL_DIR}/alignment.json"
 EVAL_LEDGER_PREFIX = "ledger-"
+# Everything paid under eval/ (every evaluation, killed ones included), from eval/calls.jsonl: see
+# rundir/requests.py. Each ledger-<name>.json is only the evaluation that wrote <name>.json.
+EVAL_LEDGER = f"{EVAL_DIR}/ledger.json"
 AUDITS_DIR = "audits"  # audits/outer_NNN/: one outer round's audit records (written whole) and verification
 AUDIT_LOGS = ("structural_probe", "contrastive_probe", "frozen_pairs")
 VERIFICATION = "verification.json"

@@ -5,30 +5,83 @@ request leaves; the request is complete when a line of `calls.jsonl` names the s
 answer, or an estimate for one that never came) or when `{"settled": ID}` is appended here (it ended with
 nothing to bill). Appended without an fsync, like the call log: a written line survives the death of the
 process (kill -9, the OOM killer); both files are flushed to disk at each checkpoint.
+
+Several processes (or sessions of one process: `decoevo reproduce` grades a run's transfer, dynamics and
+alignment at once) may keep records in one directory (`RUN/eval/`). Each `RequestLog` holds an exclusive
+`flock` on its own file in `.live/` for as long as it is open, and the kernel drops it when the process
+dies: settling bills only the unanswered requests of sessions whose lock is free (dead), never those of
+a session still waiting for its answers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
 import json
+import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import append_line, dumps_line
+from .files import RunReadError, _check_no_links, append_line, dumps_line
 from .records import REQUESTS, CallLine
+
+# More tokens than any request has: a count past it (or negative, fractional, not finite) is not a record
+# this code wrote, and billing it would put an absurd number in the ledger.
+MAX_TOKENS_RECORDED = 10**12
+
+
+def _token_count(record: dict[str, Any], field: str, path: Path, lineno: int) -> int:
+    value = record.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_RECORDED:
+        raise RunReadError(f"{path}: line {lineno}: field '{field}' is {value!r}, not a token count from 0 to "
+                           f"{MAX_TOKENS_RECORDED:.0e}; this file was edited or damaged: restore it, or remove "
+                           "that line to bill nothing for it")
+    return value
+
+
+LIVE = ".live"  # one lock file per open RequestLog, named by its session; the folder itself: the settle lock
+STALE_LIVE_S = 60.0  # a dead session's lock file older than this is removed (never a just-created one)
+
+
+def _session_of(request_id: str) -> str:
+    return request_id.rsplit("-", 1)[0]
 
 
 class RequestLog:
-    """The `RequestJournal` of one run directory (one per process: ids are unique across resumes)."""
+    """The `RequestJournal` of one directory, for one session (ids are unique across resumes and across
+    sessions writing the directory at once). `close()` ends the session; a process's death ends it too."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
         self.path = self.root / REQUESTS
         self._session = uuid.uuid4().hex[:8]
         self._numbers = itertools.count()
+        self._live: int | None = None  # held from the first request on: before it there is nothing to settle
+
+    def _hold(self, path: Path) -> int:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _check_no_links(self.root, path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a new, uniquely named file: nobody else holds it for long
+        return fd
+
+    @property
+    def session(self) -> str:
+        return self._session
+
+    def close(self) -> None:
+        if self._live is not None:
+            with contextlib.suppress(OSError):
+                (self.root / LIVE / self._session).unlink()
+            os.close(self._live)  # releases the lock
+            self._live = None
 
     def sent(self, key: str, role: str, model: str, prompt_tokens: int, max_tokens: int) -> str:
+        if self._live is None:
+            self._live = self._hold(self.root / LIVE / self._session)
         request_id = f"{self._session}-{next(self._numbers)}"
         append_line(
             self.root,
@@ -51,16 +104,42 @@ class RequestLog:
         append_line(self.root, self.path, dumps_line({"settled": request_id}), fsync=False)
 
 
-def unanswered(root: Path, calls: list[CallLine]) -> list[CallLine]:
+def live_sessions(root: Path) -> set[str]:
+    """The sessions of `root` whose RequestLog is open now (in this process or another)."""
+    live: set[str] = set()
+    folder = root / LIVE
+    if not folder.is_dir():
+        return live
+    for path in folder.iterdir():
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            live.add(path.name)
+        else:  # free: the session ended without closing (killed); its file is litter once it is old
+            with contextlib.suppress(OSError):
+                if time.time() - os.fstat(fd).st_mtime > STALE_LIVE_S:
+                    path.unlink()
+        finally:
+            os.close(fd)
+    return live
+
+
+def unanswered(root: Path, calls: list[CallLine], live: set[str] | None = None) -> list[CallLine]:
     """The requests recorded as sent that neither an answer nor a settlement completed (the process died
     while they were in flight), as estimated call lines: prompt tokens at their recorded bound, completion
-    tokens at the whole `max_tokens` allowance."""
+    tokens at the whole `max_tokens` allowance. A token count that is not one (negative, not finite, past
+    `MAX_TOKENS_RECORDED`) is a RunReadError naming the line: nothing is billed from an edited record.
+    The requests of `live` sessions are still in flight, not unanswered: they are left alone."""
     path = root / REQUESTS
     if not path.is_file():
         return []
     sent: dict[str, dict[str, Any]] = {}
     done = {c.request for c in calls if c.request is not None}
-    for line in path.read_bytes().splitlines():
+    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
         try:
             record = json.loads(line)
         except ValueError:
@@ -68,12 +147,14 @@ def unanswered(root: Path, calls: list[CallLine]) -> list[CallLine]:
         if not isinstance(record, dict):
             continue
         if isinstance(record.get("sent"), str):
+            for field in ("prompt_tokens", "max_tokens"):
+                _token_count(record, field, path, lineno)
             sent[record["sent"]] = record
         elif isinstance(record.get("settled"), str):
             done.add(record["settled"])
     out = []
     for request_id, r in sent.items():
-        if request_id in done:
+        if request_id in done or (live is not None and _session_of(request_id) in live):
             continue
         try:
             out.append(

@@ -9,13 +9,17 @@ a provider billed it, so it is completed now with an estimated call line, and th
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import UnsafeRunPath, truncate
+from .files import UnsafeRunPath, _check_no_links, truncate
 from .reader import RunReader, RunReadError, parse_call_lines
 from .records import CALLS, CHECKPOINT, EVENTS, LEDGER, REQUESTS, CallLine, Checkpoint
-from .requests import unanswered
+from .requests import LIVE, live_sessions, unanswered
 from .writer import RunWriter
 
 
@@ -58,17 +62,51 @@ def settle_interrupted(root: Path) -> tuple[CallLine, ...]:
     """Make the call log of a directory whose process may have been killed (a run, RUN/eval/, a pilot's
     calls) whole again: cut the torn last line of `calls.jsonl` and `requests.jsonl`, and complete each
     request recorded as sent but never answered with an estimated call line (billed: the provider got it).
-    Completed once: the next call finds them answered by these lines. Returns the lines added."""
-    for rel in (CALLS, REQUESTS):
-        _cut_torn_tail(root, rel)
+    Completed once: the next call finds them answered by these lines. The requests of a session still
+    open (another evaluation of the run, now) are in flight, not lost, and are left to it. Returns the
+    lines added."""
+    with _settling(root):  # two sessions starting at once would each bill the same lost request
+        return _settle(root)
+
+
+@contextlib.contextmanager
+def _settling(root: Path) -> Iterator[None]:
+    """An exclusive flock on the directory's `.live/` (where the sessions' own locks are) while settling."""
+    if not (root / REQUESTS).is_file():  # no record of any request: nothing another settler could bill
+        yield
+        return
+    folder = root / LIVE
+    _check_no_links(root, folder)
+    folder.mkdir(exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _settle(root: Path) -> tuple[CallLine, ...]:
+    live = live_sessions(root)
+    if not live:  # a live session may be writing its last line now: a tail is torn only when none is
+        for rel in (CALLS, REQUESTS):
+            _cut_torn_tail(root, rel)
     calls_path = root / CALLS
     data = calls_path.read_bytes() if calls_path.is_file() else b""
-    lost = unanswered(root, parse_call_lines(data, calls_path))
+    lost = unanswered(root, parse_call_lines(data, calls_path), live)
     if lost:
         writer = RunWriter(root)
         for line in lost:
             writer.record_call(line)
     return tuple(lost)
+
+
+def settled_calls(root: Path) -> list[CallLine]:
+    """The whole call log of a directory several sessions write (RUN/eval/, a pilot's): first settled
+    (the requests of dead sessions billed), then read. What its directory-wide ledger is made from."""
+    settle_interrupted(root)
+    path = root / CALLS
+    return parse_call_lines(path.read_bytes(), path) if path.is_file() else []
 
 
 def prepare_resume(path: Path | str) -> ResumePoint:
