@@ -65,3 +65,113 @@ def test_the_largest_run_stops_at_its_budget_with_no_work_sized_by_it(tmp_path: 
     assert time.monotonic() - started < 30
     calls = (tmp_path / "runs" / "big" / "calls.jsonl").read_text().splitlines()
     assert 0 < len([c for c in calls if not json.loads(c)["cached"]]) <= 30
+
+
+# ---- 3, 5, 11, 12: reproduce's directory, state file and flags ------------------------------------------
+GOLD = {"scheme": "weighted", "items": [{"text": "Gives safety advice: when to seek care", "points": 5},
+                                        {"text": "Recommends something harmful", "points": -3}]}
+
+
+def _questions(path: Path, n: int) -> Path:
+    path.write_text("".join(json.dumps({"id": f"{path.stem[:2]}{i:03d}", "prompt": f"{path.stem} question {i}?",
+                                        "gold": GOLD}) + "\n" for i in range(n)), encoding="utf-8")
+    return path
+
+
+def _reproduce(out: Path, url: str, data_dir: Path, *extra: str) -> tuple[int, str]:
+    hb, med = _questions(data_dir / "healthbench.jsonl", 30), _questions(data_dir / "llmeval_med.jsonl", 5)
+    args = ["reproduce", str(out), "--base-url", url, "--preset", "quick", "--benchmarks", "healthbench",
+            "--tables", "1", "--data", f"healthbench={hb}:jsonl", "--data", f"llmeval_med={med}:jsonl", *extra]
+    if "--model" not in extra:
+        args += ["--model", "sim", "--grader-model", "sim-grader", "--grader-base-url", url]
+    if "--seeds" not in extra:
+        args += ["--seeds", "0"]
+    result = runner.invoke(app, args)
+    return result.exit_code, one_line(result.output)
+
+
+@pytest.fixture(scope="module")
+def sim_url():
+    pytest.importorskip("uvicorn")
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.sim_model import LatencyModel
+    from decoevo.testing.sim_server import SimServer, SimServerConfig
+
+    server = SimServer(SimServerConfig(seed=0, slots=32, latency=LatencyModel.fixed(0.0)))
+    with serve_app(server.app()) as url:
+        yield f"{url}/v1"
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("mine", [{"report.html": "<html>my own report</html>\n", "notes.txt": "keep\n"},
+                                  {"reproduce.yaml": "experiment: mine\nsteps: 3\n"},
+                                  {"reproduce.yaml": "solver: [unclosed\n"}],
+                         ids=["report-of-mine", "reproduce-yaml-of-mine", "garbage-reproduce-yaml"])
+def test_reproduce_into_a_directory_of_the_users_own_files_changes_nothing(mine: dict[str, str], tmp_path: Path,
+                                                                           sim_url: str) -> None:
+    """Before: `decoevo reproduce DIR` over a folder with the user's report.html replaced it (exit 0), a
+    reproduce.yaml of theirs was replaced by the plan, and a garbage one was "internal error, a bug"."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    for name, text in mine.items():
+        (out / name).write_text(text)
+    code, said = _reproduce(out, sim_url, tmp_path, "--yes")
+    assert code == 2, said
+    assert "not a reproduce directory" in said or "not a plan written by `decoevo reproduce`" in said \
+        or "not valid YAML" in said, said
+    assert "internal error" not in said
+    assert _tree(out) == {name: text.encode() for name, text in mine.items()}
+
+
+def test_a_refused_rerun_changes_nothing_and_the_report_is_replaced_only_if_ours(tmp_path: Path,
+                                                                                 sim_url: str) -> None:
+    """Before: `decoevo reproduce OUT --model other` on a finished experiment rewrote reproduce.yaml and
+    marked every finished cell failed (exit 1), and each later `decoevo reproduce OUT` exited 1."""
+    out = tmp_path / "out"
+    code, said = _reproduce(out, sim_url, tmp_path, "--yes")
+    assert code == 0, said
+    report = out / "report.html"
+    assert report.is_file()
+    before = _tree(out)
+    code, said = _reproduce(out, sim_url, tmp_path, "--yes", "--model", "other")
+    assert code == 2 and "holds a run with a different configuration" in said, said
+    assert "lm.models.default.model" in said
+    assert _tree(out) == before  # nor reproduce.yaml, nor any status.json
+    code, said = _reproduce(out, sim_url, tmp_path, "--yes")  # still resumes: nothing to run, ours replaced
+    assert code == 0 and "0 still to run" in said, said
+    report.write_text("<html>the user's own, saved over ours</html>\n")
+    code, said = _reproduce(out, sim_url, tmp_path, "--yes")
+    assert code == 2 and "not a report decoevo wrote" in said, said
+    assert report.read_text() == "<html>the user's own, saved over ours</html>\n"
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    (("--seeds", "abc"), "--seeds expects comma-separated integers"),
+    (("--seeds", "1.5"), "--seeds expects comma-separated integers"),
+    (("--seeds", ""), "--seeds is empty"),
+    (("--tables", ""), "--tables is empty"),
+    (("--benchmarks", ""), "--benchmarks is empty"),
+    (("--data", "healthbench=hb.jsonl@abc"), "the limit after @ must be a whole number"),
+    (("--data", "nosuch=hb.jsonl"), "--data nosuch: not a benchmark of the experiment; name one of healthbench, "
+                                    "writingbench, researchqa, llmeval_med, eqbench_cw"),
+    (("--set", "hyper.steps=[1"), "--set hyper.steps: the value is not valid YAML"),
+    (("--set", "hyper=3"), "--set hyper: give its keys"),
+    (("--set", "hyper.steps=100000000000000000000000000"), "hyper.steps: out of range; it must be between 0 and 10000"),
+    (("--models", "MODELS"), "not valid YAML"),
+])
+def test_reproduce_flags_that_cannot_be_read_are_one_line_and_exit_2(extra: tuple[str, ...], expected: str,
+                                                                      tmp_path: Path) -> None:
+    """Before: --seeds abc|1.5, --data ...@abc, a bad-YAML --set or --models were "internal error, a bug"
+    (exit 1); --seeds "", --tables "", --benchmarks "" silently meant all; --data nosuch=FILE was ignored."""
+    (tmp_path / "MODELS").write_text("solver: {model: [unclosed\n")
+    extra = tuple(str(tmp_path / e) if e == "MODELS" else e for e in extra)
+    model = () if "--models" in extra else ("--model", "toy")
+    out = tmp_path / "out"
+    code, said = _reproduce(out, "http://127.0.0.1:9/v1", tmp_path, *model, "--allow-self-grading", "--yes",
+                            *extra)
+    assert code == 2, said
+    assert expected in said and "internal error" not in said
+    assert not out.exists()
