@@ -19,6 +19,10 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def squash(text: str) -> str:  # the terminal wraps a long path anywhere
+    return "".join(text.split())
+
+
 @pytest.fixture(scope="module")
 def toy_url():
     pytest.importorskip("uvicorn")
@@ -175,3 +179,23 @@ def test_reproduce_flags_that_cannot_be_read_are_one_line_and_exit_2(extra: tupl
     assert code == 2, said
     assert expected in said and "internal error" not in said
     assert not out.exists()
+
+
+def test_infinity_in_a_runs_request_record_is_one_line_on_resume(tmp_path: Path, toy_url: str) -> None:
+    """Before: a `sent` record with `"prompt_tokens": Infinity` (JSON's non-number, which Python reads)
+    made `decoevo resume` end in "internal error, a bug" (OverflowError turning it into a token count)."""
+    from decoevo.testing.toy_server import toy_run_args, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    result = runner.invoke(app, toy_run_args(toy_url, data, tmp_path / "runs", "r", steps=1))
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "runs" / "r"
+    (run / "summary.json").unlink()  # as if killed before the end
+    with open(run / "requests.jsonl", "a") as f:
+        f.write('{"sent": "x1", "key": "k", "role": "solve", "model": "toy", "prompt_tokens": Infinity, '
+                '"max_tokens": 5}\n')
+    n = len((run / "requests.jsonl").read_text().splitlines())
+    result = runner.invoke(app, ["resume", str(run)])
+    assert result.exit_code == 2, result.output
+    assert squash(f"requests.jsonl, line {n}: holds Infinity, which is not a token count") in squash(result.output)
+    assert "internal error" not in result.output

@@ -9,13 +9,14 @@ process (kill -9, the OOM killer); both files are flushed to disk at each checkp
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import append_line, dumps_line
+from .files import RunReadError, append_line, dumps_line
 from .records import REQUESTS, CallLine
 
 
@@ -51,6 +52,12 @@ class RequestLog:
         append_line(self.root, self.path, dumps_line({"settled": request_id}), fsync=False)
 
 
+def _not_a_number(path: Path, line: int, name: str) -> Any:
+    """JSON's Infinity and NaN: never written by us, and a bill of infinite tokens cannot be settled."""
+    raise RunReadError(f"{path}, line {line}: holds {name}, which is not a token count; remove that line "
+                       "(or restore the file) and run again")
+
+
 def unanswered(root: Path, calls: list[CallLine]) -> list[CallLine]:
     """The requests recorded as sent that neither an answer nor a settlement completed (the process died
     while they were in flight), as estimated call lines: prompt tokens at their recorded bound, completion
@@ -60,9 +67,9 @@ def unanswered(root: Path, calls: list[CallLine]) -> list[CallLine]:
         return []
     sent: dict[str, dict[str, Any]] = {}
     done = {c.request for c in calls if c.request is not None}
-    for line in path.read_bytes().splitlines():
+    for n, line in enumerate(path.read_bytes().splitlines(), 1):
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=functools.partial(_not_a_number, path, n))
         except ValueError:
             continue  # a torn line was cut before this is read; anything else unreadable is not a record
         if not isinstance(record, dict):
