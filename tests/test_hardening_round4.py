@@ -199,3 +199,64 @@ def test_infinity_in_a_runs_request_record_is_one_line_on_resume(tmp_path: Path,
     assert result.exit_code == 2, result.output
     assert squash(f"requests.jsonl, line {n}: holds Infinity, which is not a token count") in squash(result.output)
     assert "internal error" not in result.output
+
+
+# ---- 4, 12: eval and pilot write only into directories of their own; eval of an unfinished run warns ---------
+@pytest.fixture
+def toy_run(tmp_path: Path, toy_url: str) -> Path:
+    from decoevo.testing.toy_server import toy_run_args, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    args = toy_run_args(toy_url, data, tmp_path / "runs", "r", steps=1,
+                        sets=("splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return tmp_path / "runs" / "r"
+
+
+def _planted(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "test.json").write_text('{"mine": true}\n')
+    (elsewhere / "calls.jsonl").write_text('{"mine": 1}\n')
+    return elsewhere, _tree(elsewhere)
+
+
+def test_eval_and_pilot_refuse_to_write_through_a_link_in_place_of_their_directory(
+        tmp_path: Path, toy_run: Path, toy_url: str) -> None:
+    """Before: with RUN/eval a link to another folder, `decoevo eval RUN` replaced that folder's test.json
+    and appended to its calls.jsonl; `decoevo pilot OUT` did the same through OUT/pilot."""
+    from decoevo.testing.toy_server import write_toy_questions
+
+    elsewhere, before = _planted(tmp_path)
+    (toy_run / "eval").symlink_to(elsewhere, target_is_directory=True)
+    result = runner.invoke(app, ["eval", str(toy_run)])
+    assert result.exit_code == 2, result.output
+    assert "is a symbolic link" in one_line(result.output) and one_line(result.output).count("error:") == 1
+    assert _tree(elsewhere) == before
+
+    out = tmp_path / "pilot"
+    out.mkdir()
+    (out / "pilot").symlink_to(elsewhere, target_is_directory=True)
+    data = write_toy_questions(tmp_path / "pilot.jsonl", n=24)
+    result = runner.invoke(app, ["pilot", str(out), "--base-url", toy_url, "--model", "toy", "--data", str(data),
+                                 "--preset", "default", "--seeds", "3", "--set",
+                                 "splits={pilot: 4, train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}"])
+    assert result.exit_code == 2, result.output
+    assert "is a symbolic link" in one_line(result.output)
+    assert _tree(elsewhere) == before and sorted(p.name for p in out.iterdir()) == ["pilot"]
+
+
+def test_eval_of_an_unfinished_run_warns_that_it_grades_a_checkpoint_skill(toy_run: Path) -> None:
+    """Before: `decoevo export` warned that a killed or running run's skill is its last checkpoint's, and
+    `decoevo eval` graded that skill without a word."""
+    result = runner.invoke(app, ["eval", str(toy_run)])
+    assert result.exit_code == 0, result.output
+    assert "warning:" not in result.output  # a finished run: no warning
+    (toy_run / "summary.json").unlink()  # as a run killed (or still running) leaves it
+    (toy_run / "eval" / "test.json").unlink()
+    result = runner.invoke(app, ["eval", str(toy_run)])
+    assert result.exit_code == 0, result.output
+    assert squash("warning:") in squash(result.output)
+    assert squash("is unfinished (killed or still running); this grades the solver skill at its last "
+                  "checkpoint (1 step(s) done)") in squash(result.output), result.output
