@@ -4,10 +4,13 @@ fixed, and listed in docs/reliability.md ("Round four")."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from decoevo.cli import app
@@ -260,3 +263,69 @@ def test_eval_of_an_unfinished_run_warns_that_it_grades_a_checkpoint_skill(toy_r
     assert squash("warning:") in squash(result.output)
     assert squash("is unfinished (killed or still running); this grades the solver skill at its last "
                   "checkpoint (1 step(s) done)") in squash(result.output), result.output
+
+
+# ---- 14: control characters, API arguments ---------------------------------------------------------------
+UNPRINTABLE = [chr(c) for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0), *range(0x202a, 0x202f),
+                                *range(0x2066, 0x206a), 0x2028, 0x2029)]
+
+
+def _echo_free(text: str) -> bool:
+    return not any(c in text for c in UNPRINTABLE)
+
+
+def test_a_duplicate_question_id_with_escape_sequences_is_printed_escaped(tmp_path: Path) -> None:
+    """Before: `'a\\x1b[2J\\x1b[Hb'` reached the terminal raw (it cleared the screen)."""
+    qid = "a\x1b[2J\x1b[Hb"
+    data = tmp_path / "dup.jsonl"
+    data.write_text("".join(json.dumps({"id": qid, "prompt": "p?"}) + "\n" for _ in range(2)))
+    result = runner.invoke(app, ["run", "--data", str(data), "--base-url", "http://127.0.0.1:9/v1", "--model", "toy",
+                                 "--runs-root", str(tmp_path / "runs"), "--name", "d"])
+    assert result.exit_code == 2, result.output
+    assert "duplicate id 'a\\x1b[2J\\x1b[Hb'" in one_line(result.output) and _echo_free(result.output)
+
+
+# a CLI invocation per example: a quarter of the suite's fuzzing budget (DECOEVO_FUZZ_EXAMPLES)
+FUZZ = settings(max_examples=max(10, int(os.environ.get("DECOEVO_FUZZ_EXAMPLES", "150")) // 4), deadline=None,
+                derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+IDS = st.text(st.sampled_from([*UNPRINTABLE, "a", "é", "[", "]", "\\", "'", " ", "\n"]), min_size=1, max_size=12)
+
+
+@given(qid=IDS.filter(lambda s: s.strip()))
+@FUZZ
+def test_fuzz_every_echo_of_a_question_id_is_free_of_control_characters(qid: str, tmp_path: Path) -> None:
+    """The messages that quote question data: a duplicate id (`run`, `eval --data`), and the failures the
+    boundary describes; none passes a control character to the terminal."""
+    from decoevo.cli.boundary import describe
+    from decoevo.errors import ConfigError
+
+    data = tmp_path / "dup.jsonl"
+    data.write_text("".join(json.dumps({"id": qid, "prompt": "p?"}) + "\n" for _ in range(2)))
+    result = runner.invoke(app, ["run", "--data", str(data), "--base-url", "http://127.0.0.1:9/v1", "--model",
+                                 "toy", "--runs-root", str(tmp_path / "runs"), "--name", "d"])
+    assert result.exit_code == 2, result.output
+    assert _echo_free(result.output), repr(result.output)
+    assert _echo_free(describe(ConfigError(f"question '{qid}' is in both splits")).message)
+    assert _echo_free(describe(KeyError(qid)).message)
+
+
+def test_align_with_a_grader_that_is_not_a_model_spec_pays_nothing(toy_run: Path) -> None:
+    """Before: `decoevo.align(run, grader=5)` paid 2 calls, then an AttributeError."""
+    import decoevo
+    from decoevo.errors import ArgumentError
+
+    for fn, kwargs in ((decoevo.align, {"grader": 5}), (decoevo.align, {"matcher": "m"}),
+                       (decoevo.dynamics, {"grader": 5}), (decoevo.evaluate, {"force": "yes"})):
+        with pytest.raises(ArgumentError, match="must be"):
+            fn(toy_run, **kwargs)
+    assert not (toy_run / "eval").exists()  # no session opened: no call, no record
+
+
+def test_optimize_with_a_lone_surrogate_in_its_text_is_an_argument_error(tmp_path: Path) -> None:
+    """Before: `optimize(task_spec="\\ud800")` raised a raw UnicodeEncodeError writing the spec."""
+    import decoevo
+    from decoevo.errors import ArgumentError
+
+    with pytest.raises(ArgumentError, match=r"task_spec holds '\\ud800' at index 3, a lone UTF-16 surrogate"):
+        decoevo.optimize([{"id": "q1", "prompt": "p?"}], task_spec="abc\ud800", run_dir=tmp_path / "r")
+    assert not (tmp_path / "r").exists()

@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from ..errors import ConfigError, UserError, validation_summary
 from ..lm import LMError, ModelSpec
+from ..redact import redact
+from .boundary import printable
 from .common import JsonOption, console, err_console, fail, guarded, warn
 from .data import choose_data
 from .display import print_json
@@ -61,17 +64,17 @@ def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False)
             if ok and as_json:
                 print_json({"run_dir": str(run_dir), **record})
             elif ok:
-                console.print(f"{run_dir}: {summary}")
+                console.print(escape(printable(f"{run_dir}: {summary}")), highlight=False)
             else:
                 failed += 1
-                err_console.print(f"[bold red]error:[/] {run_dir}: {summary}", highlight=False)
+                err_console.print(f"[bold red]error:[/] {escape(printable(f'{run_dir}: {summary}'))}", highlight=False)
         except (UserError, LMError) as exc:
             failed += 1
             user_errors += isinstance(exc, UserError)
             where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
             if len(run_dirs) == 1 and isinstance(exc, UserError):  # one run refused: its one line says it all
                 fail(f"{where}{exc}")
-            err_console.print(f"[bold red]error:[/] {where}{exc}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {escape(printable(redact(f'{where}{exc}')))}", highlight=False)
         except KeyboardInterrupt:
             fail(f"interrupted (Ctrl-C) while {title} {run_dir}: no result was written for it. Run the same "
                  "command again: answers already paid for come from the cache", 130)

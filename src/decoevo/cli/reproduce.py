@@ -14,6 +14,7 @@ from ..errors import ConfigError, validation_summary
 from ..fileio import atomic_write_text
 from ..lm import ModelSpec
 from . import reproduce_args as ra
+from .boundary import printable
 from .common import console, err_console, guarded
 
 
@@ -184,6 +185,6 @@ def _reproduce(
         console.print(f"  {c.verdict:>15}  {c.claim.id}")
     if failed:
         for line in failed:
-            err_console.print(f"[red]failed[/] {escape(line)}", highlight=False)
+            err_console.print(f"[red]failed[/] {escape(printable(line))}", highlight=False)
         console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
         raise typer.Exit(1)
