@@ -329,3 +329,47 @@ def test_optimize_with_a_lone_surrogate_in_its_text_is_an_argument_error(tmp_pat
     with pytest.raises(ArgumentError, match=r"task_spec holds '\\ud800' at index 3, a lone UTF-16 surrogate"):
         decoevo.optimize([{"id": "q1", "prompt": "p?"}], task_spec="abc\ud800", run_dir=tmp_path / "r")
     assert not (tmp_path / "r").exists()
+
+
+# ---- 13: Ctrl-C drains every task ------------------------------------------------------------------------
+def _as_started_from_a_shell() -> None:  # as tests/test_interrupt.py: SIGINT reaches the child as from a terminal
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def test_ctrl_c_during_run_resume_and_pilot_prints_one_line_and_no_task_tracebacks(tmp_path: Path) -> None:
+    """Before: after the right line and exit 130, 1-8 "Task exception was never retrieved" tracebacks (the
+    requests in flight, failing as the shutdown closed their connections, were cancelled but never drained)."""
+    import signal
+    import subprocess
+    import sys
+
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "toy.jsonl", n=24)
+    server = toy_server(delay_s=0.3)  # requests are in flight when the signal comes
+    env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "cache.sqlite"), "COLUMNS": "200"}
+    with serve_app(server.app()) as url:
+        commands = {
+            "run": toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=3),
+            "resume": ["resume", str(tmp_path / "runs" / "r")],
+            "pilot": ["pilot", str(tmp_path / "p"), "--base-url", f"{url}/v1", "--model", "toy", "--data", str(data),
+                      "--preset", "default", "--seeds", "3", "--set",
+                      "splits={pilot: 4, train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}"],
+        }
+        for name, args in commands.items():
+            seen = len(server.requests)
+            proc = subprocess.Popen([sys.executable, "-m", "decoevo", *args], env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, preexec_fn=_as_started_from_a_shell)
+            deadline = time.monotonic() + 60
+            while len(server.requests) < seen + 8 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert proc.poll() is None, f"{name} ended before the interrupt"
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+            lines = [line for line in err.splitlines() if line.strip()]
+            assert proc.returncode == 130, (name, err)
+            assert len(lines) == 1 and lines[0].startswith("error: interrupted"), (name, err)
