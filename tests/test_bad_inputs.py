@@ -199,7 +199,7 @@ CONFIG_CASES = [
     Case("set-wrong-type", ["run", *TOY, "--set", "hyper.steps=many"], ["hyper.steps", "integer"]),
     Case("epsilon-zero", ["run", *TOY, "--set", "hyper.epsilon=0"], ["hyper.epsilon", "greater than 0"]),
     Case("epsilon-negative", ["run", *TOY, "--set", "hyper.epsilon=-0.1"], ["hyper.epsilon", "greater than 0"]),
-    Case("gamma-above-one", ["run", *TOY, "--set", "hyper.gamma=1.5"], ["hyper.gamma", "less than or equal to 1"]),
+    Case("gamma-above-one", ["run", *TOY, "--set", "hyper.gamma=1.5"], ["hyper.gamma", "more than 0 and at most 1"]),
     Case("split-negative", ["run", *TOY, "--set", "splits.probe=-1"], ["splits.probe", "greater than or equal to 0"]),
     Case("split-too-small", ["run", *TOY, "--set", "splits.solver_gate=0"], ["'solver_gate' is empty",
                                                                            "splits.solver_gate"]),

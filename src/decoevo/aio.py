@@ -61,6 +61,19 @@ async def together(*aws: Awaitable[Any]) -> tuple[Any, ...]:
     return tuple(await gather_all(*aws))
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel a task nobody will await again (its awaiter was interrupted). What it ends with is retrieved
+    when it ends: one that failed before the cancel reached it (a connection the shutdown closed under it)
+    would otherwise print "Task exception was never retrieved" and a traceback after the one-line message."""
+    task.cancel()
+    task.add_done_callback(_retrieve)
+
+
 @overload
 async def gather_all(a: Awaitable[A], b: Awaitable[B], /) -> tuple[A, B]: ...
 @overload
@@ -77,9 +90,9 @@ async def gather_all(*aws: Awaitable[Any]) -> tuple[Any, ...]:
         return ()
     try:
         await asyncio.wait(tasks)
-    except BaseException:  # cancelled from outside: so are they
+    except BaseException:  # cancelled from outside (Ctrl-C): so are they
         for task in tasks:
-            task.cancel()
+            abandon(task)
         raise
     failed = [t for t in tasks if t.cancelled() or t.exception() is not None]  # every exception retrieved
     if failed:

@@ -24,7 +24,9 @@ from .api_args import (
     check_callbacks,
     check_lm,
     need,
+    need_callable,
     need_mapping,
+    need_model,
     need_path,
     need_text,
     new_run_dir,
@@ -295,7 +297,8 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
     path = _run_path("evaluate", run)
     need_text("evaluate", "split", split)
     need_mapping("evaluate", "data", data)
-    need("evaluate", "grader", grader, (ModelSpec,), "a decoevo.ModelSpec")
+    need_model("evaluate", "grader", grader)
+    need("evaluate", "force", force, (bool,), "True or False")
     need("evaluate", "skill_version", skill_version, (int,), "an integer")
     if on_item is not None and not callable(on_item):
         raise ArgumentError(f"evaluate: on_item must be callable, not {type(on_item).__name__}")
@@ -334,7 +337,12 @@ async def dynamics_async(run: RunResult | Path | str, *, split: str = "diagnosti
     from .evaluation import EvalSession, RunView
     from .evaluation.dynamics import dynamics
 
-    session = EvalSession(RunView(_run_path("dynamics", run)), grader=grader, force=force)
+    path = _run_path("dynamics", run)  # every argument checked before a session opens or a call is paid
+    need_text("dynamics", "split", split)
+    need_model("dynamics", "grader", grader)
+    need("dynamics", "force", force, (bool,), "True or False")
+    need_callable("dynamics", "on_point", on_point)
+    session = EvalSession(RunView(path), grader=grader, force=force)
     try:
         return await dynamics(session, split=split, on_point=on_point)
     finally:
@@ -348,7 +356,12 @@ async def align_async(run: RunResult | Path | str, *, split: str = "test", grade
     from .evaluation import EvalSession, RunView
     from .evaluation.alignment import alignment
 
-    session = EvalSession(RunView(_run_path("align", run)), grader=grader, matcher=matcher, force=force)
+    path = _run_path("align", run)  # every argument checked before a session opens or a call is paid
+    need_text("align", "split", split)
+    need_model("align", "grader", grader)
+    need_model("align", "matcher", matcher)
+    need("align", "force", force, (bool,), "True or False")
+    session = EvalSession(RunView(path), grader=grader, matcher=matcher, force=force)
     try:
         return await alignment(session, split=split)
     finally:

@@ -30,10 +30,25 @@ def need(fn: str, name: str, value: object, types: tuple[type, ...], what: str) 
 
 def need_text(fn: str, name: str, value: object) -> None:
     need(fn, name, value, (str,), "a string")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800"): no file or request can hold it
+            raise ArgumentError(f"{fn}: {name} holds {value[exc.start:exc.end]!a} at index {exc.start}, a lone "
+                                "UTF-16 surrogate, which is not valid Unicode text") from None
 
 
 def need_mapping(fn: str, name: str, value: object) -> None:
     need(fn, name, value, (Mapping,), "a mapping (a dict)")
+
+
+def need_model(fn: str, name: str, value: object) -> None:
+    need(fn, name, value, (ModelSpec,), "a decoevo.ModelSpec")
+
+
+def need_callable(fn: str, name: str, value: object) -> None:
+    if value is not None and not callable(value):
+        raise ArgumentError(f"{fn}: {name} must be callable, not {kind(value)}")
 
 
 def need_path(fn: str, name: str, value: object) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class UserError(Exception):
     """Bad input, configuration or state, with a message that names the file, flag or field to fix."""
@@ -26,10 +29,10 @@ class ArgumentError(ConfigError, TypeError):
     `UserError` (one line), and as the `TypeError` or `ValueError` Python code expects."""
 
 
-def validation_summary(exc: Exception) -> str:
+def validation_summary(exc: Exception, explain: Callable[[dict[str, Any]], str | None] | None = None) -> str:
     """A pydantic `ValidationError` as one line of `field: problem` parts. Never its input: pydantic's text
     quotes a cut repr of the input, which can end in the tail of a password (`'mo...7890abc@host/v1'`)
-    that no pattern recognises as one."""
+    that no pattern recognises as one. `explain(error)` may word an error better (a key's whole range)."""
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return " ".join(str(exc).split())
@@ -38,6 +41,6 @@ def validation_summary(exc: Exception) -> str:
         loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
                        for p in err["loc"])
         msg = "unknown key (check the spelling; see docs/configuration.md)" if err["type"] == "extra_forbidden" \
-            else err["msg"]
+            else (explain(err) if explain else None) or err["msg"]
         parts.append(f"{loc}: {msg}" if loc else msg)
     return " ".join("; ".join(parts).split())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,10 +37,22 @@ class Failure:
     code: int  # 2: input, configuration or state the user can fix; 1: a model failure or a bug
 
 
+# What a terminal acts on instead of showing: C0/C1 controls (ESC starts a sequence that can clear the
+# screen or retitle the window), DEL, and the bidirectional overrides that reorder what is shown.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def printable(text: str) -> str:
+    """`text` with every control character a terminal would act on written as its escape (`\\x1b`);
+    line breaks and tabs stay (a message is made one line where that matters)."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def describe(exc: BaseException) -> Failure:
     failure = _describe(exc)
     register_environment_secrets()  # a credential in the environment is masked even if nothing read it yet
-    failure = Failure(redact(failure.message), failure.code)  # no key, URL password or token is printed
+    # no key, URL password or token is printed, nor a control character from the data the message quotes
+    failure = Failure(printable(redact(failure.message)), failure.code)
     if "\n" in failure.message or "\r" in failure.message:  # one line, whatever a parser or the data said
         return Failure(" ".join(failure.message.split()), failure.code)
     return failure

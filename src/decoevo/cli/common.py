@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..redact import redact
-from .boundary import command_boundary, run_guarded
+from .boundary import command_boundary, printable, run_guarded
 
 console = Console(log_path=False)
 err_console = Console(stderr=True)
@@ -19,12 +19,12 @@ err_console = Console(stderr=True)
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
-    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)  # plain text: keep its [..]
+    err_console.print(f"[bold red]error:[/] {escape(printable(redact(message)))}", highlight=False)  # keep its [..]
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+    err_console.print(f"[yellow]warning:[/] {escape(printable(message))}", highlight=False)
 
 
 guarded = command_boundary(fail)  # every command's body: any failure is one line, never a traceback

@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from ..errors import ConfigError, UserError, validation_summary
 from ..lm import LMError, ModelSpec
-from .common import JsonOption, console, err_console, fail, guarded
+from ..redact import redact
+from .boundary import printable
+from .common import JsonOption, console, err_console, fail, guarded, warn
 from .data import choose_data
 from .display import print_json
 from .settings import refuse_empty
@@ -61,15 +64,17 @@ def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False)
             if ok and as_json:
                 print_json({"run_dir": str(run_dir), **record})
             elif ok:
-                console.print(f"{run_dir}: {summary}")
+                console.print(escape(printable(f"{run_dir}: {summary}")), highlight=False)
             else:
                 failed += 1
-                err_console.print(f"[bold red]error:[/] {run_dir}: {summary}", highlight=False)
+                err_console.print(f"[bold red]error:[/] {escape(printable(f'{run_dir}: {summary}'))}", highlight=False)
         except (UserError, LMError) as exc:
             failed += 1
             user_errors += isinstance(exc, UserError)
             where = "" if str(run_dir) in str(exc) else f"{run_dir}: "
-            err_console.print(f"[bold red]error:[/] {where}{exc}", highlight=False)
+            if len(run_dirs) == 1 and isinstance(exc, UserError):  # one run refused: its one line says it all
+                fail(f"{where}{exc}")
+            err_console.print(f"[bold red]error:[/] {escape(printable(redact(f'{where}{exc}')))}", highlight=False)
         except KeyboardInterrupt:
             fail(f"interrupted (Ctrl-C) while {title} {run_dir}: no result was written for it. Run the same "
                  "command again: answers already paid for come from the cache", 130)
@@ -114,6 +119,7 @@ def eval_(
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
     from ..api import evaluate_async
     from ..evaluation.independence import SELF_GRADED_LABEL
+    from .shipped import unfinished_warning
 
     refuse_empty(data=data, format=fmt, benchmark=benchmark, grader_model=grader_model,
                  grader_base_url=grader_base_url)
@@ -130,6 +136,9 @@ def eval_(
     target = {"path": path, "format": path_fmt or "jsonl", "limit": limit} if path else None
 
     def job(run_dir: Path, tick: Any) -> tuple[str, bool, dict[str, Any]]:
+        unfinished = unfinished_warning(run_dir, "this grades") if skill_version is None else None
+        if unfinished:  # as `export` warns: a killed or running run's skill is not what it will ship
+            warn(unfinished)
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
                                        force=force, on_item=lambda _: tick(), grader_prompt=grader_prompt))
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "

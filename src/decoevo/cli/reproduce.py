@@ -6,18 +6,16 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
-import yaml
 from rich.markup import escape
 
 from ..errors import ConfigError, validation_summary
+from ..fileio import atomic_write_text
 from ..lm import ModelSpec
-from ..redact import register_url_secrets
+from . import reproduce_args as ra
+from .boundary import printable
 from .common import console, err_console, guarded
-
-SHARED_KEYS = ("hyper", "splits", "budget")
 
 
 def _spec(model: str | None, base_url: str | None, flags: str = "--base-url/--model") -> ModelSpec | None:
@@ -29,38 +27,6 @@ def _spec(model: str | None, base_url: str | None, flags: str = "--base-url/--mo
     except ValueError as exc:
         raise ConfigError(f"{flags}: {validation_summary(exc)}") from None
     return None
-
-
-def _csv(text: str | None) -> list[str] | None:
-    return [x.strip() for x in text.split(",") if x.strip()] if text else None
-
-
-def _data(items: list[str]) -> dict[str, dict[str, Any]]:
-    """--data NAME=PATH[:FORMAT][@LIMIT] (format: the benchmark's own, or jsonl)."""
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        name, sep, rest = item.partition("=")
-        if not sep or not name or not rest:
-            raise ConfigError(f"--data expects NAME=PATH[:FORMAT][@LIMIT], e.g. healthbench=hb.jsonl; got '{item}'")
-        if "://" in rest:  # read as a path, a URL's token was printed back in "file not found"
-            register_url_secrets(rest)
-            raise ConfigError(f"--data {name}: reproduce reads local files, not URLs ({rest}); fetch it first "
-                              f"(`decoevo data fetch {name}`, or download it) and give its path")
-        rest, _, limit = rest.partition("@")
-        path, _, fmt = rest.rpartition(":") if ":" in Path(rest).name else (rest, "", "")
-        out[name] = {"path": str(Path(path).resolve()), "format": fmt or name, "limit": int(limit) if limit else None}
-    return out
-
-
-def _sets(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        parts = key.split(".")
-        if not sep or len(parts) != 2 or parts[0] not in SHARED_KEYS:
-            raise ConfigError(f"--set expects hyper.KEY=VALUE, splits.KEY=VALUE or budget.KEY=VALUE; got '{item}'")
-        out.setdefault(parts[0], {})[parts[1]] = yaml.safe_load(value)
-    return out
 
 
 def reproduce_command(
@@ -143,26 +109,22 @@ def _reproduce(
     from .sweep_progress import sweep_bars
 
     out = out.resolve()
-    state = rp_mod.load_state(out) or {}
+    state = ra.read_state(out, rp_mod.STATE_FILE) or {}
     solver, grader = _spec(model, base_url), _spec(grader_model, grader_base_url, "--grader-base-url/--grader-model")
     if models_file is not None:
-        specs = yaml.safe_load(models_file.read_text(encoding="utf-8")) or {}
-        if not isinstance(specs, dict) or "solver" not in specs:
-            raise ConfigError(f"{models_file}: expected a mapping with `solver:` (and `grader:`) model specs")
-        solver, grader = (
-            ModelSpec.model_validate(specs["solver"]),
-            (ModelSpec.model_validate(specs["grader"]) if specs.get("grader") else grader),
-        )
+        solver, grader = ra.models_file(models_file, grader)
     if solver is None and "solver" not in state:
         raise ConfigError("name the backbone: --model NAME --base-url URL (or --models FILE)")
-    bench_names = _csv(benchmarks) or state.get("benchmarks") or list(rp_mod.SOURCES)
+    known = [*rp_mod.SOURCES, *rp_mod.TRANSFERS.values()]
+    bench_names = ra.csv("benchmarks", benchmarks) or state.get("benchmarks") or list(rp_mod.SOURCES)
     wanted = [*bench_names, *(rp_mod.TRANSFERS[b] for b in bench_names if b in rp_mod.TRANSFERS)]
     given = {
         **{k: v.config() for k, v in rp_mod.default_data(wanted).items()},
         **(state.get("data") or {}),
-        **_data(data),
+        **ra.data(data, known),
     }
-    seed_list = [int(s) for s in _csv(seeds) or []] or None
+    seed_list = ra.seeds(seeds)
+    table_list = ra.csv("tables", tables)
     rp = rp_mod.plan_from_state(
         out,
         {"solver": None, "data": {}, **state},
@@ -171,9 +133,9 @@ def _reproduce(
         grader=grader.model_dump(mode="json", exclude_defaults=True) if grader else None,
         seeds=seed_list,
         benchmarks=bench_names,
-        tables=_csv(tables),
+        tables=table_list,
         preset=preset,
-        shared=_sets(sets) or None,
+        shared=ra.sets(sets),
         transfer_limit=transfer_limit,
         allow_self_grading=allow_self_grading or None,
     )
@@ -184,6 +146,8 @@ def _reproduce(
             "Figure 3 grades every checkpoint on a diagnostic split, and this plan has none: "
             "--set splits.diagnostic=N, or leave fig3 out of --tables"
         )
+    ra.check_runs_match(cells, rp)
+    ra.check_report(out)
     posts = rp_mod.post_tasks(rp)
     projection = rp_mod.project(rp, cells, posts, rp_mod.transfer_sizes(rp))
     console.print(projection.describe())
@@ -193,7 +157,7 @@ def _reproduce(
         if not typer.confirm("Proceed?", default=False):
             raise typer.Exit(1)
     out.mkdir(parents=True, exist_ok=True)
-    (out / rp_mod.STATE_FILE).write_text(rp.to_yaml(), encoding="utf-8")
+    atomic_write_text(out / rp_mod.STATE_FILE, rp.to_yaml())  # replaced, never written through a link
     failed: list[str] = []
     for bench in rp.benchmarks:
         book = run_sweep(
@@ -214,12 +178,13 @@ def _reproduce(
     failures = asyncio.run(rp_mod.run_post(posts, on_done=said))
     failed += [f"{t.kind} {t.run_dir}: {msg}" for t, msg in failures]
     report = build_report([rp.sweep_dir(b) for b in rp.benchmarks], title="DecoEvo: the paper's experiment")
-    path = write(report, out / "report.html")
+    ra.check_report(out)  # not replaced if somebody put their own there meanwhile
+    path = write(report, out / ra.REPORT)
     console.print(f"report: {path}")
     for c in report.claims:
         console.print(f"  {c.verdict:>15}  {c.claim.id}")
     if failed:
         for line in failed:
-            err_console.print(f"[red]failed[/] {escape(line)}", highlight=False)
+            err_console.print(f"[red]failed[/] {escape(printable(line))}", highlight=False)
         console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
         raise typer.Exit(1)

@@ -44,26 +44,32 @@ def closing_lines(run_dir: Path) -> list[str]:
     return lines
 
 
+def unfinished_warning(run_dir: Path, what: str) -> str | None:
+    """For a run killed, still running or stopped: `what` (e.g. "this grades") the solver skill of its last
+    checkpoint, not a finished run's."""
+    reader = RunReader(run_dir)
+    status = reader.status()
+    if status not in ("incomplete", "stopped"):
+        return None
+    checkpoint = reader.checkpoint()
+    steps = checkpoint.state.get("next_step") if checkpoint else None
+    where = (
+        "the last skill it saved (it never reached a checkpoint)"
+        if checkpoint is None
+        else f"its last checkpoint ({steps} step(s) done)"
+        if isinstance(steps, int)
+        else "its last checkpoint"
+    )
+    return (f"{run_dir} is unfinished ({'killed or still running' if status == 'incomplete' else status}"
+            f"); {what} the solver skill at {where}; `decoevo resume {run_dir}` continues it")
+
+
 def export_warnings(run_dir: Path) -> list[str]:
     """Why the skill `export` prints may not be what the user expects: the run shipped its initial skill,
     or it never finished (killed or stopped), or it never reached a checkpoint."""
     reader = RunReader(run_dir)
-    status = reader.status()
-    warnings = []
-    if status in ("incomplete", "stopped"):
-        checkpoint = reader.checkpoint()
-        steps = checkpoint.state.get("next_step") if checkpoint else None
-        where = (
-            "the last skill it saved (it never reached a checkpoint)"
-            if checkpoint is None
-            else f"its last checkpoint ({steps} step(s) done)"
-            if isinstance(steps, int)
-            else "its last checkpoint"
-        )
-        warnings.append(
-            f"{run_dir} is unfinished ({'killed or still running' if status == 'incomplete' else status}"
-            f"); this is the solver skill at {where}; `decoevo resume {run_dir}` continues it"
-        )
+    unfinished = unfinished_warning(run_dir, "this is")
+    warnings = [unfinished] if unfinished else []
     summary = reader.summary()
     if summary is not None and summary.run_status == "budget_stop":
         warnings.append(

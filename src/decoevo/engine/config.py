@@ -16,16 +16,25 @@ from ..tasks.splits import SplitSizes
 from ..userfiles import load_yaml_mapping, surrogate_at
 from .role_names import ROUTABLE_ROLES
 
+# The largest size each key accepts: far above any setting of the paper (T = 20, L = 6, K = 6), and small
+# enough that nothing sized by them (the projection, the splits, a step's batch) can run for hours before
+# the first budget check. A value past one is refused naming the key and its range.
+MAX_STEPS = 10_000
+MAX_PERIOD = 1_000  # K, M, the budget-matched step cap
+MAX_ROLLOUTS = 256
+MAX_COUNT = 10_000  # batch, failures shown, pairs, questions at once
+MAX_TOKENS = 1_000_000
+
 
 class Hyper(BaseModel):
     """The method's hyperparameters (symbols as in the paper) and the call sizes of each role."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
-    steps: int = Field(4, ge=0, description="T: inner-loop steps")
-    batch_size: int = Field(3, ge=1, description="training questions per inner step")
-    audit_every: int = Field(2, ge=1, description="K: run the outer loop after every K inner steps")
-    max_stalls: int = Field(2, ge=1, description="M: or after M consecutive solver rejections")
+    steps: int = Field(4, ge=0, le=MAX_STEPS, description="T: inner-loop steps")
+    batch_size: int = Field(3, ge=1, le=MAX_COUNT, description="training questions per inner step")
+    audit_every: int = Field(2, ge=1, le=MAX_PERIOD, description="K: run the outer loop after every K inner steps")
+    max_stalls: int = Field(2, ge=1, le=MAX_PERIOD, description="M: or after M consecutive solver rejections")
     epsilon: float = Field(0.01, gt=0, description="ε: solver-gate margin on J_Vs")
     solver_gate: Literal["margin", "paired_bound"] = Field(
         "margin", description="margin: accept a solver rewrite when J on V_s rises by more than ε (the paper); "
@@ -37,12 +46,13 @@ class Hyper(BaseModel):
         "objective counts as improved only when the lower confidence bound of its paired per-item difference "
         "exceeds δ (per V_g question; per frozen pair, resolutions signed) (docs/mechanism.md)")
     generator_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound generator rule")
-    max_failures: int = Field(3, ge=1, description="failures shown to the solver rewriter per step")
-    rollouts: int = Field(4, ge=2, description="L: solver rollouts per question for the near-tie audit")
+    max_failures: int = Field(3, ge=1, le=MAX_COUNT, description="failures shown to the solver rewriter per step")
+    rollouts: int = Field(4, ge=2, le=MAX_ROLLOUTS,
+                          description="L: solver rollouts per question for the near-tie audit")
     rollout_temperature: float = Field(0.8, gt=0, le=2, description="sampling temperature of the L solver "
                                        "rollouts of the near-tie audits (and the pilot); every other call uses 0")
     tau_tie: float = Field(0.15, ge=0, le=1, description="τ_tie: near-tie threshold on rubric scores")
-    pairs_per_question: int = Field(2, ge=1, description="H: near-tie pairs kept per question")
+    pairs_per_question: int = Field(2, ge=1, le=MAX_COUNT, description="H: near-tie pairs kept per question")
     gamma: float = Field(0.05, gt=0, le=1, description="γ: margin for a pair to count as resolved")
     delta: float = Field(0.02, gt=0, description="δ: Pareto improvement margin")
     eta: float = Field(0.02, ge=0, description="η: Pareto regression tolerance")
@@ -51,21 +61,26 @@ class Hyper(BaseModel):
         "joint", description="joint: the judge scores every criterion of a rubric in one call; per_criterion: "
         "one call per criterion")
     max_criteria: int = Field(8, ge=1, le=64, description="most criteria a generated rubric may have")
-    budget_step_cap: int = Field(10, ge=1, description="budget-matched: at most this many times T steps")
+    budget_step_cap: int = Field(10, ge=1, le=MAX_PERIOD, description="budget-matched: at most this many times T steps")
     # The token limits' defaults fit the embedded model; unset, a role served by a server gets
     # SERVER_TOKEN_LIMITS below instead (see with_backend_token_limits).
-    max_tokens_solve: int = Field(320, ge=16, description="token limit of a solver answer; unset and `solve` "
+    max_tokens_solve: int = Field(320, ge=16, le=MAX_TOKENS,
+                                  description="token limit of a solver answer; unset and `solve` "
                                   "served by openai/litellm: 2048")
-    max_tokens_rubric: int = Field(400, ge=16, description="token limit of a generated rubric; unset and "
+    max_tokens_rubric: int = Field(400, ge=16, le=MAX_TOKENS,
+                                   description="token limit of a generated rubric; unset and "
                                    "`generate_rubric` served by openai/litellm: 1500")
-    max_tokens_judge: int = Field(700, ge=16, description="token limit of a judgement; unset and `judge` served "
+    max_tokens_judge: int = Field(700, ge=16, le=MAX_TOKENS,
+                                  description="token limit of a judgement; unset and `judge` served "
                                   "by openai/litellm: 3000")
-    max_tokens_rewrite: int = Field(800, ge=16, description="token limit of a solver or generator rewrite; unset "
+    max_tokens_rewrite: int = Field(800, ge=16, le=MAX_TOKENS,
+                                    description="token limit of a solver or generator rewrite; unset "
                                     "and `rewrite_solver` served by openai/litellm: 2000")
-    max_tokens_audit: int = Field(400, ge=16, description="token limit of a structural audit and of both "
+    max_tokens_audit: int = Field(400, ge=16, le=MAX_TOKENS,
+                                  description="token limit of a structural audit and of both "
                                   "contrastive-audit stages; unset and `structural_audit` served by "
                                   "openai/litellm: 1200")
-    concurrency: int = Field(8, ge=1, description="questions processed at once")
+    concurrency: int = Field(8, ge=1, le=MAX_COUNT, description="questions processed at once")
     decision_shortcuts: bool = Field(True, description="skip work that cannot change a decision (docs/cost.md): "
                                      "V_g's contrastive verification when the structural objective already "
                                      "rejects the candidate, a blind comparison's second order after an "
@@ -166,8 +181,42 @@ def with_backend_token_limits(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"hyper": config.hyper.model_copy(update=update)})
 
 
+_BOUND_ERRORS = frozenset({"less_than_equal", "less_than", "greater_than_equal", "greater_than"})
+
+
+def field_range(model: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """The range ("between 0 and 10000") of the numeric field at `loc` under `model`, if it has two bounds."""
+    field = None
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return None
+        inner = field.annotation
+        model = inner if isinstance(inner, type) and issubclass(inner, BaseModel) else model
+    bounds = {a: getattr(m, a) for m in (field.metadata if field else ()) for a in ("ge", "gt", "le", "lt")
+              if getattr(m, a, None) is not None}
+    if "ge" in bounds and "le" in bounds:
+        return f"between {bounds['ge']} and {bounds['le']}"
+    parts = [f"{words} {bounds[a]}" for a, words in
+             (("ge", "at least"), ("gt", "more than"), ("le", "at most"), ("lt", "less than")) if a in bounds]
+    # a one-sided bound reads well as pydantic words it ("greater than 0"); a range is told whole
+    return " and ".join(parts) if len(parts) == 2 else None
+
+
+def explain_bounds(model: type[BaseModel]) -> Any:
+    """A `validation_summary` hook: an out-of-range number is told its key's whole range."""
+
+    def explain(err: dict[str, Any]) -> str | None:
+        if err["type"] not in _BOUND_ERRORS:
+            return None
+        span = field_range(model, tuple(err["loc"]))
+        return f"out of range; it must be {span}" if span else None
+
+    return explain
+
+
 def describe_validation_error(source: str, exc: ValidationError) -> str:
-    return f"{source}: invalid configuration: {validation_summary(exc)}"
+    return f"{source}: invalid configuration: {validation_summary(exc, explain_bounds(RunConfig))}"
 
 
 def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:

@@ -107,25 +107,39 @@ def planned_steps(method: MethodSpec, hyper: Hyper, *, top_up: bool = False) -> 
     return hyper.steps * (hyper.budget_step_cap if method.budget_matched or top_up else 1)
 
 
+EXACT_STEPS = 1024  # steps the chain below is followed exactly; beyond, its steady rate is extrapolated
+
+
 def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: float,
                     schedule: str = "fixed") -> float:
     """Expected outer rounds of the schedule (`should_audit`) when each rewrite is rejected with
-    `reject_prob`: exact, over the distribution of (consecutive rejections, step of the last round)."""
-    dist: dict[tuple[int, int], float] = {(0, -1): 1.0}
+    `reject_prob`: exact over the distribution of (consecutive rejections, steps since the last round,
+    capped at K) for the first `EXACT_STEPS` steps; past them the chain has mixed, and the rounds of its
+    last whole K-step periods are carried forward, so the cost never grows with a configured T."""
+    since_last = schedule == "since_last_round"
+    dist: dict[tuple[int, int], float] = {(0, 0): 1.0}
     rounds = 0.0
-    for step in range(steps):
+    exact = min(steps, EXACT_STEPS)
+    window = min(exact, audit_every * max(1, (EXACT_STEPS // 2) // audit_every)) if steps > exact else 0
+    mark = 0.0
+    for step in range(exact):
+        if step == exact - window:
+            mark = rounds
         nxt: dict[tuple[int, int], float] = {}
-        for (stalls, last), p in dist.items():
+        for (stalls, age), p in dist.items():
             for rejected, q in ((True, reject_prob), (False, 1.0 - reject_prob)):
                 if q == 0.0:
                     continue
-                count, since = (stalls + 1 if rejected else 0), last
+                count, since = (stalls + 1 if rejected else 0), (min(age + 1, audit_every) if since_last else 0)
+                # `since_last_round` counts K from the last round (age K: due); `fixed` ignores it
                 if should_audit(step, audit_every, count, max_stalls,
-                                last_round=last if schedule == "since_last_round" else None):
+                                last_round=step - since if since_last else None):
                     rounds += p * q
-                    count, since = 0, step
+                    count, since = 0, 0
                 nxt[(count, since)] = nxt.get((count, since), 0.0) + p * q
         dist = nxt
+    if window:
+        rounds += (rounds - mark) / window * (steps - exact)
     return rounds
 
 

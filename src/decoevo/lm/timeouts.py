@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..aio import abandon
 from .config import ModelSpec
 
 T = TypeVar("T")
@@ -188,8 +189,7 @@ async def within(work: Awaitable[T], limits_now: Callable[[], Timeouts], exchang
             if done:
                 return task.result()
     except BaseException:
-        if not task.done():
-            task.cancel()
+        abandon(task)
         raise
     finally:
         exchange.done()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import itertools
 import json
 import os
@@ -104,6 +105,12 @@ class RequestLog:
         append_line(self.root, self.path, dumps_line({"settled": request_id}), fsync=False)
 
 
+def _not_a_number(path: Path, line: int, name: str) -> Any:
+    """JSON's Infinity and NaN: never written by us, and a bill of infinite tokens cannot be settled."""
+    raise RunReadError(f"{path}, line {line}: holds {name}, which is not a token count; remove that line "
+                       "(or restore the file) and run again")
+
+
 def live_sessions(root: Path) -> set[str]:
     """The sessions of `root` whose RequestLog is open now (in this process or another)."""
     live: set[str] = set()
@@ -141,7 +148,7 @@ def unanswered(root: Path, calls: list[CallLine], live: set[str] | None = None) 
     done = {c.request for c in calls if c.request is not None}
     for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=functools.partial(_not_a_number, path, lineno))
         except ValueError:
             continue  # a torn line was cut before this is read; anything else unreadable is not a record
         if not isinstance(record, dict):

@@ -15,7 +15,7 @@ from typing import Any
 from ..domain import Skill
 from ..redact import mask_secrets
 from .events import RunEvent, make_event
-from .files import append_line, atomic_write, dumps_line, sync
+from .files import UnsafeRunPath, append_line, atomic_write, dumps_line, sync
 from .records import (
     CALLS,
     CHECKPOINT,
@@ -35,6 +35,11 @@ from .transcripts import TranscriptEntry, append_transcript
 class RunWriter:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        # the directory it writes in too (RUN/eval, OUT/pilot): a link there was not made by the run, and
+        # every file written below it would land in the folder it points to
+        if self.path.is_symlink():
+            raise UnsafeRunPath(f"{self.path}: is a symbolic link (to {self.path.resolve()}); decoevo does not "
+                                "write through links it did not make; replace it with a directory")
 
     # ---- whole files -----------------------------------------------------------------------------
     def write_text(self, rel: str, text: str) -> None:
