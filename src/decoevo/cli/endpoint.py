@@ -1,0 +1,71 @@
+"""What a run against a server settles before its first paid call: the preset it starts from when none
+was given (sizes for the model that answers), and whether the server serves the model it names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from ..lm import LMConfig
+
+EMBEDDED_PRESET = "quick"  # sized for the embedded 135M model on two cores
+SERVER_PRESET = "default"  # room for a capable model's answers (the server token limits, engine/config.py)
+
+
+@dataclass(frozen=True)
+class PresetChoice:
+    name: str
+    reason: str | None  # None: the user named it
+
+
+def choose_preset(given: str | None, served: bool) -> PresetChoice:
+    """The preset a run starts from: the one given, else `default` for a model behind a server (the
+    `quick` sizes cut a capable model's answers: 120 tokens) and `quick` for the embedded model."""
+    if given is not None:
+        return PresetChoice(given, None)
+    if served:
+        return PresetChoice(SERVER_PRESET, "the default model is served (--base-url or the config's lm section); "
+                                           "--preset quick for the embedded model's small sizes")
+    return PresetChoice(EMBEDDED_PRESET, "the embedded model; --preset default (or paper) against a server")
+
+
+def default_is_served(lm: Any) -> bool:
+    """Whether a configuration's `lm` section (a mapping, unvalidated) serves its default model."""
+    models = lm.get("models") if isinstance(lm, dict) else None
+    default = models.get("default") if isinstance(models, dict) else None
+    return isinstance(default, dict) and default.get("backend") in ("openai", "litellm")
+
+
+@dataclass(frozen=True)
+class Unlisted:
+    name: str  # the key in lm.models
+    model: str
+    base_url: str
+    served_ids: tuple[str, ...]
+
+
+def unlisted_models(identities: list[Any]) -> list[Unlisted]:
+    """The configured models a server's `/models` list does not hold. A server that lists nothing, or whose
+    list cannot be read, is not judged here: a failing server fails on the first call."""
+    return [Unlisted(i.name, i.model, str(i.base_url), tuple(i.served_ids)) for i in identities
+            if i.backend == "openai" and i.served is None and i.served_ids]
+
+
+def unlisted_message(found: Unlisted) -> str:
+    shown = ", ".join(found.served_ids)
+    which = "--model" if found.name == "default" else f"lm.models.{found.name}.model"
+    return (f"{which} {found.model}: the server at {found.base_url} does not serve it (GET /models lists: "
+            f"{shown}); name one of those, or pass --allow-unlisted-model for a server that answers any name")
+
+
+def check_served(lm: LMConfig, allow_unlisted: bool) -> None:
+    """Refuse a model the server does not list, before any call is paid (`--allow-unlisted-model`: a
+    server that ignores the name, e.g. llama.cpp's, serving one model whatever is asked)."""
+    if allow_unlisted or not any(spec.backend == "openai" for spec in lm.models.values()):
+        return
+    from ..engine.provenance import model_identities
+
+    unlisted = unlisted_models(model_identities(lm))
+    if unlisted:
+        raise ConfigError(unlisted_message(unlisted[0]))
