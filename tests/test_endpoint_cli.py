@@ -43,7 +43,8 @@ def toy_process() -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"toy server did not start: {proc.stdout.read() if proc.stdout else ''}")
+                    said = proc.stdout.read() if proc.stdout else ""
+                    raise RuntimeError(f"toy server did not start: {said}") from None
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/v1"
     finally:
@@ -92,9 +93,9 @@ def test_a_model_the_server_does_not_serve_is_refused_before_spending(served, tm
     data = write_toy_questions(tmp_path / "q.jsonl")
     code, out = invoke("run", "--base-url", served, "--model", "gpt-4o", *_small(tmp_path, "x", data))
     assert code == 2, out
-    assert "does not serve it" in out and "lists: toy" in out and "--allow-unlisted-model" in out
+    assert "does not serve it" in out and "lists: toy" in out and "--any-model" in out
     assert not (tmp_path / "x").exists()
-    code, out = invoke("run", "--base-url", served, "--model", "gpt-4o", "--allow-unlisted-model",
+    code, out = invoke("run", "--base-url", served, "--model", "gpt-4o", "--any-model",
                        *_small(tmp_path, "y", data))
     assert code == 0, out  # the toy server answers any name, as llama.cpp's does
     code, out = invoke("doctor", "--base-url", served, "--model", "gpt-4o")

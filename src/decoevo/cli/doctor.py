@@ -15,8 +15,8 @@ from rich.table import Table
 from ..lm import LM, GenParams, LMConfig, LMError, Message
 from .boundary import failure_label
 from .common import AllowUnlistedOption, BaseUrlOption, ModelOption, NoCacheOption, console, fail, guarded
-from .endpoint import check_served
 from .display import show_table
+from .endpoint import check_served
 
 
 class DoctorAnswer(BaseModel):

@@ -25,9 +25,9 @@ def choose_preset(given: str | None, served: bool) -> PresetChoice:
     if given is not None:
         return PresetChoice(given, None)
     if served:
-        return PresetChoice(SERVER_PRESET, "the default model is served (--base-url or the config's lm section); "
-                                           "--preset quick for the embedded model's small sizes")
-    return PresetChoice(EMBEDDED_PRESET, "the embedded model; --preset default (or paper) against a server")
+        return PresetChoice(SERVER_PRESET, "the model is served: answers get a capable model's token limits; "
+                                           "--preset quick for the embedded model's sizes")
+    return PresetChoice(EMBEDDED_PRESET, "the embedded model; against a server --preset default or paper")
 
 
 def default_is_served(lm: Any) -> bool:
@@ -56,11 +56,11 @@ def unlisted_message(found: Unlisted) -> str:
     shown = ", ".join(found.served_ids)
     which = "--model" if found.name == "default" else f"lm.models.{found.name}.model"
     return (f"{which} {found.model}: the server at {found.base_url} does not serve it (GET /models lists: "
-            f"{shown}); name one of those, or pass --allow-unlisted-model for a server that answers any name")
+            f"{shown}); name one of those, or pass --any-model for a server that answers any name")
 
 
 def check_served(lm: LMConfig, allow_unlisted: bool) -> None:
-    """Refuse a model the server does not list, before any call is paid (`--allow-unlisted-model`: a
+    """Refuse a model the server does not list, before any call is paid (`--any-model`: a
     server that ignores the name, e.g. llama.cpp's, serving one model whatever is asked)."""
     if allow_unlisted or not any(spec.backend == "openai" for spec in lm.models.values()):
         return

@@ -8,6 +8,7 @@ import sys
 import typer
 
 from . import eval as eval_cmd
+from .config import config_cmd
 from .data import data_app
 from .doctor import doctor
 from .export import export
@@ -40,6 +41,7 @@ def _root(
 # One line per command (the order of `decoevo --help`).
 app.add_typer(data_app, name="data")
 app.command()(doctor)
+app.command("config")(config_cmd)
 app.command("methods")(list_methods)
 app.command()(run)
 app.command("pilot")(pilot_cmd)

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from ..lm import LMError
+from ..redact import redact
 from .boundary import failure_label
 from .common import (
     AllowUnlistedOption,
@@ -37,6 +39,7 @@ from .display import print_json
 def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
              accept_changed_config: bool = False, as_json: bool = False) -> None:
     from ..rundir import RunReader
+    from ..tracking import where_logged
     from .run_progress import run_with_progress
 
     callbacks = [tracker(run_dir)] if tracker is not None else []
@@ -60,12 +63,15 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
     finally:
         for callback in callbacks:
             callback.close(ended)
+            (err_console if as_json else console).print(
+                escape(redact(where_logged(callback.uri, callback.experiment, callback.run_id))), highlight=False,
+                soft_wrap=True)  # one line: the command in it stays whole to copy
 
 def run(
     config_file: Path = ConfigOption,
     method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
     data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
-                             "hf://datasets/OWNER/NAME/FILE. Default: bundled sample."),
+                             "hf://datasets/OWNER/NAME/FILE (default: the bundled sample)."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med or eqbench_cw"),
     benchmark: str = BenchmarkOption,
@@ -102,6 +108,7 @@ def run(
 
 def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool,
          allow_unlisted: bool = False) -> None:
+    from ..lm.local import check_embedded
     from ..tracking import make_tracker
     from .endpoint import check_served
     from .settings import check_new_run_dir, preset_choice, run_configs, run_dir_for, run_name
@@ -111,6 +118,7 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     chosen = preset_choice(flags)
     if chosen.reason is not None:
         (err_console if as_json else console).print(f"preset: {chosen.name} ({chosen.reason})", highlight=False)
+    check_embedded(configs[0].lm.models)  # before a run directory exists: a missing library is no run
     check_served(configs[0].lm, allow_unlisted)
     if name is not None:
         run_name(name)
@@ -134,7 +142,7 @@ def resume(
     config_file: Path = typer.Option(None, "--config", "-c", help="A YAML file of settings that cannot change "
                                      "results (concurrency, timeouts, retries, rates, tracking)."),
     set_: list[str] = typer.Option([], "--set", help="Change a setting that cannot change results (concurrency, "
-                                   "timeouts, rates: docs/configuration.md), e.g. hyper.concurrency=2"),
+                                   "timeouts, rates: `decoevo config`), e.g. hyper.concurrency=2"),
     track: str = TrackOption, track_uri: str = TrackUriOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..engine.config import RunConfig, config_from_dict, deep_merge, lm_with_flags
+from ..engine.config import RunConfig, config_from_dict, deep_merge, lm_with_flags, unknown_key_hint
 from ..engine.resume_config import NEUTRAL_IN_WORDS, leaves, result_neutral
 from ..errors import ConfigError, validation_summary
 from ..lm import LMConfig
@@ -471,4 +471,4 @@ def doctor_lm_config(
     try:
         return LMConfig.model_validate(deep_merge({"lm": lm}, over)["lm"])
     except ValueError as exc:
-        raise ConfigError(f"{source}: {validation_summary(exc)}") from None
+        raise ConfigError(f"{source}: {validation_summary(exc, lambda key: unknown_key_hint(f'lm.{key}'))}") from None

@@ -50,9 +50,11 @@ def chat_body(content: str | None, model: str, prompt_tokens: int = 10, completi
 
 
 class FakeOpenAI:
-    def __init__(self, responder: Callable[[dict[str, Any], int], Reply], models: tuple[str, ...] = ("fake",)) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any], int], Reply], models: tuple[str, ...] = ()) -> None:
         self.responder = responder
-        self.models = models  # the ids GET /v1/models lists
+        # the ids GET /v1/models lists; none by default: a scripted server answers whatever model is asked,
+        # and a run checks the name only against a list that names something
+        self.models = models
         self.requests: list[dict[str, Any]] = []
         self._counter = itertools.count()
         self._lock = threading.Lock()
