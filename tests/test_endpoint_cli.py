@@ -182,3 +182,30 @@ def test_the_toy_server_answers_the_graders_and_doctor(served):
     reply = httpx.post(f"{served}/chat/completions", json=body, timeout=10)
     assert reply.status_code == 200
     DoctorAnswer.model_validate_json(reply.json()["choices"][0]["message"]["content"])
+
+
+def test_eval_concurrency_bounds_the_questions_graded_at_once(tmp_path, monkeypatch):
+    """Item 3: `eval --concurrency 1` grades one question at a time (its rubric items together)."""
+    from decoevo.testing import world
+    from decoevo.testing.fake_openai import FakeOpenAI
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_reply
+
+    data = write_toy_questions(tmp_path / "q.jsonl")
+    delay = {"s": 0.0}  # while grading, answers take long enough to overlap in flight
+    server = FakeOpenAI(lambda body, n: toy_reply(body, n, delay["s"]), models=("toy",))
+    with serve_app(server.app()) as url:
+        args = ["run", "--base-url", f"{url}/v1", "--model", "toy", "--data", str(data), "--task", "healthbench",
+                "--runs-root", str(tmp_path), "--name", "r", "--set",
+                "splits={train: 4, probe: 1, solver_gate: 2, generator_gate: 1, test: 6}",
+                "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 2}"]
+        assert invoke(*args)[0] == 0
+        delay["s"] = 0.03
+        seen = {}
+        for concurrency in ("1", "6"):
+            monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / f"cache-{concurrency}.sqlite"))  # each pays
+            server.max_in_flight = 0
+            code, out = invoke("eval", str(tmp_path / "r"), "--concurrency", concurrency, "--force")
+            assert code == 0, out
+            seen[concurrency] = server.max_in_flight
+    assert seen["1"] <= len(world.GOLD_ITEMS) < seen["6"], seen
