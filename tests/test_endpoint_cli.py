@@ -117,6 +117,9 @@ def test_provider_model_and_bare_names(monkeypatch, tmp_path):
         "openai", "https://api.openai.com/v1", "gpt-4o", "OPENAI_API_KEY")
     [config] = run_configs(RunFlags(model="meta-llama/Llama-3-8B", base_url="http://h:1/v1"), no_data)
     assert config.lm.models["default"].model == "meta-llama/Llama-3-8B"  # at a named server, names stay whole
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a provider's API without its key: no call made
+    code, out = invoke("run", "--model", "openai/gpt-4o", "--runs-root", str(tmp_path))
+    assert code == 2 and "needs an API key: set $OPENAI_API_KEY" in out, out
     code, out = invoke("run", "--model", "gpt-4o", "--runs-root", str(tmp_path))
     assert code == 2 and "pass --base-url" in out and "openai/gpt-4o" in out and "gguf_path" not in out
     code, out = invoke("run", "--model", "nosuch/m", "--runs-root", str(tmp_path))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 from pydantic import BaseModel, Field
@@ -16,7 +18,7 @@ from ..lm import LM, GenParams, LMConfig, LMError, Message
 from .boundary import failure_label
 from .common import AllowUnlistedOption, BaseUrlOption, ModelOption, NoCacheOption, console, fail, guarded
 from .display import show_table
-from .endpoint import check_served
+from .endpoint import check_keys, check_served
 
 
 class DoctorAnswer(BaseModel):
@@ -75,12 +77,10 @@ def endpoint_lines(lm: LM) -> list[str]:
     ]
 
 
-def served_lines(config: LMConfig) -> list[str]:
+def served_lines(identities: list[Any]) -> list[str]:
     """What each server's `GET /models` lists (an OpenAI-compatible server), or why it could not be read."""
-    from ..engine.provenance import model_identities
-
     out = []
-    for identity in model_identities(config):
+    for identity in identities:
         if identity.backend != "openai":
             continue
         listed = ", ".join(identity.served_ids) if identity.served_ids else None
@@ -137,9 +137,13 @@ def doctor(
                                   ("api_key_env", api_key_env)) if v is not None}
     config = doctor_lm_config(config_file=config_file, sets=set_, model=model, base_url=base_url, no_cache=no_cache,
                               settings=settings)
-    for line in served_lines(config):
+    from ..engine.provenance import model_identities  # the servers' /models lists
+
+    check_keys(config, os.environ)
+    identities = model_identities(config)
+    for line in served_lines(identities):
         console.print(line, highlight=False)
-    check_served(config, allow_unlisted_model)
+    check_served(config, allow_unlisted_model, identities)
     for name, spec in config.models.items():  # each configured model (a role map's judge too)
         one = config.model_copy(update={"models": {"default": spec}, "roles": {}})
         probe_tokens = max_tokens or (64 if spec.backend == "local" else 1024)

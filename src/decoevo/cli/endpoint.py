@@ -3,6 +3,7 @@ was given (sizes for the model that answers), and whether the server serves the 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,13 +60,28 @@ def unlisted_message(found: Unlisted) -> str:
             f"{shown}); name one of those, or pass --any-model for a server that answers any name")
 
 
-def check_served(lm: LMConfig, allow_unlisted: bool) -> None:
+def check_served(lm: LMConfig, allow_unlisted: bool, identities: list[Any] | None = None) -> None:
     """Refuse a model the server does not list, before any call is paid (`--any-model`: a
-    server that ignores the name, e.g. llama.cpp's, serving one model whatever is asked)."""
+    server that ignores the name, e.g. llama.cpp's, serving one model whatever is asked).
+    `identities`: the models' `/models` entries when already read."""
     if allow_unlisted or not any(spec.backend == "openai" for spec in lm.models.values()):
         return
     from ..engine.provenance import model_identities
 
-    unlisted = unlisted_models(model_identities(lm))
+    unlisted = unlisted_models(identities if identities is not None else model_identities(lm))
     if unlisted:
         raise ConfigError(unlisted_message(unlisted[0]))
+
+
+def check_keys(lm: LMConfig, environ: Mapping[str, str]) -> None:
+    """A provider's API (`--model openai/...`, or its address in a config) with no key set is refused
+    before any call: it would answer 401 to each. Other servers may need no key, and are not judged."""
+    from ..lm.providers import PROVIDERS
+
+    needs = {p.base_url.rstrip("/") for p in PROVIDERS.values()}
+    for name, spec in lm.models.items():
+        if (spec.backend == "openai" and spec.base_url and spec.base_url.rstrip("/") in needs
+                and not spec.api_key_file and not environ.get(spec.api_key_env)):
+            which = "--model" if name == "default" else f"lm.models.{name}"
+            raise ConfigError(f"{which} {spec.model} at {spec.base_url} needs an API key: set ${spec.api_key_env} "
+                              f"(or lm.models.{name}.api_key_file)")

@@ -3,6 +3,7 @@ configurations are assembled in `settings`, the work is in the library)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,7 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
          allow_unlisted: bool = False) -> None:
     from ..lm.local import check_embedded
     from ..tracking import make_tracker
-    from .endpoint import check_served
+    from .endpoint import check_keys, check_served
     from .settings import check_new_run_dir, preset_choice, run_configs, run_dir_for, run_name
 
     tracker = make_tracker(*track)
@@ -119,6 +120,7 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     if chosen.reason is not None:
         (err_console if as_json else console).print(f"preset: {chosen.name} ({chosen.reason})", highlight=False)
     check_embedded(configs[0].lm.models)  # before a run directory exists: a missing library is no run
+    check_keys(configs[0].lm, os.environ)
     check_served(configs[0].lm, allow_unlisted)
     if name is not None:
         run_name(name)
