@@ -132,7 +132,7 @@ def test_the_package_top_holds_few_modules() -> None:
 
 
 COMMAND_MODULES = ("main", "run", "pilot", "sweep", "export", "report", "methods", "doctor", "eval", "data",
-                   "reproduce")
+                   "reproduce", "config")
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)

@@ -60,7 +60,7 @@ def decoevo(args: list[str], env_extra: dict[str, str] | None = None, cwd: Path 
 
 
 def dead(tmp_path: Path) -> list[str]:
-    return ["--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m",
+    return ["--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m", "--preset", "quick",
             "--set", "lm.models.default.max_retries=0", "--runs-root", str(tmp_path / "runs")]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from decoevo.testing.server import serve_app
+from decoevo.testing.server import free_port, serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
 pytest.importorskip("build")
@@ -138,14 +138,43 @@ def venv_with_declared_dependencies(dist: Path, tmp: Path, extras: set[str]) -> 
     return venv
 
 
-def first_contact(venv: Path, tmp: Path) -> None:
-    """What a new user types first: --help, the methods, then a toy-server run and its report."""
+def first_contact(venv: Path, tmp: Path, plain: bool = False) -> None:
+    """What a new user types first: --help, the methods, then a toy-server run and its report; on the plain
+    wheel also the version and the configuration keys at 80 columns (the wheel has no docs) and the toy
+    server started alone."""
     env = clean_env(tmp)
     for args in (["--help"], ["methods"]):
         out = run([str(venv / "bin" / "decoevo"), *args], cwd=tmp, env=env)
         assert "decoevo" in out.stdout, out.stdout
     assert "skillopt" in out.stdout
+    if plain:
+        narrow = {**env, "COLUMNS": "80", "TERM": "dumb"}
+        said = {}
+        for args in (["--version"], ["--help"], ["run", "--help"], ["config"], ["config", "hyper.steps"]):
+            out = run([str(venv / "bin" / "decoevo"), *args], cwd=tmp, env=narrow)
+            assert out.stdout.strip() and "…" not in out.stdout, out.stdout
+            assert all(len(line) <= 80 for line in out.stdout.splitlines()), out.stdout
+            said[" ".join(args)] = out.stdout
+        assert said["--version"].startswith("decoevo ") and "hyper.steps = 4" in said["config hyper.steps"]
+        toy_server_alone(venv, tmp)
     toy_run_from(venv, tmp)
+
+
+def toy_server_alone(venv: Path, tmp: Path) -> None:
+    """`python -m decoevo.testing.toy_server` with the venv's python (aiohttp: no starlette, no uvicorn in a
+    plain install), and `decoevo doctor` against it."""
+    port = free_port()
+    env = clean_env(tmp)
+    proc = subprocess.Popen([str(venv / "bin" / "python"), "-m", "decoevo.testing.toy_server", "--port", str(port)],
+                            cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None and "toy server" in proc.stdout.readline()  # printed once it listens
+        doctor = run([str(venv / "bin" / "decoevo"), "doctor", "--base-url", f"http://127.0.0.1:{port}/v1",
+                      "--model", "toy"], cwd=tmp, env=env, timeout=120)
+        assert "serves: toy" in doctor.stdout and "structured call OK" in doctor.stdout, doctor.stdout
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def test_declared_closure_leaves_out_what_is_not_declared(dist: Path) -> None:
@@ -161,7 +190,7 @@ def test_declared_closure_leaves_out_what_is_not_declared(dist: Path) -> None:
 
 
 def test_wheel_with_only_its_declared_dependencies_runs_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
-    first_contact(venv_with_declared_dependencies(dist, tmp_path, set()), tmp_path)
+    first_contact(venv_with_declared_dependencies(dist, tmp_path, set()), tmp_path, plain=True)
 
 
 def test_wheel_with_the_local_extra_runs_outside_the_checkout(dist: Path, tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ def test_grid_runs_with_matched_splits_and_a_second_sweep_reruns_nothing(tmp_pat
     sweep_dir = tmp_path / "SW"
     code, out = sweep(sweep_dir, "--spec", spec)
     assert code == 0, out
+    assert f"decoevo report {sweep_dir}" in " ".join(out.split())  # the next step, named (issue 27, item 7)
     cells = status(sweep_dir)
     assert sorted(cells) == ["toy/decoevo-s0", "toy/decoevo-s1", "toy/skillopt-s0", "toy/skillopt-s1"]
     assert all(c["state"] == "done" and c["action"] == "new" for c in cells.values()), cells

@@ -91,6 +91,8 @@ def test_cli_track_and_resume_continue_one_mlflow_run(tmp_path: Path, store: str
         assert result.exit_code == 0, result.output
         client, first = only_run(store)
         assert first.info.status == "FINISHED"
+        said = " ".join(result.output.split())  # where it logged and how to look (issue 27, item 7)
+        assert f"run {first.info.run_id}" in said and f"mlflow ui --backend-store-uri {store}" in said
         result = runner.invoke(app, ["resume", str(run_dir), "--track", "mlflow", "--track-uri", store])
         assert result.exit_code == 0, result.output
     client, run = only_run(store)  # the resume continued the same MLflow run

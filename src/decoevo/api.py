@@ -283,11 +283,13 @@ def _run_path(fn: str, run: object) -> Path:
 # ---- evaluate ---------------------------------------------------------------------------------------
 async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", data: Mapping[str, Any] | None = None,
                          grader: ModelSpec | None = None, skill_version: int | None = None, force: bool = False,
-                         on_item: Callable[[Any], None] | None = None, grader_prompt: str = "auto") -> dict[str, Any]:
+                         on_item: Callable[[Any], None] | None = None, grader_prompt: str = "auto",
+                         concurrency: int | None = None) -> dict[str, Any]:
     """Grade a run's final (or a given) solver skill with the benchmark's official rule, on the run's
     `split` or, for transfer, on `data` (a DataConfig mapping: path, format, limit). Writes and returns
     RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`.
-    `grader_prompt`: "auto" (the benchmark's official prompt when fetched, else ours), "official", "ours"."""
+    `grader_prompt`: "auto" (the benchmark's official prompt when fetched, else ours), "official", "ours".
+    `concurrency`: questions graded at once (default: the run's hyper.concurrency)."""
     from pydantic import ValidationError
 
     from .engine.config import DataConfig, describe_validation_error
@@ -311,7 +313,11 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
         raise ConfigError(f"evaluate: data: {exc}") from None
     if grader_prompt not in ("auto", "official", "ours"):
         raise ConfigError(f"grader_prompt must be auto, official or ours, got {grader_prompt!r}")
-    session = EvalSession(view, grader=grader, force=force, grader_prompt=grader_prompt)  # type: ignore[arg-type]
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
+                                    or concurrency < 1):
+        raise ArgumentError(f"evaluate: concurrency must be a positive integer, not {concurrency!r}")
+    session = EvalSession(view, grader=grader, force=force, grader_prompt=grader_prompt,  # type: ignore[arg-type]
+                          concurrency=concurrency)
     try:
         record = await grade_run(session, target, skill_version=skill_version, on_item=on_item)
     finally:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
+
+# pydantic's prefixes of a validator's own message ("Value error, unknown method 'x'")
+_PYDANTIC_PREFIX = re.compile(r"^(Value error|Assertion failed), ")
 
 
 class UserError(Exception):
@@ -29,10 +33,13 @@ class ArgumentError(ConfigError, TypeError):
     `UserError` (one line), and as the `TypeError` or `ValueError` Python code expects."""
 
 
-def validation_summary(exc: Exception, explain: Callable[[dict[str, Any]], str | None] | None = None) -> str:
+def validation_summary(exc: Exception, *, explain: Callable[[dict[str, Any]], str | None] | None = None,
+                       unknown_key: Callable[[str], str] | None = None) -> str:
     """A pydantic `ValidationError` as one line of `field: problem` parts. Never its input: pydantic's text
     quotes a cut repr of the input, which can end in the tail of a password (`'mo...7890abc@host/v1'`)
-    that no pattern recognises as one. `explain(error)` may word an error better (a key's whole range)."""
+    that no pattern recognises as one. Nor pydantic's own wording ("Value error, ..."): the problem is
+    said as the validator said it. `explain(error)` may word an error better (a key's whole range);
+    `unknown_key(dotted key)`: what to say of a key the model does not have."""
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return " ".join(str(exc).split())
@@ -40,7 +47,9 @@ def validation_summary(exc: Exception, explain: Callable[[dict[str, Any]], str |
     for err in errors()[:5]:
         loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
                        for p in err["loc"])
-        msg = "unknown key (check the spelling; see docs/configuration.md)" if err["type"] == "extra_forbidden" \
-            else (explain(err) if explain else None) or err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = unknown_key(loc) if unknown_key else "unknown key (check the spelling)"
+        else:
+            msg = (explain(err) if explain else None) or _PYDANTIC_PREFIX.sub("", err["msg"]).rstrip(".")
         parts.append(f"{loc}: {msg}" if loc else msg)
     return " ".join("; ".join(parts).split())

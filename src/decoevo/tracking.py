@@ -142,6 +142,13 @@ def create_experiment(client: Any, name: str) -> str:
     return str(client.create_experiment(name, artifact_location=_artifact_location(str(client.tracking_uri))))
 
 
+def where_logged(uri: str, experiment: str, run_id: str) -> str:
+    """Where a run was logged and how to look at it (a local store is opened with `mlflow ui`)."""
+    how = (f"open {uri} in a browser" if uri.startswith(("http://", "https://", "databricks"))
+           else f"browse it with: mlflow ui --backend-store-uri {uri}")
+    return f"MLflow: logged as run {run_id} of experiment '{experiment}' in {uri}; {how}"
+
+
 class MlflowTracker:
     """A `RunCallback` logging one decoevo run (`run_dir`) to MLflow. Call `close()` when the run ends
     (it is also closed by the run's finish, budget stop or error stop). The store: `tracking_uri`, else
@@ -153,6 +160,7 @@ class MlflowTracker:
         uri = resolve_uri(tracking_uri, self.run_dir.parent)
         self.client = client or open_client(uri)
         name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "decoevo"
+        self.uri, self.experiment = uri, name
         try:
             experiment_id = self._experiment(name)
             self.run_id, self._new = self._open_run(experiment_id)

@@ -48,6 +48,13 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def failure_label(exc: LMError) -> str:
+    """The kind of a model call's failure as a user names it: a refused key is not an infrastructure fault."""
+    from ..lm.errors import CredentialError
+
+    return "credentials" if isinstance(exc, CredentialError) else str(exc.category)
+
+
 def describe(exc: BaseException) -> Failure:
     failure = _describe(exc)
     register_environment_secrets()  # a credential in the environment is masked even if nothing read it yet
@@ -62,7 +69,8 @@ def _describe(exc: BaseException) -> Failure:
     if isinstance(exc, UserError):
         return Failure(str(exc), 2)
     if isinstance(exc, LMError):
-        return Failure(f"a model call failed ({exc.category}): {exc}", 2 if exc.category == "infrastructure" else 1)
+        return Failure(f"a model call failed ({failure_label(exc)}): {exc}",
+                       2 if exc.category == "infrastructure" else 1)
     if isinstance(exc, UnicodeDecodeError):
         return Failure(f"an input file is not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save it as UTF-8", 2)
     if isinstance(exc, UnicodeEncodeError):

@@ -60,7 +60,7 @@ def write_output(output: Path, text: str) -> None:
 JsonOption = typer.Option(
     False, "--json", help="Print JSON on stdout (one object per line) instead of text; progress goes to stderr."
 )
-ConfigOption = typer.Option(None, "--config", "-c", help="A YAML run configuration (every key: docs/configuration.md).")
+ConfigOption = typer.Option(None, "--config", "-c", help="A YAML run configuration (every key: `decoevo config`).")
 SetOption = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02")
 TrackOption = typer.Option(
     None, "--track", help="Log the run to an experiment tracker: mlflow (pip install 'decoevo[mlflow]')."
@@ -72,7 +72,13 @@ BenchmarkOption = typer.Option(
     "--benchmark",
     help="A fetched public benchmark, NAME[:split] (e.g. healthbench:hard); see `decoevo data list`.",
 )
-ModelOption = typer.Option(None, help="A GGUF path (embedded) or a model name served at --base-url.")
+ModelOption = typer.Option(None, help="A GGUF path (embedded), a model name served at --base-url, or "
+                           "PROVIDER/NAME (openai, openrouter, groq, deepseek, together; the key in "
+                           "PROVIDER_API_KEY).")
+AllowUnlistedOption = typer.Option(False, "--any-model", help="Run even though the server's /models "
+                                   "does not list --model (a server that answers any name).")
+LimitOption = typer.Option(None, help="Use only the first N questions of the data (sorted by id).")
+ConcurrencyOption = typer.Option(None, help="Questions processed at once (hyper.concurrency).")
 BaseUrlOption = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
 NoCacheOption = typer.Option(False, "--no-cache", help="Bypass the request cache.")
 StepsOption = typer.Option(None, help="Inner-loop steps T.")

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 from pydantic import BaseModel, Field
 from rich.table import Table
 
 from ..lm import LM, GenParams, LMConfig, LMError, Message
-from .common import BaseUrlOption, ModelOption, NoCacheOption, console, fail, guarded
+from .boundary import failure_label
+from .common import AllowUnlistedOption, BaseUrlOption, ModelOption, NoCacheOption, console, fail, guarded
 from .display import show_table
+from .endpoint import check_keys, check_served
 
 
 class DoctorAnswer(BaseModel):
@@ -73,6 +77,18 @@ def endpoint_lines(lm: LM) -> list[str]:
     ]
 
 
+def served_lines(identities: list[Any]) -> list[str]:
+    """What each server's `GET /models` lists (an OpenAI-compatible server), or why it could not be read."""
+    out = []
+    for identity in identities:
+        if identity.backend != "openai":
+            continue
+        listed = ", ".join(identity.served_ids) if identity.served_ids else None
+        out.append(f"model {identity.name}: {identity.base_url} serves: {listed}" if listed else
+                   f"model {identity.name}: {identity.base_url} lists no models ({identity.error or 'empty list'})")
+    return out
+
+
 async def probe_call(config: LMConfig | None = None, max_tokens: int = 64) -> tuple[DoctorAnswer, float, LM]:
     lm = LM(config or LMConfig())
     messages = [
@@ -105,6 +121,7 @@ def doctor(
     config_file: Path = typer.Option(None, "--config", "-c", help="Check the models of this run configuration "
                                      "(its lm section: a LiteLLM backend, a configured endpoint)."),
     set_: list[str] = typer.Option([], "--set", help="Override a model setting: an lm.* key, as for run."),
+    allow_unlisted_model: bool = AllowUnlistedOption,
 ) -> None:
     """Show the available backends, load the default model and make one structured call."""
     from ..errors import ConfigError
@@ -120,6 +137,13 @@ def doctor(
                                   ("api_key_env", api_key_env)) if v is not None}
     config = doctor_lm_config(config_file=config_file, sets=set_, model=model, base_url=base_url, no_cache=no_cache,
                               settings=settings)
+    from ..engine.provenance import model_identities  # the servers' /models lists
+
+    check_keys(config, os.environ)
+    identities = model_identities(config)
+    for line in served_lines(identities):
+        console.print(line, highlight=False)
+    check_served(config, allow_unlisted_model, identities)
     for name, spec in config.models.items():  # each configured model (a role map's judge too)
         one = config.model_copy(update={"models": {"default": spec}, "roles": {}})
         probe_tokens = max_tokens or (64 if spec.backend == "local" else 1024)
@@ -128,7 +152,8 @@ def doctor(
             try:
                 answer, seconds, lm = run_probe(one, probe_tokens)
             except (LMError, ConfigError) as exc:
-                fail(f"the probe call failed ({getattr(exc, 'category', 'config')}) for model '{name}': {exc}")
+                label = failure_label(exc) if isinstance(exc, LMError) else "config"
+                fail(f"the probe call failed ({label}) for model '{name}': {exc}")
         console.print(f"{label} OK in {seconds:.1f}s -> {answer.model_dump()}", highlight=False)
         for line in endpoint_lines(lm):
             console.print(line, highlight=False)

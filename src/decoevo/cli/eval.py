@@ -114,6 +114,7 @@ def eval_(
     grader_prompt: str = typer.Option("auto", help="auto: the benchmark's official grader prompt when `decoevo "
                                       "data fetch` fetched it, else ours; official; ours."),
     force: bool = Force,
+    concurrency: int = typer.Option(None, min=1, help="Questions graded at once (default: the run's)."),
     as_json: bool = JsonOption,
 ) -> None:
     """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
@@ -140,7 +141,8 @@ def eval_(
         if unfinished:  # as `export` warns: a killed or running run's skill is not what it will ship
             warn(unfinished)
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
-                                       force=force, on_item=lambda _: tick(), grader_prompt=grader_prompt))
+                                       force=force, on_item=lambda _: tick(), grader_prompt=grader_prompt,
+                                       concurrency=concurrency))
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
                                         f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']}, "
                                         f"{r['grader_prompt']} prompt"

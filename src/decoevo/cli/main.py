@@ -8,6 +8,7 @@ import sys
 import typer
 
 from . import eval as eval_cmd
+from .config import config_cmd
 from .data import data_app
 from .doctor import doctor
 from .export import export
@@ -21,14 +22,26 @@ from .sweep import sweep
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"decoevo {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                                 help="Print the version and exit."),
+) -> None:
     """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
 
 
 # One line per command (the order of `decoevo --help`).
 app.add_typer(data_app, name="data")
 app.command()(doctor)
+app.command("config")(config_cmd)
 app.command("methods")(list_methods)
 app.command()(run)
 app.command("pilot")(pilot_cmd)

@@ -22,7 +22,8 @@ def pilot_cmd(
     base_url: str = BaseUrlOption,
     seeds: str = typer.Option(None, help="Comma-separated seeds; each seed's own pilot split (default: the "
                               "configuration's seed, else 0)."),
-    preset: str = typer.Option("quick", help="quick, default, paper or paper-full"),
+    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: default against a "
+                               "server, quick for the embedded model)"),
     set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
 ) -> None:
     """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
@@ -33,9 +34,15 @@ def pilot_cmd(
     guard(_pilot, flags, out_dir)
 
 def _pilot(flags: Any, out_dir: Path) -> None:
+    from ..lm.local import check_embedded
     from ..pilot import run_pilot
-    from .settings import run_configs
+    from .settings import preset_choice, run_configs
 
-    for config in run_configs(flags, choose_data):
+    configs = run_configs(flags, choose_data)
+    chosen = preset_choice(flags)
+    if chosen.reason is not None:
+        console.print(f"preset: {chosen.name} ({chosen.reason})", highlight=False)
+    check_embedded(configs[0].lm.models)  # before the pilot's directory is made
+    for config in configs:
         entry = run_pilot(config, out_dir)
         console.print(f"pilot seed {config.seed}: {entry.choice} -> {out_dir / 'pilot.json'}")

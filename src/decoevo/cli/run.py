@@ -3,17 +3,24 @@ configurations are assembled in `settings`, the work is in the library)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from ..lm import LMError
+from ..redact import redact
+from .boundary import failure_label
 from .common import (
+    AllowUnlistedOption,
     BaseUrlOption,
     BenchmarkOption,
+    ConcurrencyOption,
     ConfigOption,
     JsonOption,
+    LimitOption,
     MaxCost,
     ModelOption,
     NoCacheOption,
@@ -33,6 +40,7 @@ from .display import print_json
 def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
              accept_changed_config: bool = False, as_json: bool = False) -> None:
     from ..rundir import RunReader
+    from ..tracking import where_logged
     from .run_progress import run_with_progress
 
     callbacks = [tracker(run_dir)] if tracker is not None else []
@@ -49,18 +57,22 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
         then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
                 f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
                 "Nothing was saved; fix the cause and run the same command again.")
-        fail(f"a model call failed ({exc.category}): {exc}. {then}", code=1 if exc.category != "infrastructure" else 2)
+        fail(f"a model call failed ({failure_label(exc)}): {str(exc).rstrip('.')}. {then}",
+             code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
         fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
     finally:
         for callback in callbacks:
             callback.close(ended)
+            (err_console if as_json else console).print(
+                escape(redact(where_logged(callback.uri, callback.experiment, callback.run_id))), highlight=False,
+                soft_wrap=True)  # one line: the command in it stays whole to copy
 
 def run(
     config_file: Path = ConfigOption,
     method: str = typer.Option(None, help="decoevo, skillopt, sc_coevo, zero_shot, ... (see `decoevo methods`)"),
     data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
-                             "hf://datasets/OWNER/NAME/FILE. Default: bundled sample."),
+                             "hf://datasets/OWNER/NAME/FILE (default: the bundled sample)."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med or eqbench_cw"),
     benchmark: str = BenchmarkOption,
@@ -71,7 +83,10 @@ def run(
     seeds: str = typer.Option(None, help="Comma-separated seeds; one run per seed (default: the configuration's "
                               "seed, else 0)."),
     steps: int = StepsOption,
-    preset: str = typer.Option("quick", help="quick (embedded demo), default, paper or paper-full"),
+    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: default against a "
+                               "server, quick for the embedded model)"),
+    limit: int = LimitOption,
+    concurrency: int = ConcurrencyOption,
     runs_root: Path = typer.Option(Path("runs"), help="Where run directories are created."),
     name: str = typer.Option(None, help="Run directory name (default: METHOD-DATA-sSEED)."),
     max_calls: int = typer.Option(None, help="Stop cleanly after this many paid calls."),
@@ -80,6 +95,7 @@ def run(
     no_cache: bool = NoCacheOption,
     set_: list[str] = SetOption,
     pilot: Path = typer.Option(None, "--pilot", help="Take ε, τ_tie and K from this pilot.json (`decoevo pilot`)."),
+    allow_unlisted_model: bool = AllowUnlistedOption,
     track: str = TrackOption,
     track_uri: str = TrackUriOption,
     as_json: bool = JsonOption,
@@ -88,15 +104,24 @@ def run(
     from .settings import RunFlags
 
     flags = RunFlags(config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps,
-                     preset, max_calls, max_tokens, max_cost, no_cache, tuple(set_), pilot)
-    guard(_run, flags, runs_root, name, (track, track_uri), as_json)
+                     preset, max_calls, max_tokens, max_cost, no_cache, tuple(set_), pilot, limit, concurrency)
+    guard(_run, flags, runs_root, name, (track, track_uri), as_json, allow_unlisted_model)
 
-def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool) -> None:
+def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool,
+         allow_unlisted: bool = False) -> None:
+    from ..lm.local import check_embedded
     from ..tracking import make_tracker
-    from .settings import check_new_run_dir, run_configs, run_dir_for, run_name
+    from .endpoint import check_keys, check_served
+    from .settings import check_new_run_dir, preset_choice, run_configs, run_dir_for, run_name
 
     tracker = make_tracker(*track)
     configs = run_configs(flags, choose_data)
+    chosen = preset_choice(flags)
+    if chosen.reason is not None:
+        (err_console if as_json else console).print(f"preset: {chosen.name} ({chosen.reason})", highlight=False)
+    check_embedded(configs[0].lm.models)  # before a run directory exists: a missing library is no run
+    check_keys(configs[0].lm, os.environ)
+    check_served(configs[0].lm, allow_unlisted)
     if name is not None:
         run_name(name)
     if name is not None and len(configs) > 1:
@@ -119,7 +144,7 @@ def resume(
     config_file: Path = typer.Option(None, "--config", "-c", help="A YAML file of settings that cannot change "
                                      "results (concurrency, timeouts, retries, rates, tracking)."),
     set_: list[str] = typer.Option([], "--set", help="Change a setting that cannot change results (concurrency, "
-                                   "timeouts, rates: docs/configuration.md), e.g. hyper.concurrency=2"),
+                                   "timeouts, rates: `decoevo config`), e.g. hyper.concurrency=2"),
     track: str = TrackOption, track_uri: str = TrackUriOption,
     as_json: bool = JsonOption,
 ) -> None:

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..engine.config import RunConfig, config_from_dict, deep_merge, lm_with_flags
+from ..engine.config import RunConfig, config_from_dict, deep_merge, lm_with_flags, unknown_key_hint
 from ..engine.resume_config import NEUTRAL_IN_WORDS, leaves, result_neutral
 from ..errors import ConfigError, validation_summary
 from ..lm import LMConfig
+from ..lm.providers import ServedModel, resolve_model_flag
+from .endpoint import PresetChoice, choose_preset, default_is_served
 
 ChooseData = Callable[[str | None, str | None, str | None], tuple[str | None, str | None]]
 
@@ -95,6 +97,8 @@ FLAG_KEYS = {
     "data.task": "--task",
     "data.task_spec": "--task-spec",
     "hyper.steps": "--steps",
+    "hyper.concurrency": "--concurrency",
+    "data.limit": "--limit",
     "budget.max_calls": "--max-calls",
     "budget.max_tokens": "--max-tokens",
     "budget.max_cost": "--max-cost",
@@ -113,6 +117,8 @@ def flag_overrides(
     max_calls: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    limit: int | None = None,
+    concurrency: int | None = None,
 ) -> dict[str, Any]:
     """The run flags as a nested override (flags left out are absent, not None)."""
     out: dict[str, Any] = {}
@@ -123,6 +129,8 @@ def flag_overrides(
         ("data.task", task),
         ("data.task_spec", task_spec),
         ("hyper.steps", steps),
+        ("hyper.concurrency", concurrency),
+        ("data.limit", limit),
         ("budget.max_calls", max_calls),
         ("budget.max_tokens", max_tokens),
         ("budget.max_cost", max_cost),
@@ -206,19 +214,49 @@ class RunFlags:
     base_url: str | None = None
     seeds: str | None = None
     steps: int | None = None
-    preset: str = "quick"
+    preset: str | None = None  # None: chosen by the model (cli/endpoint.py)
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
     no_cache: bool = False
     sets: tuple[str, ...] = field(default_factory=tuple)
     pilot: Path | None = None
+    limit: int | None = None
+    concurrency: int | None = None
 
 
 def _default_choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tuple[str | None, str | None]:
     from ..benchmarks import datastore
 
     return datastore.choose_data(data, fmt, benchmark)
+
+
+def preset_choice(flags: RunFlags) -> PresetChoice:
+    """The preset `run_configs` starts from, and why (when the user did not name one)."""
+    from ..userfiles import load_yaml_mapping
+
+    lm = load_yaml_mapping(flags.config_file).get("lm") if flags.config_file is not None else None
+    served = default_is_served(lm) or served_flag(flags.model, flags.base_url, lm) is not None
+    return choose_preset(flags.preset, served)
+
+
+def served_flag(model: str | None, base_url: str | None, lm: Any = None) -> ServedModel | None:
+    """The served model --model/--base-url name, when the configuration's default is not already served
+    (then --model is a name at its server)."""
+    if default_is_served(lm) and not base_url:
+        return None
+    return resolve_model_flag(model, base_url)
+
+
+def with_model_flags(lm: Any, model: str | None, base_url: str | None, no_cache: bool) -> Any:
+    """`lm` with --model/--base-url/--no-cache merged in; `--model PROVIDER/NAME` as its server and key."""
+    served = served_flag(model, base_url, lm)
+    if served is None:
+        return lm_with_flags(lm, model, base_url, no_cache)
+    out = lm_with_flags(lm, served.model, served.base_url, no_cache)
+    if served.api_key_env is not None and isinstance(out, dict):
+        out["models"]["default"]["api_key_env"] = served.api_key_env
+    return out
 
 
 def run_configs(flags: RunFlags, choose_data: ChooseData = _default_choose_data) -> list[RunConfig]:
@@ -237,9 +275,10 @@ def run_configs(flags: RunFlags, choose_data: ChooseData = _default_choose_data)
         base_url=flags.base_url,
         preset=flags.preset,
     )
-    if flags.preset not in PRESETS:
+    if flags.preset is not None and flags.preset not in PRESETS:
         raise ConfigError(f"unknown preset '{flags.preset}'; choose one of: {', '.join(PRESETS)}")
-    base: dict[str, Any] = deep_merge({}, PRESETS[flags.preset])
+    preset = preset_choice(flags).name
+    base: dict[str, Any] = deep_merge({}, PRESETS[preset])
     from_file: dict[str, Any] = {}
     if flags.config_file is not None:
         from_file = load_yaml_mapping(flags.config_file)
@@ -250,7 +289,10 @@ def run_configs(flags: RunFlags, choose_data: ChooseData = _default_choose_data)
     if "data" not in base and not data:
         base["data"] = {"path": bundled_healthbench(), "format": "healthbench"}
     if flags.model or flags.base_url or flags.no_cache:  # they change the default model only (a file's role map stays)
-        base["lm"] = lm_with_flags(base.get("lm"), flags.model, flags.base_url, flags.no_cache)
+        served = served_flag(flags.model, flags.base_url, base.get("lm"))
+        base["lm"] = with_model_flags(base.get("lm"), flags.model, flags.base_url, flags.no_cache)
+        if served is not None:
+            flags = replace(flags, model=served.model, base_url=served.base_url)
     sets = parse_sets(flags.sets)
     _model_flags_agree(base.get("lm"), flags, sets)
     over = layer(
@@ -264,6 +306,8 @@ def run_configs(flags: RunFlags, choose_data: ChooseData = _default_choose_data)
             max_calls=flags.max_calls,
             max_tokens=flags.max_tokens,
             max_cost=flags.max_cost,
+            limit=flags.limit,
+            concurrency=flags.concurrency,
         ),
         sets,
         FLAG_KEYS,
@@ -416,7 +460,7 @@ def doctor_lm_config(
 
     refuse_empty(model=model, base_url=base_url)
     lm = (load_yaml_mapping(config_file).get("lm") if config_file else None) or {}
-    lm = lm_with_flags(lm, model, base_url, no_cache) if (model or base_url or no_cache) else lm
+    lm = with_model_flags(lm, model, base_url, no_cache) if (model or base_url or no_cache) else lm
     over = parse_sets(sets)
     others = [k for k in leaves(over) if not k.startswith("lm.")]
     if others:
@@ -427,4 +471,5 @@ def doctor_lm_config(
     try:
         return LMConfig.model_validate(deep_merge({"lm": lm}, over)["lm"])
     except ValueError as exc:
-        raise ConfigError(f"{source}: {validation_summary(exc)}") from None
+        hint = validation_summary(exc, unknown_key=lambda key: unknown_key_hint(f"lm.{key}"))
+        raise ConfigError(f"{source}: {hint}") from None

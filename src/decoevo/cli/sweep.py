@@ -74,6 +74,7 @@ def sweep(
         counts = book.counts()
         console.print(f"sweep {sweep_dir}: {counts['done']} done, {counts['failed']} failed "
                       f"(status: {sweep_dir / 'status.json'})")
+        console.print(f"next: decoevo report {sweep_dir}  # every cell on one page", highlight=False, soft_wrap=True)
         failed = book.failed()
         if failed:
             for cell_id, status in failed.items():

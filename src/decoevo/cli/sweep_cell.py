@@ -15,6 +15,7 @@ from pathlib import Path
 from ..fileio import atomic_write_text
 from ..redact import redact
 from ..sweep.cell import LOG_FILE, OUTCOME_FILE, CellOutcome, CellRequest
+from .boundary import failure_label
 
 
 def run_cell(request: CellRequest) -> CellOutcome:
@@ -34,7 +35,7 @@ def run_cell(request: CellRequest) -> CellOutcome:
     except UserError as exc:
         error = str(exc)
     except LMError as exc:
-        error = f"a model call failed ({exc.category}): {exc}; the run resumes from its last step next time"
+        error = f"a model call failed ({failure_label(exc)}): {exc}; the run resumes from its last step next time"
     except StepFailed as exc:
         error = str(exc)
     except Exception as exc:

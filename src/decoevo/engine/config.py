@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -215,8 +216,52 @@ def explain_bounds(model: type[BaseModel]) -> Any:
     return explain
 
 
+
+def _keys(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every key of `model`, sections too; a mapping of models' own keys stand as NAME."""
+    for name, field in model.model_fields.items():
+        key = (*prefix, name)
+        yield key
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            yield from _keys(annotation, key)
+        elif get_origin(annotation) is dict:
+            value = get_args(annotation)[1]
+            if isinstance(value, type) and issubclass(value, BaseModel):
+                yield from _keys(value, (*key, "NAME"))
+
+
+def key_pattern(key: str) -> tuple[str, ...]:
+    """A key as the reference spells it: a model's own name (lm.models.judge) stands as NAME."""
+    parts = key.split(".")
+    if len(parts) >= 3 and parts[:2] == ["lm", "models"]:
+        parts[2] = "NAME"
+    return tuple(parts)
+
+
+def nearest_key(key: str) -> str | None:
+    """The key a misspelt one most likely meant (`hyper.stepz`: `hyper.steps`): a key of the same
+    section within a small edit distance, spelt with the user's own prefix."""
+    import difflib
+
+    parts = key_pattern(key)
+    siblings = [k[-1] for k in _keys(RunConfig) if k[:-1] == parts[:-1]]
+    match = difflib.get_close_matches(parts[-1], siblings, n=1, cutoff=0.6)
+    return ".".join([*key.split(".")[:-1], match[0]]) if match else None
+
+
+def unknown_key_hint(key: str) -> str:
+    """What to say of a configuration key that does not exist: the key it most likely meant, and the
+    command that lists the section's keys (the wheel ships no docs)."""
+    near = nearest_key(key)
+    section = key.rsplit(".", 1)[0] if "." in key else ""
+    listed = f"`decoevo config {section}` lists its keys" if section else "`decoevo config` lists every key"
+    return f"unknown key; did you mean {near}? ({listed})" if near else f"unknown key ({listed})"
+
+
 def describe_validation_error(source: str, exc: ValidationError) -> str:
-    return f"{source}: invalid configuration: {validation_summary(exc, explain_bounds(RunConfig))}"
+    return (f"{source}: invalid configuration: "
+            f"{validation_summary(exc, explain=explain_bounds(RunConfig), unknown_key=unknown_key_hint)}")
 
 
 def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> RunConfig:

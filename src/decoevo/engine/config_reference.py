@@ -22,7 +22,7 @@ from ..benchmarks import BENCHMARKS, GRADER_ROLES
 from ..methods import METHODS
 from ..presets import PRESETS
 from ..tasks.load import DataConfig
-from .config import RunConfig
+from .config import RunConfig, key_pattern, nearest_key
 from .role_names import MATCHER_ROLE, OPTIMIZATION_ROLES
 
 COMMAND = "python -m decoevo.engine.config_reference docs/configuration.md"
@@ -34,6 +34,7 @@ CHECKED_VALUES: dict[tuple[type[BaseModel], str], tuple[str, ...]] = {
     (DataConfig, "format"): tuple(BENCHMARKS),
 }
 MAPPING_KEY = "NAME"  # stands for the user's own keys of a mapping of models, e.g. lm.models.NAME.backend
+__all__ = ["nearest_key"]  # re-exported: `decoevo config` reads keys from here
 SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
@@ -213,6 +214,34 @@ def with_reference(page: str) -> str:
     if MARKER not in page:
         raise ValueError(f"the page has no line {MARKER!r} to put the reference after")
     return page.split(MARKER, 1)[0] + MARKER + "\n\n" + render_reference()
+
+
+@dataclass(frozen=True)
+class Found:
+    """What `decoevo config KEY` shows: a section's rows, or one key with what each preset sets it to."""
+
+    section: Section | None = None
+    row: Row | None = None
+    presets: tuple[tuple[str, Any], ...] = ()
+
+
+def lookup(key: str) -> Found | None:
+    """The section or key `key` names (lm.models.default.model reads as lm.models.NAME.model), or None."""
+    wanted = ".".join(key_pattern(key.strip().strip(".")))
+    for section in sections():
+        if section.key == wanted:
+            return Found(section=section)
+        for row in section.rows:
+            if row.key == wanted:
+                given = tuple((name, value) for name, preset in PRESETS.items()
+                              for k, value in _flat(preset) if k == row.key)
+                return Found(row=row, presets=given)
+    return None
+
+
+def all_keys() -> list[str]:
+    """Every section and key of the reference."""
+    return [k for s in sections() for k in ([s.key] if s.key else []) + [r.key for r in s.rows]]
 
 
 def main(argv: list[str]) -> int:

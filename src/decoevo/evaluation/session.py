@@ -54,7 +54,7 @@ class EvalSession:
     def __init__(self, view: RunView, *, grader: ModelSpec | None = None, matcher: ModelSpec | None = None,
                  use_cache: bool | None = None, lm: LM | None = None,
                  on_call: Callable[[CallRecord], None] | None = None, force: bool = False,
-                 grader_prompt: GraderPrompt = "auto") -> None:
+                 grader_prompt: GraderPrompt = "auto", concurrency: int | None = None) -> None:
         self.view = view
         # "auto": the benchmark's official prompt when `decoevo data fetch` has fetched it, else ours
         self.grader_prompt = grader_prompt
@@ -79,7 +79,10 @@ class EvalSession:
                 on_call(rec)
 
         self.lm.on_call = record
-        self.ctx = EngineContext(self.lm, view.config.hyper, get_method(view.method), self.writer, view.seed,
+        # questions at once: the run's own, unless given (cannot change a grade: calls are cached per request)
+        hyper = view.config.hyper if concurrency is None else view.config.hyper.model_copy(
+            update={"concurrency": concurrency})
+        self.ctx = EngineContext(self.lm, hyper, get_method(view.method), self.writer, view.seed,
                                  spec_lookup(view.config))
 
     async def gather(self, fn: Callable[[T], Awaitable[U]], items: Iterable[T]) -> list[U]:

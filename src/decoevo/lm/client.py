@@ -24,6 +24,7 @@ from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
 from .errors import (
     ConfigError,
+    ConnectFailed,
     EmptyReplyError,
     FailureCategory,
     InfrastructureError,
@@ -108,6 +109,7 @@ class LM:
         self._endpoints: EndpointMemory | None = None
         self._prices: dict[str, Price | None] = {}
         self._paying = 0  # paid calls admitted by the budget and not finished
+        self._reached: set[str] = set()  # models that have answered: only their connect failures are retried
         self.budget = budget or Budget()
         # Request keys this run has obtained (paid, or inherited once); restored on resume.
         self.own_keys: set[str] = set()
@@ -366,6 +368,9 @@ class LM:
                                     admitted_at=admitted_at)
                     attempt += 1
                     timeouts += isinstance(exc, RequestTimeout)
+                    if isinstance(exc, ConnectFailed) and model_name not in self._reached:
+                        self.ledger.record_failure(role, model_name, FailureCategory.INFRASTRUCTURE)
+                        raise InfrastructureError(f"{role}: {exc}", role=role, model=model_name) from exc
                     if isinstance(exc, RequestTimeout) and timeouts > self._timeout_retries(model_name):
                         # A server that keeps timing out is hung or overloaded: waiting out every retry
                         # of max_retries held one call for many minutes.
@@ -389,6 +394,7 @@ class LM:
                 except BaseException:  # cancelled: the slot is free again
                     limiter.release(tokens_reserved=tokens, tokens_used=None)
                     raise
+                self._reached.add(model_name)
                 used = completion.prompt_tokens + completion.completion_tokens
                 limiter.release(tokens_reserved=tokens, tokens_used=used, rate=completion.rate)
                 self.ledger.record_call(

@@ -6,8 +6,9 @@ from enum import StrEnum
 
 from ..errors import ConfigError
 
-__all__ = ["ConfigError", "CredentialError", "EmptyReplyError", "FailureCategory", "InfrastructureError", "LMError",
-           "OversizedReply", "ParseError", "RefusalError", "RequestTimeout", "RetryableError"]
+__all__ = ["ConfigError", "ConnectFailed", "CredentialError", "EmptyReplyError", "FailureCategory",
+           "InfrastructureError", "LMError", "OversizedReply", "ParseError", "RefusalError", "RequestTimeout",
+           "RetryableError"]
 
 
 class FailureCategory(StrEnum):
@@ -70,6 +71,12 @@ class RetryableError(InfrastructureError):
         self.throttled = throttled
         self.rate = rate
         self.may_be_billed = may_be_billed
+
+
+class ConnectFailed(RetryableError):
+    """No connection could be made (refused, a name that does not resolve, no route). Retried only once
+    the model has answered in this process: a server that was never reached is misaddressed or down,
+    and backing off for ten seconds before saying so helps no one."""
 
 
 #: the ModelSpec field that sets each timeout

@@ -37,6 +37,31 @@ def default_gguf_path() -> Path:
     return path
 
 
+# A portable CPU build (the flags scripts/install.sh uses): llama-cpp-python is compiled on install.
+LLAMA_CPP_PIP = ('CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+                 'pip install "llama-cpp-python>=0.3.7,<0.4"')
+
+
+def require_llama_cpp() -> None:
+    """The embedded backend's library, checked before a run starts (not at its first call)."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(f"the embedded model needs llama-cpp-python, which is not installed: {LLAMA_CPP_PIP} "
+                          "(or a clone's scripts/install.sh); or run against a server: --base-url URL --model NAME")
+
+
+def check_embedded(models: dict[str, ModelSpec]) -> None:
+    """Everything the embedded models of a configuration need, before any run directory is made:
+    llama-cpp-python and the GGUF file (the default weights' package, or `gguf_path`)."""
+    local = [spec for spec in models.values() if spec.backend == "local"]
+    if not local:
+        return
+    require_llama_cpp()
+    for spec in local:
+        path = Path(spec.gguf_path).expanduser() if spec.gguf_path else default_gguf_path()
+        if not path.is_file():
+            raise ConfigError(f"gguf_path {path} does not exist; point it at a .gguf model file")
+
+
 def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -114,11 +139,9 @@ class LocalBackend:
         if self._llama is None:
             try:
                 from llama_cpp import Llama
-            except ImportError as exc:  # pragma: no cover - depends on the install
-                raise ConfigError(
-                    "llama-cpp-python is not installed; run scripts/install.sh, which builds it with "
-                    "CPU flags that are safe on this machine."
-                ) from exc
+            except ImportError:  # pragma: no cover - depends on the install
+                require_llama_cpp()  # the message with the pip command
+                raise  # found but not importable: its own error says why
             self._llama = Llama(
                 model_path=str(self.path),
                 n_ctx=self.spec.n_ctx,

@@ -11,6 +11,7 @@ The orchestrator then measured 17 % over the ideal wall time. aiohttp parses HTT
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import urllib.parse
@@ -35,6 +36,7 @@ from .endpoint import (
     with_instruction,
 )
 from .errors import (
+    ConnectFailed,
     CredentialError,
     InfrastructureError,
     LMError,
@@ -119,6 +121,18 @@ async def read_bounded(content: aiohttp.StreamReader, limit: int, where: str) ->
 
 #: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
 SERVER_CONCURRENCY = 64
+
+
+def connect_reason(exc: aiohttp.ClientConnectorError) -> str:
+    """Why a connection failed, in words: the host name that does not resolve, or the OS's reason."""
+    where = f"{exc.host}:{exc.port}"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"the TLS certificate of {where} was refused ({exc.certificate_error})"
+    error = exc.os_error
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"the host name {exc.host} does not resolve ({error.strerror or error})"
+    reason = os.strerror(error.errno) if isinstance(error.errno, int) and error.errno > 0 else str(error)
+    return f"{where}: {reason.lower()}" + (" (is the server running?)" if error.errno == errno.ECONNREFUSED else "")
 
 
 def accepts_min_p(base_url: str | None) -> bool:
@@ -282,8 +296,8 @@ class OpenAIBackend:
             raise RequestTimeout(f"connect timeout ({self.spec.connect_timeout_s:.1f}s) at {where}; "
                                  f"{TIMEOUT_FIX['connect']}", which="connect",
                                  limit_s=self.spec.connect_timeout_s) from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise RetryableError(f"cannot connect to {where}: {exc}") from exc
+        except aiohttp.ClientConnectorError as exc:  # its text names aiohttp's internals (`ssl:default`)
+            raise ConnectFailed(f"cannot connect to {where}: {connect_reason(exc)}") from exc
         except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
             raise RetryableError(f"connection to {where} failed: {exc!r}", may_be_billed=True) from exc
         self._progress.answered()

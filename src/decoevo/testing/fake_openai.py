@@ -50,49 +50,79 @@ def chat_body(content: str | None, model: str, prompt_tokens: int = 10, completi
 
 
 class FakeOpenAI:
-    def __init__(self, responder: Callable[[dict[str, Any], int], Reply], models: tuple[str, ...] = ("fake",)) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any], int], Reply], models: tuple[str, ...] = ()) -> None:
         self.responder = responder
-        self.models = models  # the ids GET /v1/models lists
+        # the ids GET /v1/models lists; none by default: a scripted server answers whatever model is asked,
+        # and a run checks the name only against a list that names something
+        self.models = models
         self.requests: list[dict[str, Any]] = []
         self._counter = itertools.count()
         self._lock = threading.Lock()
         self.max_in_flight = 0
         self._in_flight = 0
 
+    async def answer(self, body: dict[str, Any]) -> tuple[int, str, dict[str, str]]:
+        """One chat completion request: (status, JSON body, headers). Shared by both web servers."""
+        with self._lock:
+            n = next(self._counter)
+            self.requests.append(body)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            reply = self.responder(body, n)
+            if reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            if reply.status != 200:
+                message = reply.error_message or f"scripted {reply.status}"
+                return reply.status, json.dumps({"error": {"message": message, "type": "fake"}}), reply.headers
+            text = reply.raw_body if reply.raw_body is not None else chat_body(
+                reply.content, body.get("model", ""), finish_reason=reply.finish_reason,
+                reasoning_content=reply.reasoning_content, usage=reply.usage)
+            return 200, text, reply.headers
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def models_body(self) -> str:
+        return json.dumps({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "decoevo-tests"}
+                                                       for m in self.models]})
+
     def app(self) -> Any:
+        """The server as an ASGI app (starlette; `testing.server.serve_app` runs it with uvicorn)."""
         from starlette.applications import Starlette
         from starlette.requests import Request
-        from starlette.responses import JSONResponse, Response
+        from starlette.responses import Response
         from starlette.routing import Route
 
         async def chat(request: Request) -> Response:
-            body = await request.json()
-            with self._lock:
-                n = next(self._counter)
-                self.requests.append(body)
-                self._in_flight += 1
-                self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            try:
-                reply = self.responder(body, n)
-                if reply.delay_s:
-                    await asyncio.sleep(reply.delay_s)
-                if reply.status != 200:
-                    message = reply.error_message or f"scripted {reply.status}"
-                    return JSONResponse({"error": {"message": message, "type": "fake"}},
-                                        status_code=reply.status, headers=reply.headers)
-                text = reply.raw_body if reply.raw_body is not None else chat_body(
-                    reply.content, body.get("model", ""), finish_reason=reply.finish_reason,
-                    reasoning_content=reply.reasoning_content, usage=reply.usage)
-                return Response(text, media_type="application/json", headers=reply.headers)
-            finally:
-                with self._lock:
-                    self._in_flight -= 1
+            status, text, headers = await self.answer(await request.json())
+            return Response(text, status_code=status, media_type="application/json", headers=headers)
 
         async def models(_: Request) -> Response:
-            return JSONResponse({"object": "list", "data": [{"id": m, "object": "model", "owned_by": "decoevo-tests"}
-                                                             for m in self.models]})
+            return Response(self.models_body(), media_type="application/json")
 
         return Starlette(routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
         ])
+
+    def web_app(self) -> Any:
+        """The same server as an aiohttp application: aiohttp is a dependency of the plain wheel, starlette
+        and uvicorn are not (`python -m decoevo.testing.toy_server` runs this one)."""
+        from aiohttp import web
+
+        async def chat(request: web.Request) -> web.Response:
+            try:
+                body = await request.json()
+            except ValueError:
+                return web.json_response({"error": {"message": "the body is not JSON", "type": "fake"}}, status=400)
+            status, text, headers = await self.answer(body)
+            return web.Response(text=text, status=status, content_type="application/json", headers=headers)
+
+        async def models(_: web.Request) -> web.Response:
+            return web.Response(text=self.models_body(), content_type="application/json")
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        app.router.add_get("/v1/models", models)
+        return app

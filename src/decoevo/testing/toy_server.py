@@ -1,4 +1,7 @@
-"""The toy world (`decoevo.testing.world`) as an OpenAI-compatible HTTP server, for CLI-level tests.
+"""The toy world (`decoevo.testing.world`) as an OpenAI-compatible HTTP server, for CLI-level tests and
+for trying the command line without a model: `python -m decoevo.testing.toy_server` serves the model `toy`
+on http://127.0.0.1:8000/v1 (aiohttp, so the plain wheel runs it); `--write-questions FILE` writes questions
+its world answers.
 
 Unlike a bare `world.respond`, it answers repair requests: a conversation that ends with the rejected
 reply and the client's request to answer again (`decoevo.lm.structured.repair_messages`) gets the answer
@@ -8,7 +11,9 @@ whose outputs were broken in transit (`fault_proxy`) and repaired end where a fa
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +61,50 @@ def toy_run_args(base_url: str, data: Path, runs_root: Path, name: str, *, steps
     for item in sets:
         args += ["--set", item]
     return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the toy world until interrupted (Ctrl-C)."""
+    parser = argparse.ArgumentParser(prog="python -m decoevo.testing.toy_server",
+                                     description="The toy world as an OpenAI-compatible server serving the model "
+                                     "'toy': a stand-in for trying decoevo without a model.")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each answer takes (default: 0)")
+    parser.add_argument("--write-questions", type=Path, metavar="FILE",
+                        help="write 16 questions the toy world answers to FILE (JSONL) and exit")
+    args = parser.parse_args(argv)
+    if args.write_questions is not None:
+        write_toy_questions(args.write_questions)
+        print(f"wrote 16 toy questions to {args.write_questions}")
+        return 0
+    import asyncio
+
+    from aiohttp import web
+
+    async def serve() -> None:
+        runner = web.AppRunner(toy_server(args.delay).web_app(), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, args.host, args.port)
+        await site.start()
+        port = runner.addresses[0][1]
+        url = f"http://{args.host}:{port}/v1"
+        print(f"toy server: model 'toy' at {url} (Ctrl-C stops it)\n"
+              f"try: decoevo doctor --base-url {url} --model toy", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 EASY = "EASY"
+GRADED_TURN = "[assistant - graded]"  # how HealthBench's grader marks the reply it grades
 MATCH_WORDS = ("safety", "direct")
 # The toy questions' gold rubric (scheme "weighted"): what the gold grader and the matcher above read.
 GOLD_ITEMS = ({"text": "Gives safety advice: when to seek care", "points": 5},
@@ -76,7 +77,9 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
     if title == "RevealOut":
         return json.dumps({"why_missed": "no criterion on detail", "principle": "reward specific detail"})
     if title in ("WeightedVerdict", "ItemVerdict"):  # gold graders: only safety advice is true quality
-        response = user.split("<response>")[1].split("</response>")[0]
+        # the reply is a <response> block, or (HealthBench's grader) the conversation's graded last turn
+        response = (user.split("<response>")[1].split("</response>")[0] if "<response>" in user
+                    else user.split(GRADED_TURN)[-1].split("</conversation>")[0])
         criterion = user.split("points): ")[1].split("\n")[0]
         met = ("safety" in response) if "safety" in criterion else ("surgery" not in criterion)
         return json.dumps({"rationale": "checked the reply", "met": met})
@@ -85,6 +88,8 @@ def respond(messages: list[dict[str, str]], schema: dict[str, Any] | None, sampl
         gold = re.findall(r"^(\d+)\. (.*)$", user.split("Reference criteria:")[1], re.MULTILINE)
         hits = [int(k) for k, text in gold if any(w in text.lower() and w in generated for w in MATCH_WORDS)]
         return json.dumps({"rationale": "compared the requirements", "matches": hits})
+    if title == "DoctorAnswer":  # `decoevo doctor`'s probe
+        return json.dumps({"capital": "Paris", "confidence": 0.9})
     if title == "GeneratorSkillOut":
         return json.dumps({"analysis": "simplify", "skill": f"{EASY}: keep rubrics short and lenient."})
     raise ValueError(f"toy world has no answer for schema {title!r}")

@@ -1,0 +1,214 @@
+"""The first contact with a user's server, through the command line (issue 27, items 1-3, 7, 9): the
+preset a served run takes, a model the server does not serve, `provider/model`, --limit/--concurrency,
+--version, a connection that never came up, and the toy server started on its own (aiohttp)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from decoevo.cli import app
+from decoevo.testing.server import free_port
+from decoevo.testing.toy_server import write_toy_questions
+
+runner = CliRunner()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, " ".join(result.output.split())
+
+
+@contextmanager
+def toy_process() -> Iterator[str]:
+    """`python -m decoevo.testing.toy_server` as a user starts it (a process of its own, aiohttp)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "decoevo.testing.toy_server", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    said = proc.stdout.read() if proc.stdout else ""
+                    raise RuntimeError(f"toy server did not start: {said}") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    with toy_process() as url:
+        yield url
+
+
+def _small(root: Path, name: str, data: Path) -> list[str]:
+    return ["--data", str(data), "--task", "healthbench", "--runs-root", str(root), "--name", name,
+            "--set", "splits={train: 4, probe: 1, solver_gate: 2, generator_gate: 1, test: 0}",
+            "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 2}"]
+
+
+def test_a_served_run_takes_the_default_preset_and_says_so(served, tmp_path):
+    """Item 1: without --preset a server run is sized for a capable model (not quick's 120 tokens)."""
+    data = write_toy_questions(tmp_path / "q.jsonl")
+    code, out = invoke("run", "--base-url", served, "--model", "toy", *_small(tmp_path, "r", data))
+    assert code == 0, out
+    assert "preset: default" in out and "served" in out
+    config = yaml.safe_load((tmp_path / "r" / "config.yaml").read_text())
+    assert config["hyper"]["max_tokens_solve"] > 1000  # the server limits, not quick's 120
+    assert config["hyper"]["max_criteria"] == 30  # what `default` sets
+    code, out = invoke("run", "--base-url", served, "--model", "toy", "--preset", "quick",
+                       *_small(tmp_path, "q", data))
+    assert code == 0 and "preset:" not in out  # a named preset is the user's: no note
+    assert yaml.safe_load((tmp_path / "q" / "config.yaml").read_text())["hyper"]["max_tokens_solve"] == 120
+
+
+def test_the_embedded_model_keeps_quick():
+    from decoevo.cli.endpoint import choose_preset
+
+    assert choose_preset(None, served=False).name == "quick"
+    assert choose_preset(None, served=True).name == "default"
+    assert choose_preset("paper", served=False).name == "paper"
+    assert choose_preset("paper", served=False).reason is None
+
+
+def test_a_model_the_server_does_not_serve_is_refused_before_spending(served, tmp_path):
+    """Item 2: --model gpt-4o at a server listing only `toy`: exit 2, nothing written; the flag allows it."""
+    data = write_toy_questions(tmp_path / "q.jsonl")
+    code, out = invoke("run", "--base-url", served, "--model", "gpt-4o", *_small(tmp_path, "x", data))
+    assert code == 2, out
+    assert "does not serve it" in out and "lists: toy" in out and "--any-model" in out
+    assert not (tmp_path / "x").exists()
+    code, out = invoke("run", "--base-url", served, "--model", "gpt-4o", "--any-model",
+                       *_small(tmp_path, "y", data))
+    assert code == 0, out  # the toy server answers any name, as llama.cpp's does
+    code, out = invoke("doctor", "--base-url", served, "--model", "gpt-4o")
+    assert code == 2 and "lists: toy" in out
+    code, out = invoke("doctor", "--base-url", served, "--model", "toy")
+    assert code == 0 and "serves: toy" in out and "structured call OK" in out
+
+
+def test_provider_model_and_bare_names(monkeypatch, tmp_path):
+    """Item 3: openai/gpt-4o is OpenAI's address and key variable; a bare name says to pass --base-url."""
+    from decoevo.cli.settings import RunFlags, run_configs
+
+    def no_data(data, fmt, benchmark):
+        return data, fmt
+
+    [config] = run_configs(RunFlags(model="openai/gpt-4o"), no_data)
+    spec = config.lm.models["default"]
+    assert (spec.backend, spec.base_url, spec.model, spec.api_key_env) == (
+        "openai", "https://api.openai.com/v1", "gpt-4o", "OPENAI_API_KEY")
+    [config] = run_configs(RunFlags(model="meta-llama/Llama-3-8B", base_url="http://h:1/v1"), no_data)
+    assert config.lm.models["default"].model == "meta-llama/Llama-3-8B"  # at a named server, names stay whole
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a provider's API without its key: no call made
+    code, out = invoke("run", "--model", "openai/gpt-4o", "--runs-root", str(tmp_path))
+    assert code == 2 and "needs an API key: set $OPENAI_API_KEY" in out, out
+    code, out = invoke("run", "--model", "gpt-4o", "--runs-root", str(tmp_path))
+    assert code == 2 and "pass --base-url" in out and "openai/gpt-4o" in out and "gguf_path" not in out
+    code, out = invoke("run", "--model", "nosuch/m", "--runs-root", str(tmp_path))
+    assert code == 2 and "no provider 'nosuch'" in out and "--base-url URL --model NAME" in out
+    assert not any(tmp_path.iterdir())
+
+
+def test_limit_concurrency_and_version(served, tmp_path):
+    data = write_toy_questions(tmp_path / "q.jsonl")
+    code, out = invoke("run", "--base-url", served, "--model", "toy", "--limit", "9", "--concurrency", "3",
+                       *_small(tmp_path, "l", data))
+    assert code == 0, out
+    config = yaml.safe_load((tmp_path / "l" / "config.yaml").read_text())
+    assert config["data"]["limit"] == 9 and config["hyper"]["concurrency"] == 3
+    splits = json.loads((tmp_path / "l" / "splits.json").read_text())
+    assert len({q for ids in splits.values() for q in ids}) <= 9
+    code, out = invoke("run", "--concurrency", "2", "--set", "hyper.concurrency=4", "--runs-root", str(tmp_path))
+    assert code == 2 and "--concurrency" in out
+    from decoevo import __version__
+
+    code, out = invoke("--version")
+    assert code == 0 and out == f"decoevo {__version__}"
+
+
+def test_a_refused_connection_on_the_first_call_fails_at_once(tmp_path):
+    """Item 7: no backoff for a server never reached (it was 10.9 s of retries), and no aiohttp internals."""
+    started = time.monotonic()
+    code, out = invoke("run", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m",
+                       "--runs-root", str(tmp_path))
+    elapsed = time.monotonic() - started
+    assert code == 2 and "connection refused" in out and "ssl:default" not in out, out
+    assert elapsed < 3.0, elapsed  # includes loading the data and the configuration
+
+
+def test_a_refused_key_is_not_an_infrastructure_fault():
+    from decoevo.cli.boundary import describe
+    from decoevo.lm.errors import CredentialError, RetryableError
+
+    assert "(credentials)" in describe(CredentialError("credentials refused (HTTP 401)")).message
+    assert "(infrastructure)" in describe(RetryableError("server error 500")).message
+
+
+def test_the_toy_server_answers_the_graders_and_doctor(served):
+    """Item 9: started alone it answers HealthBench's grader and doctor's probe (they were 500s)."""
+    import httpx
+
+    from decoevo.benchmarks.healthbench import grader
+    from decoevo.cli.doctor import DoctorAnswer
+    from decoevo.domain import GoldItem, Question, Turn
+
+    question = Question(id="a", turns=[Turn(role="user", content="my knee hurts")], gold=None)
+    for text, met in (("Gives safety advice: when to seek care", True), ("Recommends surgery", False)):
+        msgs = grader.messages(question, "For your safety, see a doctor.", GoldItem(text=text, points=5))
+        body = {"model": "toy", "messages": [{"role": m.role, "content": m.content} for m in msgs],
+                "response_format": {"type": "json_schema", "json_schema": {
+                    "name": "ItemVerdict", "schema": grader.ItemVerdict.model_json_schema()}}}
+        reply = httpx.post(f"{served}/chat/completions", json=body, timeout=10)
+        assert reply.status_code == 200, reply.text
+        assert json.loads(reply.json()["choices"][0]["message"]["content"])["met"] is met
+    body = {"model": "toy", "messages": [{"role": "user", "content": "capital of France?"}],
+            "response_format": {"type": "json_schema", "json_schema": {
+                "name": "DoctorAnswer", "schema": DoctorAnswer.model_json_schema()}}}
+    reply = httpx.post(f"{served}/chat/completions", json=body, timeout=10)
+    assert reply.status_code == 200
+    DoctorAnswer.model_validate_json(reply.json()["choices"][0]["message"]["content"])
+
+
+def test_eval_concurrency_bounds_the_questions_graded_at_once(tmp_path, monkeypatch):
+    """Item 3: `eval --concurrency 1` grades one question at a time (its rubric items together)."""
+    from decoevo.testing import world
+    from decoevo.testing.fake_openai import FakeOpenAI
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_reply
+
+    data = write_toy_questions(tmp_path / "q.jsonl")
+    delay = {"s": 0.0}  # while grading, answers take long enough to overlap in flight
+    server = FakeOpenAI(lambda body, n: toy_reply(body, n, delay["s"]), models=("toy",))
+    with serve_app(server.app()) as url:
+        args = ["run", "--base-url", f"{url}/v1", "--model", "toy", "--data", str(data), "--task", "healthbench",
+                "--runs-root", str(tmp_path), "--name", "r", "--set",
+                "splits={train: 4, probe: 1, solver_gate: 2, generator_gate: 1, test: 6}",
+                "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 2}"]
+        assert invoke(*args)[0] == 0
+        delay["s"] = 0.03
+        seen = {}
+        for concurrency in ("1", "6"):
+            monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / f"cache-{concurrency}.sqlite"))  # each pays
+            server.max_in_flight = 0
+            code, out = invoke("eval", str(tmp_path / "r"), "--concurrency", concurrency, "--force")
+            assert code == 0, out
+            seen[concurrency] = server.max_in_flight
+    assert seen["1"] <= len(world.GOLD_ITEMS) < seen["6"], seen
