@@ -105,3 +105,20 @@ def test_eval_bar_counts_to_the_known_number_of_questions(tmp_path, monkeypatch)
     eval_cmd._each_run([run], "grading", job, count=eval_cmd.questions_in("test", None))
     shown = screen.file.getvalue()
     assert "4/4" in shown and "/?" not in shown
+
+
+def test_a_sweep_cell_bar_keeps_running_through_its_post_run_steps(tmp_path):
+    """A cell whose run has finished training but is still being evaluated is not shown as done."""
+    from decoevo.cli.sweep_progress import SweepProgress
+    from decoevo.sweep.plan import Cell
+
+    cell = Cell("healthbench", "decoevo", 0, config={}, total_steps=3)
+    bars = SweepProgress(Console(file=io.StringIO(), width=120), tmp_path, 1)
+    bars.started(cell, "new")
+    run = cell.run_dir(tmp_path)
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{}")
+    bars.poll()
+    (row, _), = bars.rows.values()
+    task = bars.progress.tasks[row]
+    assert task.fields["status"] == "post-run steps" and task.completed == 3 and not task.finished
