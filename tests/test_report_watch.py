@@ -126,3 +126,21 @@ def test_the_page_reloads_itself_in_headless_chromium_when_a_run_writes(sweep, t
     assert not after["marker"], result  # ...because the page reloaded itself (the old window's marker is gone)
     assert after["open"] == [result["anchor"]], result  # and the run that was open is open again
     assert after["figures"] > first["figures"], result  # the new test-score figure
+
+
+def test_watch_refuses_bad_input_in_one_line(sweep, tmp_path):
+    import socket
+
+    from typer.testing import CliRunner
+
+    from decoevo.cli import app
+
+    missing = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--watch"])
+    assert missing.exit_code == 2 and "not a directory" in " ".join(missing.output.split())
+    assert "Traceback" not in missing.output
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = CliRunner().invoke(app, ["report", str(sweep), "--watch", "--port", str(port)])
+    assert busy.exit_code == 2 and f"--port {port}: cannot listen" in " ".join(busy.output.split()), busy.output
