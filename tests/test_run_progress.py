@@ -55,7 +55,10 @@ def test_the_timer_runs_through_the_last_outer_round_and_stops_at_the_end(width)
     now.t += 10
     assert bar.eta() == "ETA ~0:30"  # 30 expected calls left at one a second
     bar.on_event(InnerStepEvent(step=0, accepted=True, solver_version=1), state(next_step=0))
+    phase["now"] = "outer 0"  # a round after step 0 (1-based: 1/2) belongs to that step
+    assert bar.where().startswith(("1/2 outer 0", "step 1/2  outer round 0")), bar.where()
     phase["now"] = "step 1"
+    assert "2/2" in bar.where()
     bar.on_event(InnerStepEvent(step=1, accepted=False, solver_version=1), state(next_step=1))
     phase["now"] = "outer 0"  # the last step's outer round: every step is done, the run is not
     assert not task.finished and task.completed < task.total  # the old bar was full here and its timer stopped

@@ -139,7 +139,8 @@ class RunProgress:
         steps = f"{min(self.steps_done + (not self.ended), self.plan.steps)}/{self.plan.steps}"
         if self.ended:
             return f"{steps} done" if self.narrow else f"step {steps} done, {self.rounds_done} outer rounds"
-        if self.phase().startswith("outer"):
+        if self.phase().startswith("outer"):  # the round after the step that just ended
+            steps = f"{self.steps_done}/{self.plan.steps}"
             return f"{steps} outer {self.rounds_done}" if self.narrow else \
                 f"step {steps}  outer round {self.rounds_done} (rounds done {rounds})"
         return f"step {steps}" if self.narrow else f"step {steps}  rounds {rounds}"
