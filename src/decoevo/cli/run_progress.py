@@ -57,8 +57,8 @@ def clock(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """What the bar counts: the inner steps left, the expected outer rounds of them, the expected paid
-    calls of them (engine/estimate.py), and the step it starts from (a resume)."""
+    """What the bar counts: the run's inner steps, the step this process starts from (a resume), and the
+    outer rounds and paid calls expected from there (engine/estimate.py)."""
 
     steps: int
     first_step: int = 0
