@@ -21,7 +21,8 @@ def report(
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="--watch: the port (0: any free one)."),
     interval: float = typer.Option(2.0, "--interval", min=0.2, help="--watch: seconds between checks."),
 ) -> None:
-    """Write one self-contained HTML report: results, comparisons, dynamics, alignment, cost and every run."""
+    """Write one self-contained HTML report: results, comparisons, dynamics, alignment, cost and every run
+    (or, with --watch, serve it on 127.0.0.1 and keep it current while runs write)."""
     from ..report import ReportInputError, build_report, write
 
     if watch:
