@@ -51,8 +51,9 @@ def render(with_run: bool = True) -> str:
                  "`python scripts/cli_doc.py docs/cli.md`; the help and listing sections are\n"
                  "checked against the code by tests/test_cli_doc.py). A table that does not fit\n"
                  "leaves out the columns that are zero in every row (and names them), then shows\n"
-                 "each row as a block; printed to a file it is whole. `--json` prints the same\n"
-                 "data for scripts.\n"]
+                 "each row as a block wrapped at spaces (no word is broken); printed to a file it\n"
+                 "is whole. A next command is printed on a line of its own, never wrapped, so a\n"
+                 "copied line runs. `--json` prints the same data for scripts.\n"]
         parts += [section(args, capture(args, home)) for args in CHECKED]
         if with_run:
             parts.append("## A toy-world run\n\nA two-step DecoEvo run against the simulated server "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +115,11 @@ def test_a_toy_run_ends_saying_what_shipped_and_json_for_scripts(tmp_path: Path)
         as_json = cli(
             *toy_run_args(f"{url}/v1", data, tmp_path / "runs", "b", steps=1), "--json", columns=80, tmp=tmp_path
         )
-    assert "…" not in text.stdout and max(len(line) for line in text.stdout.splitlines()) <= 80, text.stdout
+    commands = [line for line in text.stdout.splitlines() if line.startswith("  decoevo ")]
+    assert "…" not in text.stdout and max(len(line) for line in text.stdout.splitlines()
+                                          if line not in commands) <= 80, text.stdout
+    run_a = shlex.quote(str(tmp_path / "runs" / "a"))  # each next command whole on one line, however long
+    assert commands == [f"  decoevo export {run_a}", f"  decoevo report {run_a}"], text.stdout
     summary = json.loads((tmp_path / "runs" / "a" / "summary.json").read_text())
     last = "".join(text.stdout[text.stdout.rindex("shipped: ") :].split())  # wrapped at 80 columns: unwrap
     kind = "improved" if summary["final_solver"].startswith("improved") else "INITIAL"
@@ -123,3 +129,74 @@ def test_a_toy_run_ends_saying_what_shipped_and_json_for_scripts(tmp_path: Path)
     (record,) = [json.loads(line) for line in as_json.stdout.splitlines()]  # stdout: the JSON only
     assert record["run_dir"] == str(tmp_path / "runs" / "b") and record["status"] == "finished"
     assert record["final_solver"] == json.loads((tmp_path / "runs" / "b" / "summary.json").read_text())["final_solver"]
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_data_list_never_breaks_a_word(columns: int, tmp_path: Path) -> None:
+    """Rich folds a word longer than its squeezed column (`licenc` / `e`): such a table does not fit, and
+    is shown as blocks wrapped at spaces instead."""
+    shown = cli("data", "list", columns=columns, tmp=tmp_path).stdout
+    tokens = set(re.split(r"[\s\u2500-\u257f]+", shown))
+    rows = json.loads(cli("data", "list", "--json", columns=columns, tmp=tmp_path).stdout)["splits"]
+    words = {w for r in rows for field in ("description", "licence", "source") for w in str(r[field]).split()}
+    assert words and words <= tokens, sorted(words - tokens)
+    assert max(len(line) for line in shown.splitlines()) <= columns, shown
+
+
+def test_a_long_value_wraps_at_spaces_in_the_block_layout() -> None:
+    from rich.table import Table
+
+    from decoevo.cli.display import vertical
+
+    table = Table()
+    table.add_column("name")
+    table.add_column("what")
+    table.add_row("x", "a description of eleven words that is longer than the line is")
+    lines = vertical(table, 30).splitlines()
+    assert max(len(line) for line in lines) <= 30, lines
+    assert " ".join(" ".join(lines[1:]).split()) == "what a description of eleven words that is longer than the line is"
+
+
+def test_the_banner_and_estimate_wait_for_the_data(tmp_path: Path) -> None:
+    """A data file that does not load is the only thing said: no run banner or call estimate before it."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "no id"}\n')
+    proc = subprocess.run([sys.executable, "-m", "decoevo", "run", "--data", str(bad), "--format", "jsonl",
+                           "--runs-root", str(tmp_path / "runs")], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "80", "DECOEVO_CACHE": str(tmp_path / "c.sqlite")},
+                          timeout=120, check=False)
+    assert proc.returncode == 2 and "field 'id'" in proc.stderr, proc.stderr
+    assert "expected:" not in proc.stdout and "->" not in proc.stdout, proc.stdout
+
+
+def _commands(group, path=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*path, name))
+        else:
+            yield (*path, name), cmd
+
+
+def test_help_keeps_every_bracket_rich_would_read_as_markup() -> None:
+    """`pip install 'decoevo[mlflow]'` must not print as `pip install 'decoevo'`: every option help with a
+    `[word]` in it is shown whole in `--help` at 80 columns."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from decoevo.cli import app
+
+    root = typer.main.get_command(app)
+    checked = 0
+    for path, cmd in _commands(root):
+        helps = [p.help for p in cmd.params if getattr(p, "help", None) and re.search(r"\[[a-z]", p.help)]
+        if not helps:
+            continue
+        out = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80).output
+        flat = " ".join(re.split(r"[\s\u2500-\u257f]+", out))
+        for text in helps:
+            for bracket in re.findall(r"\S*\[[a-z][^\]]*\]\S*", text):
+                checked += 1
+                assert bracket.replace("\\[", "[") in flat, (path, bracket)
+    assert checked >= 2  # run's and sweep's --track at least

@@ -155,7 +155,7 @@ _EXTERNAL = re.compile(r"""\b(?:src|href|action|poster)\s*=\s*["']?\s*(?:https?:
                        re.IGNORECASE)
 
 
-def test_html_is_self_contained_with_unique_ids(html):
+def test_html_is_self_contained_with_unique_ids(html, report):
     for bad in ('<img src="https://cdn.example/x.png">', "<link rel=stylesheet href=a.css>", "url(//cdn/f.woff)",
                 '<script src="app.js"></script>'):
         assert _EXTERNAL.search(bad), bad  # the check itself can fail
@@ -164,7 +164,10 @@ def test_html_is_self_contained_with_unique_ids(html):
     assert len(ids) == len(set(ids)), [i for i in set(ids) if ids.count(i) > 1][:5]
     for ref in set(re.findall(r'url\(#([^)]+)\)', html)) | set(re.findall(r'href="#([^"]+)"', html)):
         assert ref in ids, f"dangling reference #{ref}"
-    assert html.count('<svg class="figure"') == 4  # dynamics and cost, for both benchmarks
+    (section,) = report.sections
+    assert sorted(section.score_figures) == ["healthbench", "writingbench"] and len(report.run_figures) == 30
+    # dynamics, cost and test score per method for both benchmarks; each run's gate decisions
+    assert html.count('<svg class="figure"') == 6 + 30
     assert "<script" not in html
 
 
@@ -414,7 +417,8 @@ def test_renders_in_headless_chromium_with_its_figures(html, tmp_path):
 
     probe = browser_probe(html, tmp_path)
     assert probe["title"] == "DecoEvo report" and probe["tables"] >= 10 and probe["details"] == 30
-    assert probe["figures"] == 4 and probe["sized"] == 4, probe  # every figure laid out at a real size
+    # every figure laid out at a real size, the 30 runs' gate decisions among them
+    assert probe["figures"] == 36 and probe["sized"] == 36, probe
     assert all(n > 10 for n in probe["texts"]), probe  # axis labels and legends are there, as text
     assert probe["duplicate_ids"] == 0 and probe["resources"] == []  # nothing fetched from anywhere
 
@@ -476,7 +480,9 @@ def test_report_reads_what_eval_dynamics_and_align_write(tmp_path, monkeypatch):
     out = tmp_path / "report.html"
     result = runner.invoke(app, ["report", *runs, "-o", str(out)])
     assert result.exit_code == 0 and "warning" not in result.output, result.output
-    assert out.read_text().count('<svg class="figure"') == 2
+    # dynamics, cost, the test score per method, and each run's gate decisions when a step was gated
+    assert out.read_text().count('<svg class="figure"') == 3 + len(built.run_figures)
+    assert len(built.sections[0].score_figures) == 1
 
 
 def test_cost_section_shows_compute_parity_with_the_paired_decoevo_run(report, html, sweep):
@@ -524,3 +530,37 @@ def test_calls_sent_but_never_answered_are_marked_as_upper_bounds(small):
     text = " ".join(render(built).split())
     assert "3 of the paid were sent and never answered (a killed run): their tokens are upper bounds" in text
     assert "3 of the paid calls were sent and never answered" in text  # and on that run's own line
+
+
+# ---- one run's pictures ---------------------------------------------------------------------------------
+
+def test_a_run_plots_j_per_step_with_its_decisions_and_rounds(small):
+    from decoevo.report.plots import GatePoint, RoundMark, gates_figure, scores_figure
+
+    points = [GatePoint(0, 0.40, 0.55, True), GatePoint(1, 0.55, 0.50, False), GatePoint(2, None, None, False),
+              GatePoint(3, 0.55, 0.52, False)]
+    fig = gates_figure("g", "r", points, [RoundMark(1, 0, False), RoundMark(3, 1, True)])
+    assert fig is not None
+    assert "3 gated: 1 accepted, 2 rejected; 1 with no candidate gated), and 2 outer round" in fig.description
+    for legend in ("J incumbent", "J candidate accepted", "J candidate rejected", "no candidate gated",
+                   "outer round: generator kept", "outer round: generator accepted"):
+        assert f">{legend}<" in fig.svg, legend  # text stays text in the SVG
+    assert gates_figure("g", "r", [GatePoint(0, None, None, False)], []) is None  # nothing gated: no figure
+    assert scores_figure("s", "t", {"decoevo": []}) is None
+
+    run = small / "runs" / "healthbench" / "decoevo-s0"
+    built = build_report([run])
+    (record,) = built.runs
+    assert record.outer_gates and all(g.after_step is not None for g in record.outer_gates)
+    steps = [g.step for g in record.inner_gates]
+    assert all(g.after_step in steps for g in record.outer_gates)  # drawn after the step they followed
+    assert record.anchor in built.run_figures and built.sections[0].score_figures == {}  # no test score yet
+    html = render(built)
+    assert built.run_figures[record.anchor].svg in html
+
+    write_eval(run, "test", "healthbench", "decoevo", 0, 64.0)
+    write_eval(small / "runs" / "healthbench" / "skillopt-s0", "test", "healthbench", "skillopt", 0, 58.0)
+    both = build_report([small])
+    fig = both.sections[0].score_figures["healthbench"]
+    assert "DecoEvo" in fig.description and "SkillOpt" in fig.description
+    assert ">  64.0 (n=1)<" in fig.svg and ">  58.0 (n=1)<" in fig.svg

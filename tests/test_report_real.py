@@ -37,5 +37,6 @@ async def test_report_on_an_embedded_model_run(tmp_path):
     html = render(report)
     assert "Tiny training-time judge" in html and "Test scores: not computed" in html
     probe = browser_probe(html, tmp_path)
-    assert probe["details"] == 1 and probe["figures"] == probe["sized"] == 1  # the cost figure
+    # the cost figure, and the run's gate decisions when its step was gated
+    assert probe["details"] == 1 and probe["figures"] == probe["sized"] == 1 + len(report.run_figures)
     assert probe["duplicate_ids"] == 0 and probe["resources"] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,8 +79,11 @@ def test_sweep_then_report_on_the_embedded_model(tmp_path):
     html = html_path.read_text(encoding="utf-8")
     assert "decoevo" in html.lower() and "skillopt" in html.lower()
     probe = browser_probe(html, tmp_path)
-    # both figures (training dynamics, gold and proxy; cost by role) laid out at a real size, nothing fetched
-    assert probe["figures"] == 2 and probe["sized"] == 2, probe
+    # training dynamics (gold and proxy), cost by role, the test score per method (when a score was graded) and
+    # each run's gate decisions (when a step was gated), all laid out at a real size, nothing fetched
+    scores = len(re.findall(r'aria-label="[^"]*test score per method', html))
+    gates = len(re.findall(r'aria-label="[^"]*J of the incumbent and of the candidate', html))
+    assert probe["figures"] == probe["sized"] == 2 + scores + gates, probe
     assert "Training dynamics" in html and "not computed" not in html and "problems while reading" not in html
     assert "cells 2 done" in " ".join(html.split())  # the sweep's status.json is read
     assert probe["details"] >= 2 and probe["resources"] == [], probe  # one collapsible section per run

@@ -63,7 +63,7 @@ JsonOption = typer.Option(
 ConfigOption = typer.Option(None, "--config", "-c", help="A YAML run configuration (every key: `decoevo config`).")
 SetOption = typer.Option([], "--set", help="Override any config key: --set hyper.epsilon=0.02")
 TrackOption = typer.Option(
-    None, "--track", help="Log the run to an experiment tracker: mlflow (pip install 'decoevo[mlflow]')."
+    None, "--track", help="Log the run to an experiment tracker: mlflow (pip install 'decoevo\\[mlflow]')."
 )
 TrackUriOption = typer.Option(None, "--track-uri", help="The tracker's URI (default: $MLFLOW_TRACKING_URI, "
                               "else sqlite:///RUNS/mlflow.db beside the runs).")

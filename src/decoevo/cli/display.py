@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -44,8 +46,20 @@ def natural_width(table: Table) -> int:
     return max((len(line) for line in _render(table, 10_000).splitlines()), default=0)
 
 
+_BOX = re.compile(r"[\s\u2500-\u257f]+")  # whitespace and the box-drawing characters rich draws with
+
+
 def _fits(table: Table, width: int) -> bool:
-    return natural_width(table) <= width or "…" not in _render(table, width)
+    """Whole at `width`: nothing cut to "…" and no word folded across lines (rich folds a word longer
+    than its column, so `licence` would read `licenc` / `e`)."""
+    if natural_width(table) <= width:
+        return True
+    shown = _render(table, width)
+    if "…" in shown:
+        return False
+    tokens = set(_BOX.split(shown))
+    headers, rows = table_data(table)
+    return all(word in tokens for cell in [*headers, *(c for row in rows for c in row)] for word in cell.split())
 
 
 def _subset(table: Table, keep: list[int], caption: str | None) -> Table:
@@ -74,9 +88,10 @@ def vertical(table: Table, width: int, keys: int = 1) -> str:
                 lines.append(line)
                 line = " "
             line += pair
-            while len(line) > width:  # one pair longer than the line (a URL): fold it
-                lines.append(line[:width])
-                line = "    " + line[width:]
+            if len(line) > width:  # one pair longer than the line: wrap it at spaces (a URL stays whole)
+                *full, line = textwrap.wrap(line, width, initial_indent="   ", subsequent_indent="    ",
+                                            break_long_words=False, break_on_hyphens=False)
+                lines.extend(full)
         if line.strip():
             lines.append(line)
     return "\n".join(lines)

@@ -45,9 +45,41 @@ def _grader_spec(model: str | None, base_url: str | None) -> ModelSpec | None:
         raise
 
 
-def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False) -> None:
+def _known(count: Any, run_dir: Path) -> int | None:
+    """How many items the bar counts to (`N/N`, not `4/?`), when reading it is cheap and it reads; the
+    job itself reports a run it cannot read."""
+    try:
+        return count(run_dir) if count is not None else None
+    except Exception:  # only the bar's total: the job itself names the problem
+        return None
+
+
+def questions_in(split: str, target: dict[str, Any] | None) -> Any:
+    """The number of questions `eval` grades: the run's split, or the transfer file (after its limit)."""
+    def count(run_dir: Path) -> int | None:
+        if target is not None:
+            from ..engine.config import DataConfig
+            from ..tasks.load import load_questions
+
+            return len(load_questions(DataConfig.model_validate(target)))
+        from ..rundir import RunReader
+
+        ids = RunReader(run_dir).split_ids().get(split)
+        return None if ids is None else len(ids)
+    return count
+
+
+def checkpoints_in(run_dir: Path) -> int:
+    """The number of checkpoints `dynamics` scores."""
+    from ..evaluation import RunView
+
+    return len(RunView(run_dir).timeline())
+
+
+def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False, count: Any = None) -> None:
     """Run `job(run_dir, progress_callback)` for every run; one failing run does not stop the others.
-    A job returns (summary line, ok): not ok (nothing graded, or the result was not saved) fails the command."""
+    A job returns (summary line, ok): not ok (nothing graded, or the result was not saved) fails the command.
+    `count(run_dir)`: how many items the job will tick, when it is known before it starts."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     failed = user_errors = 0
@@ -55,10 +87,10 @@ def _each_run(run_dirs: list[Path], title: str, job: Any, as_json: bool = False)
         try:
             with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                           console=err_console if as_json else console, transient=True) as progress:
-                bar = progress.add_task(f"{title} {run_dir.name}", total=None)
+                bar = progress.add_task(f"{title} {run_dir.name}", total=_known(count, run_dir))
 
-                def tick(total: int | None = None, bar: Any = bar, progress: Any = progress) -> None:
-                    progress.update(bar, advance=1, total=total)
+                def tick(bar: Any = bar, progress: Any = progress) -> None:
+                    progress.update(bar, advance=1)
 
                 summary, ok, record = job(run_dir, tick)
             if ok and as_json:
@@ -149,7 +181,7 @@ def eval_(
                                         f"{'; ' + r['not_implemented'] if r.get('not_implemented') else ''}"
                                         f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''})")
 
-    _each_run(run_dirs, "grading", job, as_json)
+    _each_run(run_dirs, "grading", job, as_json, count=questions_in(split, target))
 
 
 @guarded
@@ -174,7 +206,7 @@ def dynamics(
                                            for p in r["points"]) + (f" (gold {SELF_GRADED_LABEL})"
                                                                     if r.get("self_graded") else ""))
 
-    _each_run(run_dirs, "checkpoints", job, as_json)
+    _each_run(run_dirs, "checkpoints", job, as_json, count=checkpoints_in)
 
 
 @guarded

@@ -1,15 +1,21 @@
-"""Rich progress for long runs (a callback of the library API): step bar with acceptances, calls,
-tokens and cache hits; and `run_with_progress`, what `decoevo run`/`resume` and sweep cells show."""
+"""Rich progress for long runs (a callback of the library API): a bar over every phase (inner steps and
+outer rounds), the phase in progress, a timer that runs until the run ends, an ETA from the call estimate
+and the measured rate, acceptances, calls, tokens and cache hits; and `run_with_progress`, what `decoevo
+run`/`resume` and sweep cells show."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from ..engine.state import LoopState
 from ..lm import CallRecord
@@ -27,17 +33,84 @@ from ..rundir import (
 from .display import show_table
 from .shipped import closing_lines
 
+MIN_CALLS_FOR_RATE = 5  # paid calls before the measured call rate is trusted for an ETA
+
+
+def eta_seconds(elapsed: float, calls_done: int, calls_expected: float, units_done: int, units_total: int
+                ) -> float | None:
+    """Seconds left: the expected paid calls not yet made at the measured call rate; once the run has made
+    more calls than expected (or before any rate is known), the phases left at the measured time per
+    phase; None when nothing is measured yet."""
+    if elapsed <= 0:
+        return None
+    if calls_done >= MIN_CALLS_FOR_RATE and calls_expected > calls_done:
+        return (calls_expected - calls_done) * elapsed / calls_done
+    if units_done > 0:
+        return max(units_total - units_done, 0) * elapsed / units_done
+    return None
+
+
+def clock(seconds: float) -> str:
+    s = max(round(seconds), 0)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the bar counts: the run's inner steps, the step this process starts from (a resume), and the
+    outer rounds and paid calls expected from there (engine/estimate.py)."""
+
+    steps: int
+    first_step: int = 0
+    expected_rounds: float = 0.0
+    expected_calls: float = 0.0
+
+    @classmethod
+    def of(cls, config: Any, total_steps: int) -> Plan:
+        from ..engine.estimate import estimate_calls
+        from ..methods import get_method
+
+        est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+        return cls(total_steps, 0, est.expected_rounds, est.expected)
+
+    def from_step(self, first_step: int) -> Plan:
+        """What is left when a resume starts at `first_step` (the share of steps left, of rounds and calls)."""
+        share = (self.steps - first_step) / self.steps if self.steps else 0.0
+        return Plan(self.steps, first_step, self.expected_rounds * share, self.expected_calls * share)
+
+
+class _Live(ProgressColumn):
+    """A column computed at every refresh (not only on events), so the phase and ETA move while a
+    long outer round runs."""
+
+    def __init__(self, text: Callable[[], str]) -> None:
+        super().__init__()
+        self.text = text
+
+    def render(self, task: Task) -> Text:
+        return Text(self.text())
+
 
 class RunProgress:
-    def __init__(self, console: Console, total_steps: int, label: str) -> None:
+    """The bar of one run. Its units are phases, inner steps and outer rounds alike: the total is the steps
+    plus the rounds the estimate expects, and grows when more rounds run, so the bar is never full (and
+    its timer never stops) before the run ends."""
+
+    def __init__(self, console: Console, total_steps: int, label: str, plan: Plan | None = None,
+                 phase: Callable[[], str] = lambda: "", now: Callable[[], float] = time.monotonic) -> None:
         self.console = console
         self.narrow = console.width < 120  # 80 columns: no bar, shorter words, nothing cut to "…"
+        self.plan = plan or Plan(total_steps)
+        self.phase, self.now = phase, now
+        self.started = now()
+        self.steps_done, self.rounds_done = self.plan.first_step, 0
+        self.ended = False
         bar = [] if self.narrow else [BarColumn()]
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), *bar, MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}"), *bar, _Live(self.where), TimeElapsedColumn(), _Live(self.eta),
             TextColumn("{task.fields[status]}"), console=console, transient=False,
         )
-        self.task = self.progress.add_task(label, total=max(total_steps, 1), status="starting")
+        self.task = self.progress.add_task(label, total=self._total(), completed=self._done(), status="starting")
         self.calls = self.hits = self.tokens = 0
         self.cost: float | None = None  # dollars, once a priced model answers
         self.solver_accepts = self.generator_accepts = self.outer_rounds = 0
@@ -49,11 +122,52 @@ class RunProgress:
     def __exit__(self, *exc: Any) -> None:
         self.progress.stop()
 
+    def _rounds_total(self) -> int:
+        return max(math.ceil(self.plan.expected_rounds - 1e-9), self.rounds_done)
+
+    def _done(self) -> int:
+        return self.steps_done - self.plan.first_step + self.rounds_done
+
+    def _total(self) -> int:
+        planned = self.plan.steps - self.plan.first_step + self._rounds_total()
+        return max(planned, self._done() + (0 if self.ended else 1), 1)  # full only once the run has ended
+
+    def where(self) -> str:
+        """The phase being worked on: `step 3/8`, then `outer 1` while a round runs (wide: rounds done of
+        those expected), `done` at the end. Narrow consoles get the short words."""
+        rounds = f"{self.rounds_done}/~{self._rounds_total()}" if self.plan.expected_rounds else str(self.rounds_done)
+        steps = f"{min(self.steps_done + (not self.ended), self.plan.steps)}/{self.plan.steps}"
+        if self.ended:
+            return f"{steps} done" if self.narrow else f"step {steps} done, {self.rounds_done} outer rounds"
+        if self.phase().startswith("outer"):  # the round after the step that just ended
+            steps = f"{self.steps_done}/{self.plan.steps}"
+            return f"{steps} outer {self.rounds_done}" if self.narrow else \
+                f"step {steps}  outer round {self.rounds_done} (rounds done {rounds})"
+        return f"step {steps}" if self.narrow else f"step {steps}  rounds {rounds}"
+
+    def eta(self) -> str:
+        if self.ended:
+            return ""
+        planned = self.plan.steps - self.plan.first_step + self._rounds_total()
+        left = eta_seconds(self.now() - self.started, self.calls, self.plan.expected_calls, self._done(), planned)
+        return "ETA ?" if left is None else f"ETA ~{clock(left)}"
+
+    def finish(self) -> None:
+        self.ended = True
+        self.progress.update(self.task, total=self._total(), completed=self._done())
+        self._refresh()
+
+    def _advance(self) -> None:
+        self.progress.update(self.task, total=self._total(), completed=self._done())
+
     def _refresh(self) -> None:
-        gap, generator, tokens = (" ", "gen", "tok") if self.narrow else ("  ", "generator", "tokens")
-        status = (f"solver ✓{self.solver_accepts}{gap}{generator} ✓{self.generator_accepts}/{self.outer_rounds}{gap}"
-                  f"calls {self.calls}{gap}hits {self.hits}{gap}{tokens} {self.tokens:,}"
-                  + (f"{gap}${self.cost:,.4f}" if self.cost is not None else ""))
+        if self.narrow:  # what fits 80 columns beside the phase, timer and ETA; tokens are in the closing table
+            status = (f"solver ✓{self.solver_accepts} gen ✓{self.generator_accepts}/{self.outer_rounds} "
+                      f"calls {self.calls}" + (f" ${self.cost:,.4f}" if self.cost is not None else ""))
+        else:
+            status = (f"solver ✓{self.solver_accepts}  generator ✓{self.generator_accepts}/{self.outer_rounds}  "
+                      f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}"
+                      + (f"  ${self.cost:,.4f}" if self.cost is not None else ""))
         self.progress.update(self.task, status=status)
 
     def on_call(self, record: CallRecord) -> None:
@@ -69,10 +183,17 @@ class RunProgress:
     def on_event(self, event: RunEvent, state: LoopState) -> None:
         self.solver_accepts, self.generator_accepts = state.solver_accepts, state.generator_accepts
         self.outer_rounds = state.outer_rounds
-        if isinstance(event, StartEvent | ResumeEvent):
-            self.progress.update(self.task, completed=state.next_step)
-        elif isinstance(event, InnerStepEvent):
-            self.progress.update(self.task, completed=event.step + 1)
+        if isinstance(event, ResumeEvent) and state.next_step != self.plan.first_step:
+            self.plan = self.plan.from_step(state.next_step)
+            self.steps_done, self.started = state.next_step, self.now()  # the rate of this process's work
+        elif isinstance(event, StartEvent | ResumeEvent):
+            self.steps_done = state.next_step
+        elif isinstance(event, InnerStepEvent | InnerStepFailedEvent):
+            self.steps_done = max(self.steps_done, state.next_step + 1)
+        elif isinstance(event, OuterRoundEvent | OuterRoundFailedEvent):
+            self.rounds_done += 1
+        self._advance()
+        if isinstance(event, InnerStepEvent):
             mark = "[green]accepted[/]" if event.accepted else "[yellow]kept[/]"
             j = (f" J {event.J_incumbent:.3f} → {event.J_candidate:.3f}"
                  if event.J_incumbent is not None and event.J_candidate is not None else "")
@@ -119,12 +240,14 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
     from ..methods import get_method
 
     method = get_method(config.method)
-    if not resume:
-        console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n{describe_estimate(config)}")
     holder: dict[str, RunProgress] = {}
 
-    def attach(engine: Any) -> None:
-        holder["bar"] = RunProgress(console, engine.total_steps(), f"{method.name} s{config.seed}")
+    def attach(engine: Any) -> None:  # the engine exists once the data is loaded: only then the banner
+        if not resume:
+            console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n{describe_estimate(config)}")
+        total = engine.total_steps()
+        holder["bar"] = RunProgress(console, total, f"{method.name} s{config.seed}", Plan.of(config, total),
+                                    phase=lambda: str(engine.phase))
         holder["bar"].__enter__()
 
     class Relay:  # the bar exists only once the engine knows its step count
@@ -140,6 +263,8 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
         result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
                                               engine_hook=attach, accept_changed_data=accept_changed_data,
                                               accept_changed_config=accept_changed_config))
+        if "bar" in holder:
+            holder["bar"].finish()
     finally:
         if "bar" in holder:
             holder["bar"].__exit__(None, None, None)
@@ -148,6 +273,6 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
     console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
                   f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
                   + (f"; stopped: {state.stopped}" if state.stopped else ""), highlight=False)
-    for line in closing_lines(run_dir):
-        console.print(line, highlight=False, markup=False)
+    for line in closing_lines(run_dir):  # a command is never wrapped: copied from the terminal, it works
+        console.print(line, highlight=False, markup=False, soft_wrap=line.lstrip().startswith("decoevo "))
     return result

@@ -21,7 +21,8 @@ def shipped_line(summary: Summary | None) -> str:
 
 def closing_lines(run_dir: Path) -> list[str]:
     """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
-    (so it copies whole) and each one that works on this run: `eval` only when the run holds out a test
+    under a comment saying what it does (a command line is printed unwrapped, so it copies whole), and each
+    one that works on this run: `eval` only when the run holds out a test
     split, the split it grades by default."""
     reader = RunReader(run_dir)
     summary = reader.summary()
@@ -32,15 +33,18 @@ def closing_lines(run_dir: Path) -> list[str]:
         f"the skill: {run_dir / 'final_solver_skill.md'}; everything else: {run_dir} (summary.json, "
         "events.jsonl, candidates/)",
         "next:",
-        f"  decoevo export {run}  # prints the skill",
-        f"  decoevo report {run}  # writes report.html: the run on one page",
+        "  # prints the skill",
+        f"  decoevo export {run}",
+        "  # writes report.html: the run on one page",
+        f"  decoevo report {run}",
     ]
     try:
         test = len(reader.split_ids().get("test", ())) if reader.has(SPLITS) else 0
     except RunReadError:  # a damaged splits.json: suggest nothing that would fail on it
         test = 0
     if test:
-        lines.append(f"  decoevo eval {run}  # grades its {test} test question(s) (self-graded without --grader-model)")
+        lines += [f"  # grades its {test} test question(s) (self-graded without --grader-model)",
+                  f"  decoevo eval {run}"]
     return lines
 
 

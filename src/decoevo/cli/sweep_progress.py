@@ -1,5 +1,6 @@
 """Rich progress for a sweep: one bar for the grid, one per running cell (its inner steps, read from the
-cell's checkpoint, which works the same for a local child and a Ray task on a shared filesystem)."""
+cell's checkpoint, which works the same for a local child and a Ray task on a shared filesystem, and one
+unit for its post-run steps, so a cell's bar is full, and its timer stops, only when the cell is done)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class SweepProgress:
         self.progress.stop()
 
     def started(self, cell: Cell, action: str) -> None:
-        row = self.progress.add_task(f"  {cell.id}", total=max(cell.total_steps, 1), status=action)
+        row = self.progress.add_task(f"  {cell.id}", total=cell.total_steps + 1, status=action)
         self.rows[cell.id] = (row, cell)
 
     def skipped(self, cell: Cell) -> None:
@@ -57,7 +58,7 @@ class SweepProgress:
         for row, cell in self.rows.values():
             run_dir = cell.run_dir(self.sweep_dir)
             if (run_dir / "summary.json").is_file():
-                self.progress.update(row, completed=max(cell.total_steps, 1), status="post-run steps")
+                self.progress.update(row, completed=cell.total_steps, status="post-run steps")
                 continue
             try:
                 checkpoint = RunReader(run_dir).checkpoint()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
@@ -13,7 +13,7 @@ from ..analysis.claims import ClaimResult, evaluate_claims
 from .claim_evidence import RunEvidence
 from .discover import ReportInputError, SweepInfo, discover
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
-from .plots import InlineFigure, cost_figure, dynamics_figure
+from .plots import GatePoint, InlineFigure, RoundMark, cost_figure, dynamics_figure, gates_figure, scores_figure
 from .runs import RunRecord, load_run, transcripts_shown
 from .tables import Section, sections
 
@@ -41,6 +41,7 @@ class SectionView:
     data: Section
     dynamics: tuple[DynamicsView, ...]
     cost_figures: Mapping[str, InlineFigure]
+    score_figures: Mapping[str, InlineFigure] = field(default_factory=dict)  # by benchmark: test score per method
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class Report:
     tiny_judge: bool
     problems: tuple[str, ...]
     claims: tuple[ClaimResult, ...] = ()  # the paper's claims checked on these runs (analysis/claims.py)
+    run_figures: Mapping[str, InlineFigure] = field(default_factory=dict)  # by run anchor: its gate decisions
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -189,6 +191,25 @@ def _dynamics(section: Section) -> tuple[DynamicsView, ...]:
     return tuple(out)
 
 
+def _run_figure(run: RunRecord) -> InlineFigure | None:
+    points = [GatePoint(g.step, g.j_incumbent, g.j_candidate, g.accepted) for g in run.inner_gates]
+    rounds = [RoundMark(g.after_step, g.round, g.accepted) for g in run.outer_gates]
+    return gates_figure(f"gates-{run.anchor}", run.name, points, rounds)
+
+
+def _score_figures(section: Section) -> dict[str, InlineFigure]:
+    out = {}
+    for bench in section.benchmarks:
+        by_method: dict[str, list[float]] = defaultdict(list)
+        for r in section.runs:
+            if r.benchmark == bench and r.test_eval is not None and r.test_eval.score is not None:
+                by_method[r.method].append(r.test_eval.score)
+        fig = scores_figure(f"scores-{section.backbone}-{bench}", benchmark_label(bench), by_method)
+        if fig is not None:
+            out[bench] = fig
+    return out
+
+
 def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> Report:
     """Read every run under `paths` and compute the report. Raises ReportInputError when an argument is
     not a run or sweep directory, or when there is no run at all; damaged runs become listed problems."""
@@ -211,7 +232,7 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
                 fig = cost_figure(f"cost-{s.backbone}-{c.benchmark}", benchmark_label(c.benchmark), c.table)
                 if fig is not None:
                     figures[c.benchmark] = fig
-        views.append(SectionView(s, _dynamics(s), figures))
+        views.append(SectionView(s, _dynamics(s), figures, _score_figures(s)))
     problems = [f"sweep {sw.path}: cell {cell} failed: {msg}" for sw in sweeps for cell, msg in sw.failed]
     problems += [p for r in runs for p in r.problems]
     problems += [p for s in secs for p in s.problems]
@@ -224,4 +245,5 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
         usage=_usage(runs), budgets=_budgets(runs), graders=tuple(sorted(graders)),
         tiny_grader=any(is_tiny_embedded(g) for g in graders),
         tiny_judge=any(is_tiny_embedded(r.judge_model) for r in runs), problems=tuple(problems),
-        claims=evaluate_claims(RunEvidence(runs)))
+        claims=evaluate_claims(RunEvidence(runs)),
+        run_figures={r.anchor: fig for r in runs if (fig := _run_figure(r)) is not None})

@@ -1,4 +1,5 @@
-"""Figures as inline SVG: training dynamics (paper Figure 3) and token use by role.
+"""Figures as inline SVG: training dynamics (paper Figure 3), token use by role, one run's gate decisions
+(J of incumbent and candidate per step, the outer rounds) and the test score per method.
 
 matplotlib's object API with an Agg canvas and no pyplot, so nothing depends on (or changes) a global
 backend and no display is needed. Text stays text in the SVG (selectable, and in the page's font), ids
@@ -19,6 +20,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 from scipy import stats as _sp
 
 from ..analysis.costs import CostTable
@@ -215,4 +217,114 @@ def cost_figure(key: str, title: str, table: CostTable) -> InlineFigure | None:
         fig.legend(loc="outside lower center", ncols=min(len(roles), 6) or 1, fontsize=8.5)
         description = f"{title}: mean tokens per run by role" + \
             (f", relative to {method_label(table.baseline)}." if relative else ".")
+        return _svg(fig, key, description)
+
+
+# ---- one run's gates --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GatePoint:
+    """One inner step's solver gate: J of the incumbent and of the candidate on V_s, and the decision."""
+
+    step: int
+    incumbent: float | None
+    candidate: float | None
+    accepted: bool
+
+
+@dataclass(frozen=True)
+class RoundMark:
+    """One outer round, drawn after the inner step it followed; accepted None: no candidate proposed."""
+
+    after_step: int | None
+    round: int
+    accepted: bool | None
+
+
+_ACCEPT, _REJECT, _INCUMBENT = "#15803d", "#b91c1c", "#1d4ed8"
+
+
+def gates_figure(key: str, name: str, points: Sequence[GatePoint], rounds: Sequence[RoundMark]
+                 ) -> InlineFigure | None:
+    """J of the incumbent (a step line) and of each candidate per inner step, the candidate marked
+    accepted (filled circle) or rejected (cross), a step with no gated candidate (none written, or not a
+    valid skill) a grey dot on the incumbent's line; each outer round a vertical line after its step,
+    solid when the generator's candidate was accepted. None for a run with no scored step."""
+    scored = [p for p in points if p.incumbent is not None and p.candidate is not None]
+    if not scored:
+        return None
+    # The incumbent's J at every step: measured where the gate ran, else carried from the last measure
+    # (the accepted candidate's J after an acceptance), so the line spans the run.
+    line: list[tuple[int, float]] = []
+    current: float | None = None
+    for p in sorted(points, key=lambda q: q.step):
+        if p.incumbent is not None:
+            current = p.incumbent
+        if current is not None:
+            line.append((p.step, current))
+        if p.accepted and p.candidate is not None:
+            current = p.candidate
+    with mpl.rc_context(_rc(key, grid_axis="y")):
+        fig = Figure(figsize=(9.2, 2.9), layout="constrained")
+        ax = fig.subplots()
+        ax.plot([x for x, _ in line], [y for _, y in line], drawstyle="steps-mid", color=_INCUMBENT,
+                linewidth=1.6, label="J incumbent")
+        for accepted, marker, color, label in ((True, "o", _ACCEPT, "candidate accepted"),
+                                               (False, "x", _REJECT, "candidate rejected")):
+            chosen = [(p.step, p.candidate) for p in scored if p.accepted is accepted and p.candidate is not None]
+            if chosen:
+                ax.plot([x for x, _ in chosen], [y for _, y in chosen], linestyle="none", marker=marker,
+                        markersize=6, color=color, markeredgewidth=1.6, label=f"J {label}")
+        ungated = {p.step for p in points} - {p.step for p in scored}
+        flat = [(x, y) for x, y in line if x in ungated]
+        if flat:
+            ax.plot([x for x, _ in flat], [y for _, y in flat], linestyle="none", marker="o", markersize=3.5,
+                    color="#94a3b8", label="no candidate gated")
+        drawn: set[bool | None] = set()
+        for r in rounds:
+            if r.after_step is None:
+                continue
+            style = {True: ("-", _ACCEPT, "generator accepted"), False: ((0, (4, 3)), "#64748b", "generator kept"),
+                     None: ((0, (1, 3)), "#94a3b8", "round without a candidate")}[r.accepted]
+            ax.axvline(r.after_step + 0.5, linestyle=style[0], color=style[1], linewidth=1.0,
+                       label=f"outer round: {style[2]}" if r.accepted not in drawn else None)
+            drawn.add(r.accepted)
+        ax.set_xlabel("inner step (outer rounds drawn after the step they followed)")
+        ax.set_ylabel("J on the solver gate set")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        fig.legend(loc="outside lower center", ncols=5, fontsize=8.5)
+        n_acc = sum(p.accepted for p in scored)
+        description = (f"{name}: J of the incumbent and of the candidate on the solver gate set at each inner step "
+                       f"({len(scored)} gated: {n_acc} accepted, {len(scored) - n_acc} rejected; "
+                       f"{len(ungated)} with no candidate gated), and {len(rounds)} outer round(s) of the "
+                       "generator.")
+        return _svg(fig, key, description)
+
+
+# ---- test score per method -----------------------------------------------------------------------
+
+
+def scores_figure(key: str, title: str, by_method: Mapping[str, Sequence[float]]) -> InlineFigure | None:
+    """The test score of each method: a bar at the mean over seeds and a dot per seed."""
+    methods = sorted((m for m, v in by_method.items() if v), key=method_order)
+    if not methods:
+        return None
+    shown = list(reversed(methods))  # first method on top
+    with mpl.rc_context(_rc(key, grid_axis="x")):
+        fig = Figure(figsize=(9.2, 0.7 + 0.42 * len(shown)), layout="constrained")
+        ax = fig.subplots()
+        for y, m in enumerate(shown):
+            values = [float(v) for v in by_method[m]]
+            mean = float(np.mean(values))
+            ax.barh(y, mean, color=method_color(m), alpha=0.35, height=0.62, linewidth=0)
+            ax.plot(values, [y] * len(values), linestyle="none", marker="o", markersize=4, color=method_color(m))
+            ax.text(mean, y, f"  {mean:.1f} (n={len(values)})", va="center", color="#0f172a", fontsize=9)
+        ax.set_yticks(range(len(shown)), [method_label(m) for m in shown])
+        ax.set_xlabel("test score (0-100, official grader)")
+        top = max(float(v) for m in shown for v in by_method[m])
+        ax.set_xlim(0, max(top * 1.25, 1.0))
+        ax.grid(axis="y", visible=False)
+        description = (f"{title}: test score per method, mean over seeds (bar) and each seed (dots), for "
+                       f"{', '.join(method_label(m) for m in methods)}.")
         return _svg(fig, key, description)

@@ -118,9 +118,14 @@ def render(report: Report) -> str:
     return environment().get_template("report.html.j2").render(r=report)
 
 
+def page(report: Report) -> str:
+    """The HTML as it leaves this process: rendered, with every known secret masked."""
+    register_environment_secrets()  # runs made by an older version may hold a key this process has
+    return mask_secrets(render(report))
+
+
 def write(report: Report, output: Path | str) -> Path:
     """Render and write atomically (a reader never opens half a report)."""
     path = Path(output)
-    register_environment_secrets()  # runs made by an older version may hold a key this process has
-    atomic_write_text(path, mask_secrets(render(report)), fsync=False)
+    atomic_write_text(path, page(report), fsync=False)
     return path

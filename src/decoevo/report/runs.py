@@ -100,6 +100,7 @@ class OuterGate:
     reason: str | None
     deltas: Mapping[str, float]
     generator_version: int | None
+    after_step: int | None = None  # the inner step the round followed (None: the log has no step before it)
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,10 @@ def _int(v: Any) -> int | None:
 
 def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGate, ...], tuple[Incident, ...]]:
     inner, outer, incidents = [], [], []
+    last_step: int | None = None
     for e in events:
+        if isinstance(e, InnerStepEvent | InnerStepFailedEvent):
+            last_step = e.step
         if isinstance(e, InnerStepEvent):
             inner.append(InnerGate(step=e.step, accepted=e.accepted, j_incumbent=e.J_incumbent,
                                    j_candidate=e.J_candidate, n=e.n, solver_version=e.solver_version, note=e.note))
@@ -264,7 +268,7 @@ def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGa
             outer.append(OuterGate(round=e.round, structural_records=e.structural_records,
                                    contrastive_records=e.contrastive_records, accepted=e.accepted,
                                    policy=e.policy, reason=e.reason, deltas=dict(e.deltas),
-                                   generator_version=e.generator_version))
+                                   generator_version=e.generator_version, after_step=last_step))
         elif isinstance(e, InnerStepFailedEvent | OuterRoundFailedEvent | StoppedEvent):
             where = (f"step {e.step}" if isinstance(e, InnerStepFailedEvent) else
                      f"round {e.round}" if isinstance(e, OuterRoundFailedEvent) else f"at_step {e.at_step}")
