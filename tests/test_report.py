@@ -507,7 +507,8 @@ def test_claims_section_checks_the_papers_claims_on_the_runs(report, html):
     assert hb.mean == pytest.approx(np.mean(diffs)) and hb.n == 3 and hb.ci_low > 0
     assert results["sc_coevo_below_skillopt_most"].verdict == "supported"
     assert results["alignment_f1_up"].verdict == "supported"
-    assert results["direct_audit_between"].verdict == "not enough runs"
+    assert results["direct_audit_between"].verdict == "not run"  # Table 3's Direct Audit was not run
+    assert "not run" in html
     assert 'id="claims"' in html and 'href="#claims"' in html
     assert html.count('id="claim-') == len(report.claims)
 
@@ -524,3 +525,34 @@ def test_calls_sent_but_never_answered_are_marked_as_upper_bounds(small):
     text = " ".join(render(built).split())
     assert "3 of the paid were sent and never answered (a killed run): their tokens are upper bounds" in text
     assert "3 of the paid calls were sent and never answered" in text  # and on that run's own line
+
+
+def test_ablations_and_controls_on_their_source_columns_have_delta_and_holm(sweep, tmp_path):
+    """Issue 25 item 1: in `reproduce` ablations and controls run on the source benchmark only. Their tables
+    show that column with Δ and gain, and their paired comparisons (over the columns both methods have)
+    join the exploratory Holm family; before, every row had "—" and "no seed has a complete average"."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    for method in ("no_verification", "task_prior"):
+        for run in (copy / "runs" / "writingbench").glob(f"{method}-s*"):
+            shutil.rmtree(run)
+        for run in (copy / "runs" / "healthbench").glob(f"{method}-s*"):
+            (run / "eval" / "transfer-llmeval_med.json").unlink()
+    s = build_report([copy]).sections[0].data
+    assert [c.label for c in s.ablations.columns] == ["HealthBench"]
+    assert [c.label for c in s.controls.columns] == ["HealthBench"]
+    hb = [score("no_verification", "healthbench", x) - score("decoevo", "healthbench", x) for x in SEEDS]
+    assert s.ablations.rows[1].delta == pytest.approx(np.mean(hb))
+    tp = s.controls.rows[2]
+    so_hb = np.mean([score("skillopt", "healthbench", x) for x in SEEDS])
+    assert tp.delta == pytest.approx(100 * (np.mean([score("task_prior", "healthbench", x) for x in SEEDS])
+                                            - so_hb) / so_hb)
+    assert s.main.rows[0].avg.stat is not None  # the main table still averages over every column
+    rows = {r.method: r for r in s.comparisons.rows}
+    for m in ("no_verification", "task_prior"):
+        assert rows[m].columns == ("HealthBench",) and rows[m].seeds == SEEDS
+        diffs = [score("decoevo", "healthbench", x) - score(m, "healthbench", x) for x in SEEDS]
+        assert rows[m].ci.mean_diff == pytest.approx(np.mean(diffs))
+        assert rows[m].p_holm is not None and rows[m].family == "exploratory"
+    assert rows["sc_coevo"].columns == ("HealthBench", "WritingBench", "LLMEval-Med†")
+    assert "on HealthBench" in render(build_report([copy]))
