@@ -96,6 +96,41 @@ def test_the_plan_follows_the_papers_tables():
         plan(tables=("7",))
 
 
+def test_controls_are_topped_up_to_decoevos_tokens_and_projected_at_its_cost(tmp_path):
+    """Issue 25 item 4 (and item 2's Budget-Matched): the HealthBench sweep tops SC-CoEvo and Direct Audit
+    up to the paired DecoEvo run, every match on tokens; the projection counts a matched control at its
+    paired DecoEvo run's expected calls, not at budget_step_cap × T steps (10,720 before)."""
+    from decoevo.engine.estimate import estimate_calls
+    from decoevo.methods import get_method
+    from decoevo.reproduce import plan_cells, project
+    from decoevo.testing.toy_server import write_toy_questions
+
+    data = write_toy_questions(tmp_path / "hb.jsonl", 120)
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=None, benchmarks=("healthbench",),
+                       tables=("1", "3"), seeds=(0,), preset="default",
+                       data={"healthbench": DataChoice(str(data), "jsonl")})
+    spec = rp.sweep_spec("healthbench")
+    assert spec.top_up == ["sc_coevo", "direct_audit"] and spec.shared()["budget"]["match_on"] == "tokens"
+    cells = plan_cells(rp)
+    by = {c.method: c for c in cells["healthbench"]}
+    for m in ("sc_coevo", "direct_audit", "budget_matched"):
+        assert by[m].config["budget"]["match_on"] == "tokens" and by[m].depends_on == ("healthbench/decoevo-s0",)
+    assert by["sc_coevo"].config["budget"]["top_up"] and not by["skillopt"].config["budget"]["top_up"]
+    projection = project(rp, cells, [])
+    from decoevo.engine.config import RunConfig
+
+    def expected(method: str) -> int:
+        c = RunConfig.model_validate(by[method].config)
+        return estimate_calls(get_method(method), c.hyper, c.splits).expected
+
+    paired = expected("decoevo")
+    unmatched = sum(expected(m) for m in by if m not in ("sc_coevo", "direct_audit", "budget_matched"))
+    assert projection.training_calls == unmatched + 3 * paired
+    assert expected("budget_matched") > 3 * paired  # what the old projection counted for it alone
+    assert set(projection.matched) == {"sc_coevo", "direct_audit", "budget_matched"}
+    assert "run to the paired DecoEvo run's tokens" in projection.describe()
+
+
 def test_refuses_a_self_graded_plan_and_asks_before_spending(tmp_path, sim):
     before = sim.stats.requests
     code, out = invoke(tmp_path, sim.url, "--yes")  # no --grader-model: the backbone would grade itself

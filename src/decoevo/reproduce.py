@@ -51,6 +51,8 @@ ABLATIONS = tuple(m.name for m in METHODS.values() if m.group == "ablation")
 CONTROLS = tuple(m.name for m in METHODS.values() if m.group == "control")
 COST_METHODS = ("skillopt", "sc_coevo", "decoevo", "budget_matched", "direct_audit")  # Table 4
 TRACKED = ("skillopt", "sc_coevo", "decoevo")  # Table 5 and Figure 3
+PAIRED = "decoevo"
+TOPPED_UP = ("sc_coevo", "direct_audit")  # with Budget-Matched, at the paired DecoEvo run's tokens (Table 4)
 GRADER_NAME = "grader"  # the model name the plan gives the separate grader in each run's lm.models
 STATE_FILE = "reproduce.yaml"
 
@@ -153,6 +155,12 @@ class ReproducePlan:
         for key in ("hyper", "splits", "budget"):
             if key in self.shared:
                 raw[key] = dict(self.shared[key])
+        # Controls at parity by construction (Table 4): each is topped up to, and Budget-Matched capped at,
+        # its paired DecoEvo run's tokens (not its calls: a cheaper call would stop it short in tokens).
+        methods = raw["methods"]
+        if PAIRED in methods:
+            raw["top_up"] = [m for m in TOPPED_UP if m in methods]
+            raw["budget"] = {"match_on": "tokens", **raw.get("budget", {})}
         return SweepSpec.model_validate(raw)
 
     def _data(self, bench: str) -> DataChoice:
@@ -229,6 +237,7 @@ class Projection:
     evaluation_calls: int  # expected paid calls of the evaluations still to run (test, transfer, ...)
     dollars: float | None  # None: some model has no price
     by_table: Mapping[str, int]  # cells per benchmark
+    matched: tuple[str, ...] = ()  # methods run to their paired DecoEvo run's tokens
 
     @property
     def calls(self) -> int:
@@ -247,6 +256,8 @@ class Projection:
             f"{self.cells} runs ({cells}), {self.cells_to_run} still to run; projected paid calls: "
             f"~{self.training_calls:,} training + ~{self.evaluation_calls:,} evaluation = ~{self.calls:,}, "
             f"{money} (an order of magnitude: engine/estimate.py)"
+            + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
+               if self.matched else "")
         )
 
 
@@ -268,18 +279,26 @@ def project(
     training = evaluation = 0
     dollars: float | None = 0.0
     todo = 0
+    matched: set[str] = set()
 
     def add(usd: float | None) -> None:
         nonlocal dollars
         dollars = None if dollars is None or usd is None else dollars + usd
 
     for bench, group in cells.items():
-        for cell in group:
-            config = RunConfig.model_validate(cell.config)
+        configs = [RunConfig.model_validate(c.config) for c in group]
+        # A control matched to its paired DecoEvo run stops at that run's tokens, so it costs what that run
+        # costs, not what its own schedule (up to budget_step_cap × T steps) would.
+        paired = {c.seed: estimate_calls(get_method(c.method), c.hyper, c.splits) for c in configs
+                  if c.method == PAIRED}
+        for cell, config in zip(group, configs, strict=True):
             run_dir = cell.run_dir(rp.sweep_dir(bench))
             if not (run_dir / "summary.json").is_file():
                 todo += 1
                 est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+                if config.budget.match_run and config.seed in paired:
+                    est = paired[config.seed]
+                    matched.add(config.method)
                 training += est.expected
                 add(est.dollars(lambda role, p, c: solver_price(p, c)))
             if not (run_dir / "eval" / "test.json").is_file():
@@ -294,7 +313,8 @@ def project(
         add(_eval_dollars(n, solver_price, grader_price))
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
-    return Projection(total, todo, training, evaluation, dollars, by_table)
+    return Projection(total, todo, training, evaluation, dollars, by_table,
+                      tuple(m for m in METHODS if m in matched))
 
 
 def _eval_dollars(
