@@ -159,3 +159,30 @@ def test_a_tiny_reproduce_end_to_end_then_a_rerun_pays_nothing(tmp_path, sim):
     code, out = invoke(tmp_path, sim.url, *grader)
     assert code == 0, out
     assert "0 still to run" in " ".join(out.split()) and sim.stats.requests == requests
+
+
+def test_evaluation_is_projected_with_each_graders_real_call_pattern(tmp_path):
+    """Issue 25 item 2: HealthBench's official grader makes one call per rubric item (334 calls for the 24
+    bundled conversations), a custom weighted rubric one per item too; the plan counted 2 calls per question
+    (a solve and one grade) whatever the benchmark."""
+    from importlib import resources
+
+    from decoevo.benchmarks.graders import grading_calls
+    from decoevo.benchmarks.healthbench import load_healthbench
+    from decoevo.reproduce import grading_calls as plan_grading
+    from decoevo.reproduce import plan_cells, project
+
+    sample = resources.files("decoevo.data").joinpath("healthbench_sample.jsonl")
+    questions = load_healthbench(str(sample))
+    assert len(questions) == 24 and sum(grading_calls(q) for q in questions) == 334
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=None, benchmarks=("healthbench",),
+                       tables=("1",), seeds=(0,), preset="quick",
+                       data={"healthbench": DataChoice(str(sample), "healthbench"),
+                             "llmeval_med": DataChoice(str(write(tmp_path / "med.jsonl", 5)), "jsonl")})
+    per = plan_grading(rp)
+    assert per[str(sample)] == pytest.approx(334 / 24) and per[str(tmp_path / "med.jsonl")] == 3  # 3 gold items
+    cells = plan_cells(rp)
+    projection = project(rp, cells, [], grading=per)
+    # each cell's test split: a solve and ~13.9 grader calls per conversation (no transfer: none is requested)
+    assert projection.evaluation_calls == sum(round(c.config["splits"]["test"] * (1 + 334 / 24))
+                                              for c in cells["healthbench"])

@@ -31,7 +31,7 @@ import yaml
 
 from .benchmarks import GRADER_ROLES
 from .engine.config import RunConfig, deep_merge
-from .engine.estimate import TYPICAL_TOKENS, estimate_calls
+from .engine.estimate import REJECT_PROB, TYPICAL_TOKENS, estimate_calls
 from .engine.role_names import MATCHER_ROLE
 from .errors import ConfigError
 from .lm import LMConfig, ModelSpec
@@ -271,11 +271,14 @@ def project(
     cells: Mapping[str, list[Cell]],
     posts: Sequence[PostTask],
     sizes: Mapping[str, int] | None = None,
+    grading: Mapping[str, float] | None = None,
 ) -> Projection:
     """Expected paid calls and dollars of what is not done yet (finished cells and evaluations cost nothing);
-    `sizes`: questions per transfer file (`transfer_sizes`)."""
+    `sizes`: questions per transfer file (`transfer_sizes`); `grading`: grader calls per answer of each data
+    file (`grading_calls`, read from the files when not given)."""
     solver_price = _price(rp.solver)
     grader_price = _price(rp.grader or rp.solver)
+    grading = dict(grading) if grading is not None else grading_calls(rp)
     training = evaluation = 0
     dollars: float | None = 0.0
     todo = 0
@@ -303,14 +306,15 @@ def project(
                 add(est.dollars(lambda role, p, c: solver_price(p, c)))
             if not (run_dir / "eval" / "test.json").is_file():
                 n = config.splits.test
-                evaluation += 2 * n  # a solve and a grade per question (ResearchQA batches its rubric)
-                add(_eval_dollars(n, solver_price, grader_price))
+                per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
+                evaluation += round(n * per)
+                add(_eval_dollars(n * per, solver_price, grader_price))
     for task in posts:
         if task.done():
             continue
         n = _post_questions(task, cells, sizes or {})
-        evaluation += n * (3 if task.kind == "dynamics" else 2)
-        add(_eval_dollars(n, solver_price, grader_price))
+        evaluation += round(n * _post_calls(task, cells, grading))
+        add(_eval_dollars(n * _post_calls(task, cells, grading), solver_price, grader_price))
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
     return Projection(total, todo, training, evaluation, dollars, by_table,
@@ -318,7 +322,7 @@ def project(
 
 
 def _eval_dollars(
-    n: int, solver_price: Callable[[int, int], float | None], grader_price: Callable[[int, int], float | None]
+    n: float, solver_price: Callable[[int, int], float | None], grader_price: Callable[[int, int], float | None]
 ) -> float | None:
     solve, grade = solver_price(*TYPICAL_TOKENS["solve"]), grader_price(*TYPICAL_TOKENS["judge"])
     return None if solve is None or grade is None else n * (solve + grade)
@@ -346,14 +350,49 @@ def transfer_sizes(rp: ReproducePlan) -> dict[str, int]:
     return out
 
 
+def grading_calls(rp: ReproducePlan) -> dict[str, float]:
+    """Mean grader calls to grade one answer, per data file of the plan, by its benchmark's official rule
+    (HealthBench: one per rubric item, about 14 per conversation in the bundled sample)."""
+    from .benchmarks.graders import grading_calls as calls_of
+    from .engine.config import DataConfig
+    from .tasks.load import load_questions
+
+    out: dict[str, float] = {}
+    for choice in rp.data.values():
+        if choice.path in out:
+            continue
+        questions = load_questions(DataConfig.model_validate(choice.config()))
+        out[choice.path] = sum(calls_of(q) for q in questions) / len(questions) if questions else 0.0
+    return out
+
+
+def _bench_config(task: PostTask, cells: Mapping[str, list[Cell]]) -> RunConfig | None:
+    """A configuration of the task's benchmark (RUN is sweeps/<bench>/runs/<bench>/<cell>; split sizes and
+    hyperparameters are the same for every method there)."""
+    group = cells.get(task.run_dir.parent.name) or next(iter(cells.values()), [])
+    return RunConfig.model_validate(group[0].config) if group else None
+
+
+def _post_calls(task: PostTask, cells: Mapping[str, list[Cell]], grading: Mapping[str, float]) -> float:
+    """Paid calls per question of one evaluation after training."""
+    config = _bench_config(task, cells)
+    if task.kind == "transfer":
+        return 1 + (grading.get(task.data.path, 1.0) if task.data is not None else 1.0)
+    source = grading.get(config.data.path, 1.0) if config is not None else 1.0
+    if task.kind == "dynamics":  # per checkpoint: a solve, the proxy's rubric and judge, the gold grader's calls
+        return 3 + source
+    # alignment: the final generator's rubric, then one matcher call per generated criterion (at most K)
+    return 1 + (config.hyper.max_criteria if config is not None else 8)
+
+
 def _post_questions(task: PostTask, cells: Mapping[str, list[Cell]], sizes: Mapping[str, int]) -> int:
     if task.kind == "transfer":
         return sizes.get(task.data.path, 0) if task.data is not None else 0
-    config = next((RunConfig.model_validate(c.config) for g in cells.values() for c in g), None)
+    config = _bench_config(task, cells)
     if config is None:
         return 0
-    if task.kind == "dynamics":  # every checkpoint on the diagnostic split; about one per two steps
-        return config.splits.diagnostic * (1 + config.hyper.steps // 2)
+    if task.kind == "dynamics":  # every checkpoint on the diagnostic split: the first, then each accepted step
+        return round(config.splits.diagnostic * (1 + config.hyper.steps * (1 - REJECT_PROB)))
     return config.splits.test
 
 

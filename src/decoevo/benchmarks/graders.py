@@ -38,6 +38,15 @@ async def grade(lm: LM, question: Question, response: str, *, params: GenParams 
     return await grader(lm, question, response, params=params)
 
 
+def grading_calls(question: Question) -> int:
+    """Grader calls to grade one answer to `question` under its official rule: one per rubric item for
+    HealthBench and WritingBench, one per batch for ResearchQA, one for LLMEval-Med and EQ-Bench CW."""
+    if question.gold is None:
+        return 0
+    bench = BY_SCHEME.get(question.gold.scheme)
+    return bench.grader_calls(question) if bench is not None else 1
+
+
 def aggregate(results: Sequence[GradeResult]) -> BenchmarkScore:
     """The benchmark score of one scheme's results, by that benchmark's own summary rule."""
     schemes = {r.scheme for r in results}
