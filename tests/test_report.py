@@ -556,3 +556,21 @@ def test_ablations_and_controls_on_their_source_columns_have_delta_and_holm(swee
         assert rows[m].p_holm is not None and rows[m].family == "exploratory"
     assert rows["sc_coevo"].columns == ("HealthBench", "WritingBench", "LLMEval-Med†")
     assert "on HealthBench" in render(build_report([copy]))
+
+
+def test_two_transfers_of_one_format_get_a_column_each(sweep, tmp_path):
+    """Issue 25 item 6: two JSONL transfers (both the weighted scheme) were one column, one of them dropped
+    as "evaluated in both"; a transfer's column is its file's name."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    for run in sorted((copy / "runs").glob("*/*")):
+        for old in (run / "eval").glob("transfer-*.json"):
+            old.unlink()
+        method, seed = run.name.rsplit("-s", 1)
+        target = {"healthbench": "llmeval_med", "writingbench": "eqbench_cw"}[run.parent.name]
+        if (run / "eval" / "test.json").is_file():
+            write_eval(run, f"transfer-{target}", "weighted", method, int(seed), 40.0 + int(seed))
+    s = build_report([copy]).sections[0].data
+    transfer = [c for c in s.main.columns if c.transfer]
+    assert sorted(c.key for c in transfer) == ["transfer-eqbench_cw", "transfer-llmeval_med"]
+    assert not [p for p in s.problems if "evaluated in both" in p]

@@ -152,7 +152,10 @@ def test_a_tiny_reproduce_end_to_end_then_a_rerun_pays_nothing(tmp_path, sim):
     for method in MAIN:
         test = json.loads((runs / f"{method}-s0" / "eval" / "test.json").read_text())
         assert test["grader_model"] == "sim-grader" and test["self_graded"] is False and test["n_graded"] > 0
-        assert (runs / f"{method}-s0" / "eval" / "transfer-jsonl.json").is_file()  # LLMEval-Med from HealthBench
+        # LLMEval-Med from HealthBench, named by its benchmark (a JSONL file of WritingBench's transfer would
+        # otherwise share transfer-jsonl.json's name and column)
+        transfer = json.loads((runs / f"{method}-s0" / "eval" / "transfer-llmeval_med.json").read_text())
+        assert transfer["format"] == "jsonl" and transfer["name"] == "transfer-llmeval_med"
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="claims"' in html and "decoevo_above_skillopt_every_setting" in out
     requests = sim.stats.requests

@@ -216,13 +216,15 @@ class PostTask:
     kind: str  # transfer | dynamics | alignment
     run_dir: Path
     data: DataChoice | None = None
+    benchmark: str = ""  # a transfer's benchmark: its eval file is transfer-<benchmark>.json
 
     @property
     def output(self) -> Path:
         name = {"dynamics": "dynamics.json", "alignment": "alignment.json"}.get(self.kind)
         if name is None:
             assert self.data is not None
-            name = f"transfer-{self.data.format}.json"
+            # named by the benchmark, not the data format: two JSONL transfers would share "transfer-jsonl"
+            name = f"transfer-{self.benchmark or self.data.format}.json"
         return self.run_dir / "eval" / name
 
     def done(self) -> bool:
@@ -411,7 +413,7 @@ def post_tasks(rp: ReproducePlan) -> list[PostTask]:
             for method in rp.methods_for(bench):
                 run = run_dir_of(sweep_dir.resolve(), bench, method, seed)
                 if transfer is not None and method in MAIN:
-                    tasks.append(PostTask("transfer", run, transfer))
+                    tasks.append(PostTask("transfer", run, transfer, TRANSFERS[bench]))
                 if "fig3" in rp.tables and bench == HEALTHBENCH and method in TRACKED:
                     tasks.append(PostTask("dynamics", run))
                 if "5" in rp.tables and method in TRACKED:
@@ -439,7 +441,7 @@ async def run_post(
             try:
                 if task.kind == "transfer":
                     assert task.data is not None
-                    await api.evaluate_async(task.run_dir, data=task.data.config())
+                    await api.evaluate_async(task.run_dir, data=task.data.config(), name=task.benchmark or None)
                 elif task.kind == "dynamics":
                     await api.dynamics_async(task.run_dir)
                 else:

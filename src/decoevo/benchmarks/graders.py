@@ -51,4 +51,8 @@ def aggregate(results: Sequence[GradeResult]) -> BenchmarkScore:
     """The benchmark score of one scheme's results, by that benchmark's own summary rule."""
     schemes = {r.scheme for r in results}
     bench = BY_SCHEME.get(next(iter(schemes))) if len(schemes) == 1 else None
-    return aggregate_with(results, bench.summarise if bench is not None else mean_score)
+    out = aggregate_with(results, bench.summarise if bench is not None else mean_score)
+    if bench is not None and bench.summarise_all is not None and out.score is not None:
+        score, details = bench.summarise_all(results)
+        out = out.model_copy(update={"score": score, "details": details})
+    return out

@@ -182,3 +182,6 @@ class Benchmark:
     # grader calls for one answer, official prompt or ours (both follow the official scorer's pattern):
     # what the plan projects before an evaluation is paid for
     grader_calls: Callable[[Question], int] = one_call
+    # the headline over every evaluated answer, graded or not, when the official aggregator counts an
+    # unscored answer against it (LLMEval-Med's Aggregate.py); None: `summarise` over the graded ones
+    summarise_all: Summary | None = None

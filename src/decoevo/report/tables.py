@@ -242,7 +242,10 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
             # sweep's name for the data, since two benchmarks there may share a gold scheme (two custom files,
             # or two HealthBench subsets) and one column for both would keep only the first.
             transfer = ev.kind == "transfer"
-            col = Column(ev.benchmark if transfer else run.benchmark, transfer)
+            # A transfer's column is its file's name (transfer-NAME): two transfers of one format (two JSONL
+            # files) grade under one scheme, and a column per scheme would keep only the first.
+            name = ev.name.removeprefix("transfer-") if ev.name.startswith("transfer-") else ev.benchmark
+            col = Column(name if transfer else run.benchmark, transfer)
             columns.add(col)
             if (key, col) in source:
                 problems.append(f"{run.method} seed {run.seed}: {col.label} is evaluated in both "
