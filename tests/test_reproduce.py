@@ -189,3 +189,26 @@ def test_evaluation_is_projected_with_each_graders_real_call_pattern(tmp_path):
     # each cell's test split: a solve and ~13.9 grader calls per conversation (no transfer: none is requested)
     assert projection.evaluation_calls == sum(round(c.config["splits"]["test"] * (1 + 334 / 24))
                                               for c in cells["healthbench"])
+
+
+def test_the_plan_says_when_the_official_grader_prompt_is_not_fetched(tmp_path, monkeypatch):
+    """Issue 25 item 6: without the fetched official prompt, `auto` grades with ours; the plan says so
+    before anything is spent (it said nothing)."""
+    from importlib import resources
+
+    from decoevo.benchmarks import templates
+    from decoevo.reproduce import plan_cells, project
+
+    sample = resources.files("decoevo.data").joinpath("healthbench_sample.jsonl")
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=None, benchmarks=("healthbench",),
+                       tables=("1",), seeds=(0,), preset="quick",
+                       data={"healthbench": DataChoice(str(sample), "healthbench"),
+                             "llmeval_med": DataChoice(str(write(tmp_path / "med.jsonl", 5)), "jsonl")})
+    monkeypatch.setattr(templates, "template_dir", lambda bench: tmp_path / "nothing-fetched" / bench.name)
+    projection = project(rp, plan_cells(rp), [])
+    assert projection.unofficial == ("healthbench",)  # the JSONL transfer has no official prompt to miss
+    text = " ".join(projection.describe().split())
+    assert "Graded with our prompt, not the official one (not fetched): healthbench" in text
+    assert "decoevo data fetch healthbench" in text
+    monkeypatch.setattr(templates, "fetched", lambda bench: True)
+    assert project(rp, plan_cells(rp), []).unofficial == ()

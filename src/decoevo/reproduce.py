@@ -240,6 +240,7 @@ class Projection:
     dollars: float | None  # None: some model has no price
     by_table: Mapping[str, int]  # cells per benchmark
     matched: tuple[str, ...] = ()  # methods run to their paired DecoEvo run's tokens
+    unofficial: tuple[str, ...] = ()  # benchmarks graded with our prompt: their official one is not fetched
 
     @property
     def calls(self) -> int:
@@ -260,6 +261,9 @@ class Projection:
             f"{money} (an order of magnitude: engine/estimate.py)"
             + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
                if self.matched else "")
+            + (f". Graded with our prompt, not the official one (not fetched): {', '.join(self.unofficial)}; "
+               f"run `decoevo data fetch {' '.join(self.unofficial)}` first to grade as the paper does"
+               if self.unofficial else "")
         )
 
 
@@ -320,7 +324,22 @@ def project(
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
     return Projection(total, todo, training, evaluation, dollars, by_table,
-                      tuple(m for m in METHODS if m in matched))
+                      tuple(m for m in METHODS if m in matched), unofficial_prompts(rp))
+
+
+def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
+    """The plan's benchmarks (sources and transfers) whose official grader prompt is known but not fetched:
+    `grader_prompt: auto` grades them with ours, which the plan says before anything is spent."""
+    from .benchmarks import find
+    from .benchmarks.templates import fetched
+
+    names = [*rp.benchmarks, *(TRANSFERS[b] for b in rp.benchmarks if rp.transfer_for(b) is not None)]
+    out = []
+    for name in names:
+        bench = find(rp.data[name].format) if name in rp.data else None
+        if bench is not None and bench.official_prompts and bench.official is not None and not fetched(bench):
+            out.append(bench.name)
+    return tuple(out)
 
 
 def _eval_dollars(

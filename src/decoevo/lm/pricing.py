@@ -79,8 +79,9 @@ def price_from_table(backend: str, model: str, base_url: str | None) -> Price | 
     if backend == "openai" and not base_url:
         return None
     try:
-        calc = calc_price(Usage(input_tokens=_PROBE_TOKENS, output_tokens=_PROBE_TOKENS), model_ref=model,
-                          provider_id=provider, provider_api_url=base_url if provider is None else None)
+        usage = Usage(input_tokens=_PROBE_TOKENS, output_tokens=_PROBE_TOKENS)
+        calc = (calc_price(usage, model_ref=model, provider_id=provider) if provider is not None
+                else calc_price(usage, model_ref=model, provider_api_url=base_url))
     except (LookupError, ValueError):
         return None
     scale = 1e6 / _PROBE_TOKENS
