@@ -55,6 +55,7 @@ PAIRED = "decoevo"
 TOPPED_UP = ("sc_coevo", "direct_audit")  # with Budget-Matched, at the paired DecoEvo run's tokens (Table 4)
 GRADER_NAME = "grader"  # the model name the plan gives the separate grader in each run's lm.models
 STATE_FILE = "reproduce.yaml"
+SAMPLE_SEED = 0  # `--transfer-limit` and `@N` draw a stratified sample by this seed, not the first N ids
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,14 @@ class DataChoice:
     path: str
     format: str
     limit: int | None = None
+    sample_seed: int | None = None  # with a limit: a seeded, stratified sample (None: the first N ids)
 
     def config(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "format": self.format}
         if self.limit is not None:
             out["limit"] = self.limit
+            if self.sample_seed is not None:
+                out["sample_seed"] = self.sample_seed
         return out
 
 
@@ -85,6 +89,9 @@ class ReproducePlan:
     shared: Mapping[str, Any] = field(default_factory=dict)  # hyper / splits / budget overrides
     allow_self_grading: bool = False
     transfer_limit: int | None = None  # questions of each transfer benchmark (None: all)
+    # `--transfer-limit` and `@N` draw a sample stratified by category by this seed (recorded in the plan);
+    # None, in a plan stored before there was one: the first N ids, so that experiment still resumes
+    sample_seed: int | None = SAMPLE_SEED
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.tables if t not in TABLES]
@@ -147,6 +154,8 @@ class ReproducePlan:
                     "data": choice.path,
                     "format": choice.format,
                     **({"limit": choice.limit} if choice.limit is not None else {}),
+                    **({"sample_seed": self.sample_seed} if choice.limit is not None
+                       and self.sample_seed is not None else {}),
                 }
             ],
             "lm": self.lm_config(),
@@ -173,7 +182,7 @@ class ReproducePlan:
             return None
         choice = self._data(TRANSFERS[bench])
         limit = self.transfer_limit if self.transfer_limit is not None else choice.limit
-        return DataChoice(choice.path, choice.format, limit)
+        return DataChoice(choice.path, choice.format, limit, self.sample_seed if limit is not None else None)
 
     def check_grader(self) -> str:
         """Refuse a self-graded plan unless allowed (one line naming the fix); say who grades."""
@@ -202,6 +211,7 @@ class ReproducePlan:
                 "shared": dict(self.shared),
                 "allow_self_grading": self.allow_self_grading,
                 "transfer_limit": self.transfer_limit,
+                "sample_seed": self.sample_seed,
             },
             sort_keys=False,
             allow_unicode=True,
@@ -333,7 +343,8 @@ def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
     from .benchmarks import find
     from .benchmarks.templates import fetched
 
-    names = [*rp.benchmarks, *(TRANSFERS[b] for b in rp.benchmarks if rp.transfer_for(b) is not None)]
+    names = [*rp.benchmarks, *(TRANSFERS[b] for b in rp.benchmarks
+                               if "1" in rp.tables and b in TRANSFERS and TRANSFERS[b] in rp.data)]
     out = []
     for name in names:
         bench = find(rp.data[name].format) if name in rp.data else None
@@ -505,6 +516,8 @@ def plan_from_state(out: Path, state: Mapping[str, Any], **overrides: Any) -> Re
             shared=merged.get("shared") or {},
             allow_self_grading=bool(merged.get("allow_self_grading")),
             transfer_limit=merged.get("transfer_limit"),
+            # a stored plan without the key predates sampling: it keeps taking the first N ids
+            sample_seed=merged.get("sample_seed", None if state.get("solver") is not None else SAMPLE_SEED),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{out / STATE_FILE}: {exc}") from None
