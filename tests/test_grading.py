@@ -210,8 +210,10 @@ async def test_llmeval_med_score_usable_and_ungraded(make_lm):
     failed = await grade(lm3, question.model_copy(update={"id": "m3"}), "不知道")
     assert failed.score is None and failed.items[0].error == "parse"
     summary = aggregate([good, weak, failed])
-    # The official headline is the usability rate (scores >= 4): 1 of 2; the mean score is secondary.
-    assert summary.score == pytest.approx(50) and summary.details["usable_rate"] == pytest.approx(0.5)
+    # The official headline is the usability rate (scores >= 4) over every answer, as Aggregate.py counts it:
+    # 1 of 3 (the unscored one is not usable); of the graded ones 1 of 2. The mean score is secondary.
+    assert summary.score == pytest.approx(100 / 3) and summary.details["usable_rate"] == pytest.approx(1 / 3)
+    assert summary.details["usable_rate_of_graded"] == pytest.approx(0.5)
     assert summary.details["mean_score"] == pytest.approx((75 + 50) / 2)
     assert (summary.n_graded, summary.n_ungraded) == (2, 1)
 

@@ -81,3 +81,67 @@ def test_score_parse() -> None:
     for bad in ("没有分数", "[0]", "[7]", "(4)"):
         with pytest.raises(ValueError):
             parse_score(bad)
+
+
+AGGREGATE_URL = ("https://raw.githubusercontent.com/llmeval/LLMEval-Med/508516fafd288c896691442d657b4af619609535/"
+                 "evaluate/Aggregate.py")
+AGGREGATE_SHA = "5a139fb5aac164ee8368b0e9c6b1753b848fde64deb04d87d13cf4e1bec69ead"
+
+
+def _upstream_aggregate(tmp_path: Path):
+    """The pinned upstream evaluate/Aggregate.py (sha-checked): from $DECOEVO_LLMEVAL_AGGREGATE, else
+    downloaded; skipped when neither is at hand (no copy of it is kept in this repository)."""
+    import hashlib
+    import importlib.util
+    import os
+    import urllib.request
+
+    given = os.environ.get("DECOEVO_LLMEVAL_AGGREGATE")
+    path = Path(given) if given else tmp_path / "Aggregate.py"
+    if not given:
+        try:
+            with urllib.request.urlopen(AGGREGATE_URL, timeout=10) as reply:
+                path.write_bytes(reply.read())
+        except OSError as exc:
+            pytest.skip(f"the pinned upstream Aggregate.py is not reachable ({exc}); set DECOEVO_LLMEVAL_AGGREGATE")
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == AGGREGATE_SHA, "not the pinned Aggregate.py"
+    spec = importlib.util.spec_from_file_location("upstream_aggregate", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_usability_rate_equals_the_pinned_upstream_aggregate(make_lm, tmp_path: Path) -> None:
+    """Issue 25 item 6: on the replies [5], [4], [2], no score, [0], the official Aggregate.py reports 40.0
+    (an unscored answer is not usable, and counts); decoevo reported 66.7 (usable over the scored only)."""
+    import json
+    import re
+
+    from decoevo.benchmarks import aggregate
+
+    upstream = _upstream_aggregate(tmp_path)
+    replies = ['{"得分"："[5]"}', '{"得分"："[4]"}', '{"得分"："[2]"}', "无法评分", '{"得分"："[0]"}']
+    path = tmp_path / "med.json"
+    rows = [{"category1": "医疗知识", "round": 1, "problem": f"问题{i}?", "groupCode": i, "sanswer": "答",
+             "checklist": float("nan")} for i in range(len(replies))]
+    path.write_text(json.dumps({"医疗知识": rows}, ensure_ascii=False), encoding="utf-8")
+    questions = load_llmeval_med(path)
+    by_prompt = {f"问题{i}?": r for i, r in enumerate(replies)}
+
+    def script(request: BackendRequest) -> str:
+        user = request.messages[-1].content
+        return next(r for q, r in by_prompt.items() if f"Q={q}" in user)
+
+    lm, _ = make_lm(script)
+    graded = [await grade(lm, q, "回答", official=_prompts()) for q in questions]
+    ours = aggregate(graded)
+    # the same replies as Evaluate.py stores them (the first bracketed integer, -1 without one), then the
+    # upstream aggregation itself
+    scored = [{**row, "model_answer_score": (m.group(1) if (m := re.search(r"\[(\d+)\]", r)) else -1)}
+              for row, r in zip(rows, replies, strict=True)]
+    upstream_file = tmp_path / "scored.json"
+    upstream_file.write_text(json.dumps({"医疗知识": scored}, ensure_ascii=False), encoding="utf-8")
+    official = upstream.aggregate([str(upstream_file)])["overall"]["OP"]
+    assert official == pytest.approx(40.0)
+    assert ours.score == pytest.approx(official) and ours.details["usable_rate_of_graded"] == pytest.approx(2 / 3)

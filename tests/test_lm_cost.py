@@ -122,3 +122,29 @@ def test_an_unpriced_model_shows_no_cost_rather_than_zero():
     ledger.record_call("judge", "p", 10, 5, 0.1, cost_usd=0.5)
     total = ledger.total()
     assert dollars(total.cost_usd, total.unpriced_calls) == ">=$0.5000"
+
+
+def test_a_plain_install_prices_a_known_provider_offline_and_not_a_self_hosted_namesake(monkeypatch):
+    """Issue 25 item 3: without LiteLLM, GPT-4o at OpenAI printed "dollars unknown". The genai-prices table
+    ships with the package and is read with the network off; a server it does not know (127.0.0.1 serving a
+    model called gpt-4o) stays unpriced; the ModelSpec's own price overrides the table per model."""
+    import socket
+
+    from decoevo.lm.pricing import price_from_table
+
+    def no_network(*args, **kwargs):
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    price_from_table.cache_clear()
+    openai = ModelSpec(backend="openai", model="gpt-4o", base_url="https://api.openai.com/v1")
+    price = price_for(openai, {})
+    assert price is not None and price.source.startswith("genai-prices ")
+    assert (price.input_per_mtok, price.output_per_mtok) == (pytest.approx(2.5), pytest.approx(10.0))
+    claude = price_for(ModelSpec(backend="litellm", model="anthropic/claude-sonnet-4-20250514"), {})
+    assert claude is not None and (claude.input_per_mtok, claude.output_per_mtok) == (pytest.approx(3.0),
+                                                                                        pytest.approx(15.0))
+    assert price_for(ModelSpec(backend="openai", model="gpt-4o", base_url="http://127.0.0.1:8000/v1"), {}) is None
+    mine = ModelSpec(backend="openai", model="gpt-4o", base_url="https://api.openai.com/v1", input_price_per_mtok=1.0,
+                     output_price_per_mtok=4.0)
+    assert price_for(mine) == Price(1.0, 4.0)

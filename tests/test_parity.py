@@ -125,3 +125,42 @@ def test_a_sweeps_top_up_methods_wait_for_and_match_the_paired_decoevo_cell(tmp_
     assert topped.config["budget"]["top_up"] is True
     assert topped.config["budget"]["match_run"] == str((tmp_path / "SW").resolve() / "runs/toy/decoevo-s0")
     assert not cells["skillopt"].config["budget"]["top_up"] and not cells["skillopt"].depends_on
+
+
+def _sim_run(tmp_path: Path, name: str, method: str, cache: RequestCache, data: Path, budget: dict) -> Path:
+    from decoevo.engine.config import deep_merge
+    from decoevo.presets import PRESETS
+    from decoevo.testing.sim_backend import SimBackend, run_virtual
+    from decoevo.testing.sim_model import LatencyModel
+
+    raw = deep_merge(PRESETS["quick"], {"method": method, "seed": 3, "budget": budget,
+                                        "data": {"path": str(data), "format": "jsonl"},
+                                        "splits": {"train": 30}, "hyper": {"steps": 6, "budget_step_cap": 40}})
+    lm = LM(LMConfig(), backends={"default": SimBackend(0, LatencyModel.fixed(1.0), 64)}, cache=cache)
+    run_virtual(Engine(config_from_dict(raw), tmp_path / name, lm=lm).run_async())
+    return tmp_path / name
+
+
+def test_controls_topped_up_on_tokens_land_within_five_percent_of_decoevo(tmp_path):
+    """Issue 25 item 4: matched on tokens (`budget.match_on: tokens`, what `reproduce` sets), SC-CoEvo,
+    Direct Audit and Budget-Matched end within ±5% of the paired DecoEvo run's tokens on the simulator;
+    capped on usage (calls too, as before), Direct Audit stops on its call count first, short of them."""
+    from decoevo.testing.toy_server import write_toy_questions
+
+    data = write_toy_questions(tmp_path / "q.jsonl", 120)
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    paired = _sim_run(tmp_path, "decoevo", "decoevo", cache, data, {})
+    base = load_run_usage(paired).total.effective_tokens
+    match = {"match_run": str(paired), "match_on": "tokens"}
+    ratios = {}
+    for method in ("sc_coevo", "direct_audit", "budget_matched"):
+        extra = {} if method == "budget_matched" else {"top_up": True}
+        run = _sim_run(tmp_path, method, method, cache, data, {**match, **extra})
+        ratios[method] = load_run_usage(run).total.effective_tokens / base
+        stops = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+        assert any(e["event"] == "budget_stop" and "token budget" in e["reason"] for e in stops), method
+    assert all(abs(r - 1) <= 0.05 for r in ratios.values()), ratios
+    on_usage = _sim_run(tmp_path, "da-usage", "direct_audit", cache, data, {"match_run": str(paired), "top_up": True})
+    stops = [json.loads(x) for x in (on_usage / "events.jsonl").read_text().splitlines()]
+    assert any(e["event"] == "budget_stop" and "call budget" in e["reason"] for e in stops)
+    assert load_run_usage(on_usage).total.effective_tokens / base < ratios["direct_audit"]

@@ -513,7 +513,8 @@ def test_claims_section_checks_the_papers_claims_on_the_runs(report, html):
     assert hb.mean == pytest.approx(np.mean(diffs)) and hb.n == 3 and hb.ci_low > 0
     assert results["sc_coevo_below_skillopt_most"].verdict == "supported"
     assert results["alignment_f1_up"].verdict == "supported"
-    assert results["direct_audit_between"].verdict == "not enough runs"
+    assert results["direct_audit_between"].verdict == "not run"  # Table 3's Direct Audit was not run
+    assert "not run" in html
     assert 'id="claims"' in html and 'href="#claims"' in html
     assert html.count('id="claim-') == len(report.claims)
 
@@ -564,3 +565,52 @@ def test_a_run_plots_j_per_step_with_its_decisions_and_rounds(small):
     fig = both.sections[0].score_figures["healthbench"]
     assert "DecoEvo" in fig.description and "SkillOpt" in fig.description
     assert ">  64.0 (n=1)<" in fig.svg and ">  58.0 (n=1)<" in fig.svg
+
+
+def test_ablations_and_controls_on_their_source_columns_have_delta_and_holm(sweep, tmp_path):
+    """Issue 25 item 1: in `reproduce` ablations and controls run on the source benchmark only. Their tables
+    show that column with Δ and gain, and their paired comparisons (over the columns both methods have)
+    join the exploratory Holm family; before, every row had "—" and "no seed has a complete average"."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    for method in ("no_verification", "task_prior"):
+        for run in (copy / "runs" / "writingbench").glob(f"{method}-s*"):
+            shutil.rmtree(run)
+        for run in (copy / "runs" / "healthbench").glob(f"{method}-s*"):
+            (run / "eval" / "transfer-llmeval_med.json").unlink()
+    s = build_report([copy]).sections[0].data
+    assert [c.label for c in s.ablations.columns] == ["HealthBench"]
+    assert [c.label for c in s.controls.columns] == ["HealthBench"]
+    hb = [score("no_verification", "healthbench", x) - score("decoevo", "healthbench", x) for x in SEEDS]
+    assert s.ablations.rows[1].delta == pytest.approx(np.mean(hb))
+    tp = s.controls.rows[2]
+    so_hb = np.mean([score("skillopt", "healthbench", x) for x in SEEDS])
+    assert tp.delta == pytest.approx(100 * (np.mean([score("task_prior", "healthbench", x) for x in SEEDS])
+                                            - so_hb) / so_hb)
+    assert s.main.rows[0].avg.stat is not None  # the main table still averages over every column
+    rows = {r.method: r for r in s.comparisons.rows}
+    for m in ("no_verification", "task_prior"):
+        assert rows[m].columns == ("HealthBench",) and rows[m].seeds == SEEDS
+        diffs = [score("decoevo", "healthbench", x) - score(m, "healthbench", x) for x in SEEDS]
+        assert rows[m].ci.mean_diff == pytest.approx(np.mean(diffs))
+        assert rows[m].p_holm is not None and rows[m].family == "exploratory"
+    assert rows["sc_coevo"].columns == ("HealthBench", "WritingBench", "LLMEval-Med†")
+    assert "on HealthBench" in render(build_report([copy]))
+
+
+def test_two_transfers_of_one_format_get_a_column_each(sweep, tmp_path):
+    """Issue 25 item 6: two JSONL transfers (both the weighted scheme) were one column, one of them dropped
+    as "evaluated in both"; a transfer's column is its file's name."""
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    for run in sorted((copy / "runs").glob("*/*")):
+        for old in (run / "eval").glob("transfer-*.json"):
+            old.unlink()
+        method, seed = run.name.rsplit("-s", 1)
+        target = {"healthbench": "llmeval_med", "writingbench": "eqbench_cw"}[run.parent.name]
+        if (run / "eval" / "test.json").is_file():
+            write_eval(run, f"transfer-{target}", "weighted", method, int(seed), 40.0 + int(seed))
+    s = build_report([copy]).sections[0].data
+    transfer = [c for c in s.main.columns if c.transfer]
+    assert sorted(c.key for c in transfer) == ["transfer-eqbench_cw", "transfer-llmeval_med"]
+    assert not [p for p in s.problems if "evaluated in both" in p]

@@ -96,6 +96,41 @@ def test_the_plan_follows_the_papers_tables():
         plan(tables=("7",))
 
 
+def test_controls_are_topped_up_to_decoevos_tokens_and_projected_at_its_cost(tmp_path):
+    """Issue 25 item 4 (and item 2's Budget-Matched): the HealthBench sweep tops SC-CoEvo and Direct Audit
+    up to the paired DecoEvo run, every match on tokens; the projection counts a matched control at its
+    paired DecoEvo run's expected calls, not at budget_step_cap × T steps (10,720 before)."""
+    from decoevo.engine.estimate import estimate_calls
+    from decoevo.methods import get_method
+    from decoevo.reproduce import plan_cells, project
+    from decoevo.testing.toy_server import write_toy_questions
+
+    data = write_toy_questions(tmp_path / "hb.jsonl", 120)
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=None, benchmarks=("healthbench",),
+                       tables=("1", "3"), seeds=(0,), preset="default",
+                       data={"healthbench": DataChoice(str(data), "jsonl")})
+    spec = rp.sweep_spec("healthbench")
+    assert spec.top_up == ["sc_coevo", "direct_audit"] and spec.shared()["budget"]["match_on"] == "tokens"
+    cells = plan_cells(rp)
+    by = {c.method: c for c in cells["healthbench"]}
+    for m in ("sc_coevo", "direct_audit", "budget_matched"):
+        assert by[m].config["budget"]["match_on"] == "tokens" and by[m].depends_on == ("healthbench/decoevo-s0",)
+    assert by["sc_coevo"].config["budget"]["top_up"] and not by["skillopt"].config["budget"]["top_up"]
+    projection = project(rp, cells, [])
+    from decoevo.engine.config import RunConfig
+
+    def expected(method: str) -> int:
+        c = RunConfig.model_validate(by[method].config)
+        return estimate_calls(get_method(method), c.hyper, c.splits).expected
+
+    paired = expected("decoevo")
+    unmatched = sum(expected(m) for m in by if m not in ("sc_coevo", "direct_audit", "budget_matched"))
+    assert projection.training_calls == unmatched + 3 * paired
+    assert expected("budget_matched") > 3 * paired  # what the old projection counted for it alone
+    assert set(projection.matched) == {"sc_coevo", "direct_audit", "budget_matched"}
+    assert "run to the paired DecoEvo run's tokens" in projection.describe()
+
+
 def test_refuses_a_self_graded_plan_and_asks_before_spending(tmp_path, sim):
     before = sim.stats.requests
     code, out = invoke(tmp_path, sim.url, "--yes")  # no --grader-model: the backbone would grade itself
@@ -117,10 +152,63 @@ def test_a_tiny_reproduce_end_to_end_then_a_rerun_pays_nothing(tmp_path, sim):
     for method in MAIN:
         test = json.loads((runs / f"{method}-s0" / "eval" / "test.json").read_text())
         assert test["grader_model"] == "sim-grader" and test["self_graded"] is False and test["n_graded"] > 0
-        assert (runs / f"{method}-s0" / "eval" / "transfer-jsonl.json").is_file()  # LLMEval-Med from HealthBench
+        # LLMEval-Med from HealthBench, named by its benchmark (a JSONL file of WritingBench's transfer would
+        # otherwise share transfer-jsonl.json's name and column)
+        transfer = json.loads((runs / f"{method}-s0" / "eval" / "transfer-llmeval_med.json").read_text())
+        assert transfer["format"] == "jsonl" and transfer["name"] == "transfer-llmeval_med"
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="claims"' in html and "decoevo_above_skillopt_every_setting" in out
     requests = sim.stats.requests
     code, out = invoke(tmp_path, sim.url, *grader)
     assert code == 0, out
     assert "0 still to run" in " ".join(out.split()) and sim.stats.requests == requests
+
+
+def test_evaluation_is_projected_with_each_graders_real_call_pattern(tmp_path):
+    """Issue 25 item 2: HealthBench's official grader makes one call per rubric item (334 calls for the 24
+    bundled conversations), a custom weighted rubric one per item too; the plan counted 2 calls per question
+    (a solve and one grade) whatever the benchmark."""
+    from importlib import resources
+
+    from decoevo.benchmarks.graders import grading_calls
+    from decoevo.benchmarks.healthbench import load_healthbench
+    from decoevo.reproduce import grading_calls as plan_grading
+    from decoevo.reproduce import plan_cells, project
+
+    sample = resources.files("decoevo.data").joinpath("healthbench_sample.jsonl")
+    questions = load_healthbench(str(sample))
+    assert len(questions) == 24 and sum(grading_calls(q) for q in questions) == 334
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=None, benchmarks=("healthbench",),
+                       tables=("1",), seeds=(0,), preset="quick",
+                       data={"healthbench": DataChoice(str(sample), "healthbench"),
+                             "llmeval_med": DataChoice(str(write(tmp_path / "med.jsonl", 5)), "jsonl")})
+    per = plan_grading(rp)
+    assert per[str(sample)] == pytest.approx(334 / 24) and per[str(tmp_path / "med.jsonl")] == 3  # 3 gold items
+    cells = plan_cells(rp)
+    projection = project(rp, cells, [], grading=per)
+    # each cell's test split: a solve and ~13.9 grader calls per conversation (no transfer: none is requested)
+    assert projection.evaluation_calls == sum(round(c.config["splits"]["test"] * (1 + 334 / 24))
+                                              for c in cells["healthbench"])
+
+
+def test_the_plan_says_when_the_official_grader_prompt_is_not_fetched(tmp_path, monkeypatch):
+    """Issue 25 item 6: without the fetched official prompt, `auto` grades with ours; the plan says so
+    before anything is spent (it said nothing)."""
+    from importlib import resources
+
+    from decoevo.benchmarks import templates
+    from decoevo.reproduce import plan_cells, project
+
+    sample = resources.files("decoevo.data").joinpath("healthbench_sample.jsonl")
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=None, benchmarks=("healthbench",),
+                       tables=("1",), seeds=(0,), preset="quick",
+                       data={"healthbench": DataChoice(str(sample), "healthbench"),
+                             "llmeval_med": DataChoice(str(write(tmp_path / "med.jsonl", 5)), "jsonl")})
+    monkeypatch.setattr(templates, "template_dir", lambda bench: tmp_path / "nothing-fetched" / bench.name)
+    projection = project(rp, plan_cells(rp), [])
+    assert projection.unofficial == ("healthbench",)  # the JSONL transfer has no official prompt to miss
+    text = " ".join(projection.describe().split())
+    assert "Graded with our prompt, not the official one (not fetched): healthbench" in text
+    assert "decoevo data fetch healthbench" in text
+    monkeypatch.setattr(templates, "fetched", lambda bench: True)
+    assert project(rp, plan_cells(rp), []).unofficial == ()

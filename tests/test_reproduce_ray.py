@@ -42,7 +42,7 @@ def test_reproduce_on_ray(tmp_path, sim):  # noqa: F811
     assert len(cells) == 4 and all(c["state"] == "done" for c in cells.values())
     runs = sweep / "runs" / "healthbench"
     assert all(
-        (runs / f"{m}-s0" / "eval" / "transfer-jsonl.json").is_file()
+        (runs / f"{m}-s0" / "eval" / "transfer-llmeval_med.json").is_file()
         for m in ("zero_shot", "skillopt", "sc_coevo", "decoevo")
     )
     assert (tmp_path / "out" / "report.html").is_file()

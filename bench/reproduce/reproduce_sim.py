@@ -78,6 +78,28 @@ def stats(url: str) -> dict[str, Any]:
         return out
 
 
+def ledger_calls(out: Path) -> tuple[int, int]:
+    """(training, evaluation) paid calls over every run of the experiment, from the ledgers: the
+    projection's two phases."""
+    train = sum(json.loads(p.read_text())["total"]["calls"] for p in out.glob("sweeps/*/runs/*/*/ledger.json"))
+    evaluate = sum(json.loads(p.read_text())["total"]["calls"]
+                   for p in out.glob("sweeps/*/runs/*/*/eval/ledger-*.json"))
+    return train, evaluate
+
+
+def parity(out: Path) -> dict[str, float]:
+    """Effective tokens of each HealthBench run relative to its paired DecoEvo run (Table 4's unit)."""
+    runs = out / "sweeps" / "healthbench" / "runs" / "healthbench"
+    total = {p.parent.name: json.loads(p.read_text())["total"] for p in runs.glob("*/ledger.json")}
+    ratios = {}
+    for name, t in total.items():
+        method, seed = name.rsplit("-s", 1)
+        base = total.get(f"decoevo-s{seed}")
+        if base and method != "decoevo":
+            ratios[name] = round((t["tokens"] + t["inherited_tokens"]) / (base["tokens"] + base["inherited_tokens"]), 3)
+    return ratios
+
+
 def ledger_dollars(out: Path) -> tuple[float, float]:
     """(training, evaluation) effective dollars over every run of the experiment."""
     train = evaluate = 0.0
@@ -190,9 +212,10 @@ def main() -> None:
         again_wall, again_text, again_code = invoke(out, models, data, args.seeds, sets)
         resumed_requests = stats(url)["requests"] - served
     train_usd, eval_usd = ledger_dollars(out)
+    train_calls, eval_calls = ledger_calls(out)
     verdicts = {
         m.group(2): m.group(1)
-        for m in re.finditer(r"^\s*(supported|contradicted|not enough runs)\s+(\S+)\s*$", text, re.M)
+        for m in re.finditer(r"^\s*(supported|contradicted|not enough runs|not run)\s+(\S+)\s*$", text, re.M)
     }
     png = args.screenshot
     png.parent.mkdir(parents=True, exist_ok=True)
@@ -217,13 +240,16 @@ def main() -> None:
         },
         "actual": {
             "calls": served,
+            "training_calls": train_calls,
+            "evaluation_calls": eval_calls,
             "dollars_training": round(train_usd, 4),
             "dollars_evaluation": round(eval_usd, 4),
             "dollars": round(train_usd + eval_usd, 4),
         },
+        "tokens_vs_decoevo": parity(out),
         "rerun": {"exit_code": again_code, "wall_s": round(again_wall, 1), "calls": resumed_requests},
         "verdicts": verdicts,
-        "screenshot": str(png.relative_to(ROOT)) if shot else None,
+        "screenshot": (str(png.relative_to(ROOT)) if png.is_relative_to(ROOT) else str(png)) if shot else None,
         "tail": text[-1500:],
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -284,10 +284,11 @@ def _run_path(fn: str, run: object) -> Path:
 async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", data: Mapping[str, Any] | None = None,
                          grader: ModelSpec | None = None, skill_version: int | None = None, force: bool = False,
                          on_item: Callable[[Any], None] | None = None, grader_prompt: str = "auto",
-                         concurrency: int | None = None) -> dict[str, Any]:
+                         concurrency: int | None = None, name: str | None = None) -> dict[str, Any]:
     """Grade a run's final (or a given) solver skill with the benchmark's official rule, on the run's
     `split` or, for transfer, on `data` (a DataConfig mapping: path, format, limit). Writes and returns
-    RUN/eval/<name>.json; an earlier result that graded more questions is kept unless `force`.
+    RUN/eval/<name>.json (a transfer: transfer-<`name`, default the data format>.json); an earlier result
+    that graded more questions is kept unless `force`.
     `grader_prompt`: "auto" (the benchmark's official prompt when fetched, else ours), "official", "ours".
     `concurrency`: questions graded at once (default: the run's hyper.concurrency)."""
     from pydantic import ValidationError
@@ -302,11 +303,14 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
     need_model("evaluate", "grader", grader)
     need("evaluate", "force", force, (bool,), "True or False")
     need("evaluate", "skill_version", skill_version, (int,), "an integer")
+    need("evaluate", "name", name, (str,), "a string")
+    if name is not None and (not name or not all(c.isalnum() or c in "-_" for c in name)):
+        raise ArgumentError(f"evaluate: name must be letters, digits, - or _ (a file name part), got {name!r}")
     if on_item is not None and not callable(on_item):
         raise ArgumentError(f"evaluate: on_item must be callable, not {type(on_item).__name__}")
     view = RunView(path)
     try:
-        target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None)
+        target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None, label=name)
     except ValidationError as exc:  # one line, naming the field, as for a configuration file
         raise ConfigError(describe_validation_error("evaluate(data=...)", exc)) from None
     except ValueError as exc:

@@ -31,7 +31,7 @@ import yaml
 
 from .benchmarks import GRADER_ROLES
 from .engine.config import RunConfig, deep_merge
-from .engine.estimate import TYPICAL_TOKENS, estimate_calls
+from .engine.estimate import REJECT_PROB, TYPICAL_TOKENS, estimate_calls
 from .engine.role_names import MATCHER_ROLE
 from .errors import ConfigError
 from .lm import LMConfig, ModelSpec
@@ -51,8 +51,11 @@ ABLATIONS = tuple(m.name for m in METHODS.values() if m.group == "ablation")
 CONTROLS = tuple(m.name for m in METHODS.values() if m.group == "control")
 COST_METHODS = ("skillopt", "sc_coevo", "decoevo", "budget_matched", "direct_audit")  # Table 4
 TRACKED = ("skillopt", "sc_coevo", "decoevo")  # Table 5 and Figure 3
+PAIRED = "decoevo"
+TOPPED_UP = ("sc_coevo", "direct_audit")  # with Budget-Matched, at the paired DecoEvo run's tokens (Table 4)
 GRADER_NAME = "grader"  # the model name the plan gives the separate grader in each run's lm.models
 STATE_FILE = "reproduce.yaml"
+SAMPLE_SEED = 0  # `--transfer-limit` and `@N` draw a stratified sample by this seed, not the first N ids
 
 
 @dataclass(frozen=True)
@@ -62,11 +65,14 @@ class DataChoice:
     path: str
     format: str
     limit: int | None = None
+    sample_seed: int | None = None  # with a limit: a seeded, stratified sample (None: the first N ids)
 
     def config(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "format": self.format}
         if self.limit is not None:
             out["limit"] = self.limit
+            if self.sample_seed is not None:
+                out["sample_seed"] = self.sample_seed
         return out
 
 
@@ -83,6 +89,9 @@ class ReproducePlan:
     shared: Mapping[str, Any] = field(default_factory=dict)  # hyper / splits / budget overrides
     allow_self_grading: bool = False
     transfer_limit: int | None = None  # questions of each transfer benchmark (None: all)
+    # `--transfer-limit` and `@N` draw a sample stratified by category by this seed (recorded in the plan);
+    # None, in a plan stored before there was one: the first N ids, so that experiment still resumes
+    sample_seed: int | None = SAMPLE_SEED
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.tables if t not in TABLES]
@@ -145,6 +154,8 @@ class ReproducePlan:
                     "data": choice.path,
                     "format": choice.format,
                     **({"limit": choice.limit} if choice.limit is not None else {}),
+                    **({"sample_seed": self.sample_seed} if choice.limit is not None
+                       and self.sample_seed is not None else {}),
                 }
             ],
             "lm": self.lm_config(),
@@ -153,6 +164,12 @@ class ReproducePlan:
         for key in ("hyper", "splits", "budget"):
             if key in self.shared:
                 raw[key] = dict(self.shared[key])
+        # Controls at parity by construction (Table 4): each is topped up to, and Budget-Matched capped at,
+        # its paired DecoEvo run's tokens (not its calls: a cheaper call would stop it short in tokens).
+        methods = raw["methods"]
+        if PAIRED in methods:
+            raw["top_up"] = [m for m in TOPPED_UP if m in methods]
+            raw["budget"] = {"match_on": "tokens", **raw.get("budget", {})}
         return SweepSpec.model_validate(raw)
 
     def _data(self, bench: str) -> DataChoice:
@@ -165,7 +182,7 @@ class ReproducePlan:
             return None
         choice = self._data(TRANSFERS[bench])
         limit = self.transfer_limit if self.transfer_limit is not None else choice.limit
-        return DataChoice(choice.path, choice.format, limit)
+        return DataChoice(choice.path, choice.format, limit, self.sample_seed if limit is not None else None)
 
     def check_grader(self) -> str:
         """Refuse a self-graded plan unless allowed (one line naming the fix); say who grades."""
@@ -194,6 +211,7 @@ class ReproducePlan:
                 "shared": dict(self.shared),
                 "allow_self_grading": self.allow_self_grading,
                 "transfer_limit": self.transfer_limit,
+                "sample_seed": self.sample_seed,
             },
             sort_keys=False,
             allow_unicode=True,
@@ -208,13 +226,15 @@ class PostTask:
     kind: str  # transfer | dynamics | alignment
     run_dir: Path
     data: DataChoice | None = None
+    benchmark: str = ""  # a transfer's benchmark: its eval file is transfer-<benchmark>.json
 
     @property
     def output(self) -> Path:
         name = {"dynamics": "dynamics.json", "alignment": "alignment.json"}.get(self.kind)
         if name is None:
             assert self.data is not None
-            name = f"transfer-{self.data.format}.json"
+            # named by the benchmark, not the data format: two JSONL transfers would share "transfer-jsonl"
+            name = f"transfer-{self.benchmark or self.data.format}.json"
         return self.run_dir / "eval" / name
 
     def done(self) -> bool:
@@ -229,6 +249,8 @@ class Projection:
     evaluation_calls: int  # expected paid calls of the evaluations still to run (test, transfer, ...)
     dollars: float | None  # None: some model has no price
     by_table: Mapping[str, int]  # cells per benchmark
+    matched: tuple[str, ...] = ()  # methods run to their paired DecoEvo run's tokens
+    unofficial: tuple[str, ...] = ()  # benchmarks graded with our prompt: their official one is not fetched
 
     @property
     def calls(self) -> int:
@@ -247,6 +269,11 @@ class Projection:
             f"{self.cells} runs ({cells}), {self.cells_to_run} still to run; projected paid calls: "
             f"~{self.training_calls:,} training + ~{self.evaluation_calls:,} evaluation = ~{self.calls:,}, "
             f"{money} (an order of magnitude: engine/estimate.py)"
+            + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
+               if self.matched else "")
+            + (f". Graded with our prompt, not the official one (not fetched): {', '.join(self.unofficial)}; "
+               f"run `decoevo data fetch {' '.join(self.unofficial)}` first to grade as the paper does"
+               if self.unofficial else "")
         )
 
 
@@ -260,45 +287,74 @@ def project(
     cells: Mapping[str, list[Cell]],
     posts: Sequence[PostTask],
     sizes: Mapping[str, int] | None = None,
+    grading: Mapping[str, float] | None = None,
 ) -> Projection:
     """Expected paid calls and dollars of what is not done yet (finished cells and evaluations cost nothing);
-    `sizes`: questions per transfer file (`transfer_sizes`)."""
+    `sizes`: questions per transfer file (`transfer_sizes`); `grading`: grader calls per answer of each data
+    file (`grading_calls`, read from the files when not given)."""
     solver_price = _price(rp.solver)
     grader_price = _price(rp.grader or rp.solver)
+    grading = dict(grading) if grading is not None else grading_calls(rp)
     training = evaluation = 0
     dollars: float | None = 0.0
     todo = 0
+    matched: set[str] = set()
 
     def add(usd: float | None) -> None:
         nonlocal dollars
         dollars = None if dollars is None or usd is None else dollars + usd
 
     for bench, group in cells.items():
-        for cell in group:
-            config = RunConfig.model_validate(cell.config)
+        configs = [RunConfig.model_validate(c.config) for c in group]
+        # A control matched to its paired DecoEvo run stops at that run's tokens, so it costs what that run
+        # costs, not what its own schedule (up to budget_step_cap × T steps) would.
+        paired = {c.seed: estimate_calls(get_method(c.method), c.hyper, c.splits) for c in configs
+                  if c.method == PAIRED}
+        for cell, config in zip(group, configs, strict=True):
             run_dir = cell.run_dir(rp.sweep_dir(bench))
             if not (run_dir / "summary.json").is_file():
                 todo += 1
                 est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+                if config.budget.match_run and config.seed in paired:
+                    est = paired[config.seed]
+                    matched.add(config.method)
                 training += est.expected
                 add(est.dollars(lambda role, p, c: solver_price(p, c)))
             if not (run_dir / "eval" / "test.json").is_file():
                 n = config.splits.test
-                evaluation += 2 * n  # a solve and a grade per question (ResearchQA batches its rubric)
-                add(_eval_dollars(n, solver_price, grader_price))
+                per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
+                evaluation += round(n * per)
+                add(_eval_dollars(n * per, solver_price, grader_price))
     for task in posts:
         if task.done():
             continue
         n = _post_questions(task, cells, sizes or {})
-        evaluation += n * (3 if task.kind == "dynamics" else 2)
-        add(_eval_dollars(n, solver_price, grader_price))
+        evaluation += round(n * _post_calls(task, cells, grading))
+        add(_eval_dollars(n * _post_calls(task, cells, grading), solver_price, grader_price))
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
-    return Projection(total, todo, training, evaluation, dollars, by_table)
+    return Projection(total, todo, training, evaluation, dollars, by_table,
+                      tuple(m for m in METHODS if m in matched), unofficial_prompts(rp))
+
+
+def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
+    """The plan's benchmarks (sources and transfers) whose official grader prompt is known but not fetched:
+    `grader_prompt: auto` grades them with ours, which the plan says before anything is spent."""
+    from .benchmarks import find
+    from .benchmarks.templates import fetched
+
+    names = [*rp.benchmarks, *(TRANSFERS[b] for b in rp.benchmarks
+                               if "1" in rp.tables and b in TRANSFERS and TRANSFERS[b] in rp.data)]
+    out = []
+    for name in names:
+        bench = find(rp.data[name].format) if name in rp.data else None
+        if bench is not None and bench.official_prompts and bench.official is not None and not fetched(bench):
+            out.append(bench.name)
+    return tuple(out)
 
 
 def _eval_dollars(
-    n: int, solver_price: Callable[[int, int], float | None], grader_price: Callable[[int, int], float | None]
+    n: float, solver_price: Callable[[int, int], float | None], grader_price: Callable[[int, int], float | None]
 ) -> float | None:
     solve, grade = solver_price(*TYPICAL_TOKENS["solve"]), grader_price(*TYPICAL_TOKENS["judge"])
     return None if solve is None or grade is None else n * (solve + grade)
@@ -326,14 +382,49 @@ def transfer_sizes(rp: ReproducePlan) -> dict[str, int]:
     return out
 
 
+def grading_calls(rp: ReproducePlan) -> dict[str, float]:
+    """Mean grader calls to grade one answer, per data file of the plan, by its benchmark's official rule
+    (HealthBench: one per rubric item, about 14 per conversation in the bundled sample)."""
+    from .benchmarks.graders import grading_calls as calls_of
+    from .engine.config import DataConfig
+    from .tasks.load import load_questions
+
+    out: dict[str, float] = {}
+    for choice in rp.data.values():
+        if choice.path in out:
+            continue
+        questions = load_questions(DataConfig.model_validate(choice.config()))
+        out[choice.path] = sum(calls_of(q) for q in questions) / len(questions) if questions else 0.0
+    return out
+
+
+def _bench_config(task: PostTask, cells: Mapping[str, list[Cell]]) -> RunConfig | None:
+    """A configuration of the task's benchmark (RUN is sweeps/<bench>/runs/<bench>/<cell>; split sizes and
+    hyperparameters are the same for every method there)."""
+    group = cells.get(task.run_dir.parent.name) or next(iter(cells.values()), [])
+    return RunConfig.model_validate(group[0].config) if group else None
+
+
+def _post_calls(task: PostTask, cells: Mapping[str, list[Cell]], grading: Mapping[str, float]) -> float:
+    """Paid calls per question of one evaluation after training."""
+    config = _bench_config(task, cells)
+    if task.kind == "transfer":
+        return 1 + (grading.get(task.data.path, 1.0) if task.data is not None else 1.0)
+    source = grading.get(config.data.path, 1.0) if config is not None else 1.0
+    if task.kind == "dynamics":  # per checkpoint: a solve, the proxy's rubric and judge, the gold grader's calls
+        return 3 + source
+    # alignment: the final generator's rubric, then one matcher call per generated criterion (at most K)
+    return 1 + (config.hyper.max_criteria if config is not None else 8)
+
+
 def _post_questions(task: PostTask, cells: Mapping[str, list[Cell]], sizes: Mapping[str, int]) -> int:
     if task.kind == "transfer":
         return sizes.get(task.data.path, 0) if task.data is not None else 0
-    config = next((RunConfig.model_validate(c.config) for g in cells.values() for c in g), None)
+    config = _bench_config(task, cells)
     if config is None:
         return 0
-    if task.kind == "dynamics":  # every checkpoint on the diagnostic split; about one per two steps
-        return config.splits.diagnostic * (1 + config.hyper.steps // 2)
+    if task.kind == "dynamics":  # every checkpoint on the diagnostic split: the first, then each accepted step
+        return round(config.splits.diagnostic * (1 + config.hyper.steps * (1 - REJECT_PROB)))
     return config.splits.test
 
 
@@ -352,7 +443,7 @@ def post_tasks(rp: ReproducePlan) -> list[PostTask]:
             for method in rp.methods_for(bench):
                 run = run_dir_of(sweep_dir.resolve(), bench, method, seed)
                 if transfer is not None and method in MAIN:
-                    tasks.append(PostTask("transfer", run, transfer))
+                    tasks.append(PostTask("transfer", run, transfer, TRANSFERS[bench]))
                 if "fig3" in rp.tables and bench == HEALTHBENCH and method in TRACKED:
                     tasks.append(PostTask("dynamics", run))
                 if "5" in rp.tables and method in TRACKED:
@@ -380,7 +471,7 @@ async def run_post(
             try:
                 if task.kind == "transfer":
                     assert task.data is not None
-                    await api.evaluate_async(task.run_dir, data=task.data.config())
+                    await api.evaluate_async(task.run_dir, data=task.data.config(), name=task.benchmark or None)
                 elif task.kind == "dynamics":
                     await api.dynamics_async(task.run_dir)
                 else:
@@ -425,6 +516,8 @@ def plan_from_state(out: Path, state: Mapping[str, Any], **overrides: Any) -> Re
             shared=merged.get("shared") or {},
             allow_self_grading=bool(merged.get("allow_self_grading")),
             transfer_limit=merged.get("transfer_limit"),
+            # a stored plan without the key predates sampling: it keeps taking the first N ids
+            sample_seed=merged.get("sample_seed", None if state.get("solver") is not None else SAMPLE_SEED),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{out / STATE_FILE}: {exc}") from None

@@ -6,10 +6,19 @@ for the trajectory measures one method's own quantity), its mean and t-based 95%
 *holds* when the interval lies on the claimed side (and, with an expected magnitude, the mean is within
 its tolerance), and *goes against* the claim when the interval lies on the other side. A claim is
 
-- supported: every effect holds (quantifier `every`), or more than half do (`most`);
-- contradicted: some effect goes against it (`every`), or at least half do (`most`);
-- not enough runs: otherwise: a method never ran, fewer than two paired seeds, or intervals that include
-  the boundary (more seeds would decide).
+- supported: every effect holds (quantifier `every`), more than half do (`most`), or at least the
+  claim's `share` do (`share`: "14 of 15 settings");
+- contradicted: some effect goes against it (`every`), at least half do (`most`), or too many do for the
+  share to be reached even if every undecided effect held (`share`);
+- not run: a method the claim names has no run at all (its table was not requested);
+- not enough runs: otherwise: fewer than two paired seeds, or intervals that include the boundary (more
+  seeds would decide).
+
+A claim with `decision: holm` (the paper's prespecified, Holm-corrected comparison) is decided on Holm's
+step-down adjustment of its effects' paired t-test p-values, over all its effects (one per backbone for
+the average gain): an effect holds when its mean is on the claimed side and its adjusted p ≤ 0.05, and goes
+against the claim when its mean is on the other side with adjusted p ≤ 0.05. The unadjusted intervals of
+three backbones at p = 0.024 each all exclude 0, but Holm's p is 0.072: not supported.
 
 A difference identical on every paired seed (no spread, so a degenerate interval) counts by its sign: an
 exact tie goes against "a above b", since the runs then show no difference at all (in the simulator, two
@@ -21,18 +30,19 @@ Pure functions over an `Evidence` (what the runs hold); the report builds one fr
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Literal, Protocol
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .stats import paired_difference
+from .stats import holm, paired_difference
 
-Measure = Literal["score", "f1", "precision", "recall", "tokens", "gold_drop", "proxy_hold"]
-ONE_METHOD: frozenset[str] = frozenset({"gold_drop", "proxy_hold"})
-SUPPORTED, CONTRADICTED, NOT_ENOUGH = "supported", "contradicted", "not enough runs"
+Measure = Literal["score", "gain", "f1", "precision", "recall", "tokens", "gold_drop", "proxy_hold", "final_gold"]
+ONE_METHOD: frozenset[str] = frozenset({"gold_drop", "proxy_hold", "final_gold"})
+SUPPORTED, CONTRADICTED, NOT_ENOUGH, NOT_RUN = "supported", "contradicted", "not enough runs", "not run"
+ALPHA = 0.05
 
 
 class ClaimTest(BaseModel):
@@ -56,8 +66,16 @@ class Claim(BaseModel):
     measure: Measure
     scope: Literal["setting", "average"] = "setting"
     columns: tuple[str, ...] = ()
-    quantifier: Literal["every", "most"] = "every"
+    quantifier: Literal["every", "most", "share"] = "every"
+    share: float | None = Field(None, gt=0, le=1)  # quantifier `share`: the fraction of effects that must hold
+    decision: Literal["interval", "holm"] = "interval"
     tests: tuple[ClaimTest, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _share_with_its_quantifier(self) -> Claim:
+        if (self.quantifier == "share") != (self.share is not None):
+            raise ValueError("`share` is given exactly when the quantifier is `share`")
+        return self
 
 
 class ClaimFile(BaseModel):
@@ -94,6 +112,10 @@ class Evidence(Protocol):
 
     def one(self, setting: Setting, measure: str, a: str) -> Mapping[Hashable, float]: ...
 
+    def methods(self) -> frozenset[str]:
+        """The methods with at least one run."""
+        ...
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -107,12 +129,16 @@ class Effect:
     holds: bool
     against: bool
     note: str = ""
+    p_value: float | None = None  # two-sided paired t-test
+    p_holm: float | None = None  # Holm-adjusted over the claim's effects (claims decided by Holm)
 
     @property
     def what(self) -> str:
         m = self.measure
         if self.test.b is None:
             return f"{self.test.a}: {m}"
+        if m == "gain":
+            return f"({self.test.a} − {self.test.b}) / {self.test.b}: score, %"
         return f"{self.test.a} / {self.test.b}: {m}" if m == "tokens" else f"{self.test.a} − {self.test.b}: {m}"
 
 
@@ -154,14 +180,21 @@ def _judge(test: ClaimTest, mean: float, low: float | None, high: float | None) 
     return holds, against
 
 
+def _source(measure: str) -> str:
+    """What the evidence is asked for: a relative gain is computed from the two methods' scores."""
+    return "score" if measure == "gain" else measure
+
+
 def _effect(evidence: Evidence, setting: Setting, claim: Claim, test: ClaimTest) -> Effect | None:
     measure = test.measure or claim.measure
     if test.b is None:
         values = dict(evidence.one(setting, measure, test.a))
     else:
-        pairs = evidence.pair(setting, measure, test.a, test.b)
+        pairs = evidence.pair(setting, _source(measure), test.a, test.b)
         if measure == "tokens":
             values = {s: a / b for s, (a, b) in pairs.items() if b > 0}
+        elif measure == "gain":  # the paper's relative gain, % of b's score
+            values = {s: 100 * (a - b) / b for s, (a, b) in pairs.items() if b > 0}
         else:
             values = {s: a - b for s, (a, b) in pairs.items()}
     if not values:
@@ -169,28 +202,59 @@ def _effect(evidence: Evidence, setting: Setting, claim: Claim, test: ClaimTest)
     ci = paired_difference(values, dict.fromkeys(values, 0.0))
     holds, against = _judge(test, ci.mean_diff, ci.ci_low, ci.ci_high)
     note = "" if ci.ci_low is not None else "one paired seed: no interval"
-    return Effect(setting, test, measure, ci.n, ci.mean_diff, ci.ci_low, ci.ci_high, holds, against, note)
+    return Effect(setting, test, measure, ci.n, ci.mean_diff, ci.ci_low, ci.ci_high, holds, against, note,
+                  ci.p_value)
+
+
+def _holm_decided(effects: list[Effect]) -> list[Effect]:
+    """Each effect decided on its Holm-adjusted p-value over the claim's effects (module docstring). An
+    effect without a p-value (one seed, or no spread) cannot be rejected: it neither holds nor goes against."""
+    pvalues = {i: e.p_value for i, e in enumerate(effects) if e.p_value is not None}
+    adjusted = holm(pvalues, alpha=ALPHA) if pvalues else {}
+    out = []
+    for i, e in enumerate(effects):
+        if i not in adjusted:
+            out.append(replace(e, holds=False, against=False, note=e.note or "no p-value: not decided"))
+            continue
+        side = (e.mean or 0.0) > 0 if e.test.direction == "above" else (e.mean or 0.0) < 0
+        reject = adjusted[i].reject
+        out.append(replace(e, holds=reject and side, against=reject and not side, p_holm=adjusted[i].adjusted))
+    return out
 
 
 def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
+    named = {t.a for t in claim.tests} | {t.b for t in claim.tests if t.b}
+    absent = sorted(named - evidence.methods())
+    if absent:
+        return ClaimResult(claim, NOT_RUN, (), f"no runs of {', '.join(absent)}: the table with "
+                           f"{'this method' if len(absent) == 1 else 'these methods'} was not run")
     effects: list[Effect] = []
     for test in claim.tests:
         measure = test.measure or claim.measure
-        for setting in evidence.settings(measure, claim.scope, claim.columns):
+        for setting in evidence.settings(_source(measure), claim.scope, claim.columns):
             e = _effect(evidence, setting, claim, test)
             if e is not None:
                 effects.append(e)
     if not effects:
-        methods = sorted({t.a for t in claim.tests} | {t.b for t in claim.tests if t.b})
-        return ClaimResult(claim, NOT_ENOUGH, (), f"no paired runs of {', '.join(methods)} with this measure")
+        return ClaimResult(claim, NOT_ENOUGH, (), f"no paired runs of {', '.join(sorted(named))} with this measure")
+    if claim.decision == "holm":
+        effects = _holm_decided(effects)
     n, held, against = len(effects), sum(e.holds for e in effects), sum(e.against for e in effects)
     with_ci = sum(e.ci_low is not None for e in effects)
     tally = f"{held} of {n} effects hold, {against} go against the claim"
+    if claim.decision == "holm":
+        tally += " (Holm-adjusted p ≤ 0.05)"
     if claim.quantifier == "every":
         if against:
             return ClaimResult(claim, CONTRADICTED, tuple(effects), tally)
         if held == n:
             return ClaimResult(claim, SUPPORTED, tuple(effects), tally)
+    elif claim.quantifier == "share":
+        need = claim.share or 1.0
+        if held >= need * n - 1e-9:
+            return ClaimResult(claim, SUPPORTED, tuple(effects), f"{tally}; {need:.0%} must hold")
+        if n - against < need * n - 1e-9:
+            return ClaimResult(claim, CONTRADICTED, tuple(effects), f"{tally}; {need:.0%} must hold")
     else:
         if 2 * held > n:
             return ClaimResult(claim, SUPPORTED, tuple(effects), tally)
@@ -231,3 +295,6 @@ class TableEvidence:
 
     def one(self, setting: Setting, measure: str, a: str) -> dict[Hashable, float]:
         return self._column(setting, measure, a)
+
+    def methods(self) -> frozenset[str]:
+        return frozenset(m for (_, _, _, m) in self.values)

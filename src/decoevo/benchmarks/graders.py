@@ -38,8 +38,21 @@ async def grade(lm: LM, question: Question, response: str, *, params: GenParams 
     return await grader(lm, question, response, params=params)
 
 
+def grading_calls(question: Question) -> int:
+    """Grader calls to grade one answer to `question` under its official rule: one per rubric item for
+    HealthBench and WritingBench, one per batch for ResearchQA, one for LLMEval-Med and EQ-Bench CW."""
+    if question.gold is None:
+        return 0
+    bench = BY_SCHEME.get(question.gold.scheme)
+    return bench.grader_calls(question) if bench is not None else 1
+
+
 def aggregate(results: Sequence[GradeResult]) -> BenchmarkScore:
     """The benchmark score of one scheme's results, by that benchmark's own summary rule."""
     schemes = {r.scheme for r in results}
     bench = BY_SCHEME.get(next(iter(schemes))) if len(schemes) == 1 else None
-    return aggregate_with(results, bench.summarise if bench is not None else mean_score)
+    out = aggregate_with(results, bench.summarise if bench is not None else mean_score)
+    if bench is not None and bench.summarise_all is not None and out.score is not None:
+        score, details = bench.summarise_all(results)
+        out = out.model_copy(update={"score": score, "details": details})
+    return out

@@ -74,6 +74,16 @@ class OfficialPrompts:
 Summary = Callable[[Sequence[GradeResult]], tuple[float, dict[str, Any]]]
 
 
+def one_call(question: Question) -> int:
+    """One grader call per question (the whole rubric in one request)."""
+    return 1
+
+
+def per_item_calls(question: Question) -> int:
+    """One grader call per gold criterion (HealthBench's and WritingBench's official scorers)."""
+    return len(question.gold.items) if question.gold is not None else 0
+
+
 def mean_score(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
     """The default benchmark score: the mean of the graded questions' scores."""
     return mean([r.score for r in graded if r.score is not None]), {}
@@ -169,3 +179,9 @@ class Benchmark:
     official: OfficialGrader | None = None
     # the benchmark's own headline when decoevo does not compute it, said next to every score it shows
     not_implemented: str = ""
+    # grader calls for one answer, official prompt or ours (both follow the official scorer's pattern):
+    # what the plan projects before an evaluation is paid for
+    grader_calls: Callable[[Question], int] = one_call
+    # the headline over every evaluated answer, graded or not, when the official aggregator counts an
+    # unscored answer against it (LLMEval-Med's Aggregate.py); None: `summarise` over the graded ones
+    summarise_all: Summary | None = None

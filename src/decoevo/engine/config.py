@@ -117,6 +117,9 @@ class BudgetConfig(BaseModel):
     top_up: bool = Field(False, description="keep taking solver steps (at most `budget_step_cap` × T) until "
                          "the budget is spent, as Budget-Matched does; with `match_run`, any method (e.g. "
                          "SC-CoEvo, Direct Audit) is topped up to the paired run's usage")
+    match_on: Literal["usage", "tokens"] = Field("usage", description="what `match_run` caps: its calls, tokens "
+                                                 "and dollars (`usage`), or its tokens alone (`tokens`: the paper's "
+                                                 "unit of compute parity, Table 4; `decoevo reproduce` uses it)")
 
 
 class RunConfig(BaseModel):

@@ -111,9 +111,13 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
         if not ledger_path.is_file():
             raise ConfigError(f"budget.match_run: {ledger_path} not found; point it at a finished run directory")
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
-        calls, tokens = calls or total.effective_calls, tokens or total.effective_tokens
-        if cost is None and total.effective_cost_usd > 0 and not total.unpriced_calls:  # priced: dollars too
-            cost = total.effective_cost_usd
+        tokens = tokens or total.effective_tokens
+        # Matched on tokens, a run with cheaper calls than the paired one is not stopped on its call count
+        # (or dollars) first and so lands at the paired run's tokens: parity in the paper's unit.
+        if config.budget.match_on == "usage":
+            calls = calls or total.effective_calls
+            if cost is None and total.effective_cost_usd > 0 and not total.unpriced_calls:  # priced: dollars too
+                cost = total.effective_cost_usd
     if config.budget.top_up and calls is None and tokens is None and cost is None:
         raise ConfigError("budget.top_up needs a budget to top up to: set budget.match_run to the paired DecoEvo "
                           "run directory, or budget.max_calls / budget.max_tokens / budget.max_cost")

@@ -26,10 +26,11 @@ class EvalTarget:
 
     split: str = "test"
     data: DataConfig | None = None
+    label: str | None = None  # a transfer's name (default: its data format; two JSONL transfers need one each)
 
     @property
     def name(self) -> str:
-        return f"transfer-{self.data.format}" if self.data is not None else self.split
+        return f"transfer-{self.label or self.data.format}" if self.data is not None else self.split
 
     def questions(self, session: EvalSession) -> list[Question]:
         if self.data is None:

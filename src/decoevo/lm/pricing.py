@@ -1,7 +1,11 @@
-"""Dollars per call: a model's price per million input and output tokens, from its ModelSpec or, when
-LiteLLM is installed, from LiteLLM's published cost map (read as a file: importing litellm takes seconds).
-The embedded model runs on this machine and costs nothing; an unpriced server model has no cost (None),
-which a dollar budget refuses rather than counting as free."""
+"""Dollars per call: a model's price per million input and output tokens, from its ModelSpec (which
+overrides everything, per model), else from the price table of `genai-prices` (a dependency: its table
+ships with the package, dated by its version, and is read offline; it never updates itself unless asked),
+matched on the provider of the model's `base_url` and its name, else, when LiteLLM is installed, from
+LiteLLM's published cost map (read as a file: importing litellm takes seconds). A server the table does
+not know (a local vLLM, the simulator) is not priced by its model's name: a self-hosted "gpt-4o" is not
+OpenAI's. The embedded model runs on this machine and costs nothing; an unpriced server model has no
+cost (None), which a dollar budget refuses rather than counting as free."""
 
 from __future__ import annotations
 
@@ -55,9 +59,50 @@ def price_from_cost_map(model: str, cost_map: dict[str, Any]) -> Price | None:
     return None
 
 
+_PROBE_TOKENS = 1000  # priced per 1,000 tokens and scaled: a million would cross long-context price tiers
+
+
+@functools.lru_cache(maxsize=64)
+def price_from_table(backend: str, model: str, base_url: str | None) -> Price | None:
+    """genai-prices' price of `model` at the provider `base_url` names (openai backend), or at the
+    provider its `provider/` prefix names (litellm backend); None when the table has no such provider
+    and model, or the package is missing."""
+    try:
+        from genai_prices import Usage, calc_price
+    except ImportError:
+        return None
+    provider: str | None = None
+    if backend == "litellm" and "/" in model:
+        provider, model = model.split("/", 1)
+    elif backend == "litellm":
+        provider = "openai"  # LiteLLM's default provider for a bare model name
+    if backend == "openai" and not base_url:
+        return None
+    try:
+        usage = Usage(input_tokens=_PROBE_TOKENS, output_tokens=_PROBE_TOKENS)
+        calc = (calc_price(usage, model_ref=model, provider_id=provider) if provider is not None
+                else calc_price(usage, model_ref=model, provider_api_url=base_url))
+    except (LookupError, ValueError):
+        return None
+    scale = 1e6 / _PROBE_TOKENS
+    return Price(float(calc.input_price) * scale, float(calc.output_price) * scale, f"genai-prices {_version()}")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("genai-prices")
+    except PackageNotFoundError:
+        return "?"
+
+
 def price_for(spec: ModelSpec, cost_map: dict[str, Any] | None = None) -> Price | None:
     if spec.input_price_per_mtok is not None or spec.output_price_per_mtok is not None:
         return Price(spec.input_price_per_mtok or 0.0, spec.output_price_per_mtok or 0.0)
     if spec.backend == "local":
         return FREE
+    table = price_from_table(spec.backend, spec.model, spec.base_url)
+    if table is not None:
+        return table
     return price_from_cost_map(spec.model, litellm_cost_map() if cost_map is None else cost_map)

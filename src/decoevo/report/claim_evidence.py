@@ -17,7 +17,7 @@ from ..analysis.claims import Setting
 from .labels import benchmark_label, benchmark_order
 from .paired import paired_scores
 from .runs import RunRecord
-from .tables import Column, Evals, collect_scores, paired_averages
+from .tables import Column, Evals, collect_scores, paired_averages, shared_columns
 
 ALIGNMENT = frozenset({"f1", "precision", "recall"})
 
@@ -83,7 +83,7 @@ class RunEvidence:
         bb, col = self._column(setting)
         if measure == "score":
             if setting.column == "average":
-                ours, theirs, _ = paired_averages(bb.evals, bb.columns, a, b)
+                ours, theirs, _ = paired_averages(bb.evals, shared_columns(bb.evals, bb.columns, a, b), a, b)
                 return {s: (ours[s], theirs[s]) for s in ours}
             if col is None:
                 return {}
@@ -97,6 +97,9 @@ class RunEvidence:
             return out
         va, vb = self.one(setting, measure, a), self.one(setting, measure, b)
         return {s: (va[s], vb[s]) for s in va if s in vb}
+
+    def methods(self) -> frozenset[str]:
+        return frozenset(r.method for b in self._by.values() for r in b.runs)
 
     def one(self, setting: Setting, measure: str, a: str) -> Mapping[Hashable, float]:
         bb = self._by[setting.backbone]
@@ -115,11 +118,18 @@ def _run_value(r: RunRecord, measure: str) -> float | None:
         return None if v is None else 100 * float(v)
     if measure == "tokens":
         return float(r.usage.total.effective_tokens) if r.usage is not None and r.finished else None
-    if measure in ("gold_drop", "proxy_hold") and r.dynamics is not None:
+    if measure in ("gold_drop", "proxy_hold", "final_gold") and r.dynamics is not None:
         points = [p for p in r.dynamics.points if p.gold is not None]
+        if measure == "final_gold":
+            return points[-1].gold if points else None
         if len(points) < 2:
             return None
-        peak = max(points, key=lambda p: p.gold or 0.0)
+        # The peak is the best checkpoint before the final one (the latest of equal bests), so the drop is
+        # negative when gold still rose at the end: a drop taken over all checkpoints is ≥ 0 by construction,
+        # and a first maximum on a flat trajectory made "the proxy holds after the peak" hold vacuously.
+        earlier = points[:-1]
+        best = max(p.gold or 0.0 for p in earlier)
+        peak = [p for p in earlier if (p.gold or 0.0) == best][-1]
         last = points[-1]
         if measure == "gold_drop":
             return (peak.gold or 0.0) - (last.gold or 0.0)

@@ -50,7 +50,10 @@ def _grades(ev: EvalFile) -> dict[str, GradeResult] | None:
 
 
 def _score_on(ev: EvalFile, grades: dict[str, GradeResult], ids: Collection[str]) -> float | None:
-    if len(ids) == ev.n_graded:  # every question this file graded: its own score, as written
+    # Every question graded and none ungraded: its own score, as written. With ungraded ones the file's score
+    # may count them (LLMEval-Med's usability counts an unscored answer as not usable), and the other side of
+    # the pair is scored on these questions alone, so this side is rescored on them too.
+    if len(ids) == ev.n_graded and not ev.n_ungraded:
         return ev.score
     return aggregate([grades[i] for i in sorted(ids)]).score
 

@@ -4,6 +4,9 @@ Scores are grouped by backbone (the solver's model), then by method and seed: in
 method spans several run directories, one per source benchmark, and its transfer evaluations live in the
 source run's eval/ folder. The per-seed average over all columns is the paper's "Avg." (computed within
 a run, then aggregated over seeds); a seed missing any column has no average, and the table says so.
+Ablations and controls are compared on the columns they were evaluated on (the paper's Tables 2 and 3
+are source-benchmark tables): their tables show those columns only, and each paired comparison averages
+over the columns both methods have.
 Each cell also carries its coverage (questions graded / evaluated, over its seeds), flagged below 95%; the
 paired comparisons score both methods on the questions graded in both (`report.paired`).
 """
@@ -156,6 +159,7 @@ class Comparison:
     reason: str | None
     questions: Coverage | None = None  # questions graded in both / evaluated, over the paired seeds and columns
     family: str = EXPLORATORY_FAMILY  # the Holm family (analysis.stats.comparison_family)
+    columns: tuple[str, ...] = ()  # labels of the columns averaged (those both methods were evaluated on)
 
 
 @dataclass(frozen=True)
@@ -238,7 +242,10 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
             # sweep's name for the data, since two benchmarks there may share a gold scheme (two custom files,
             # or two HealthBench subsets) and one column for both would keep only the first.
             transfer = ev.kind == "transfer"
-            col = Column(ev.benchmark if transfer else run.benchmark, transfer)
+            # A transfer's column is its file's name (transfer-NAME): two transfers of one format (two JSONL
+            # files) grade under one scheme, and a column per scheme would keep only the first.
+            name = ev.name.removeprefix("transfer-") if ev.name.startswith("transfer-") else ev.benchmark
+            col = Column(name if transfer else run.benchmark, transfer)
             columns.add(col)
             if (key, col) in source:
                 problems.append(f"{run.method} seed {run.seed}: {col.label} is evaluated in both "
@@ -353,6 +360,19 @@ def _mark_best(rows: list[ScoreRow], n_cols: int) -> tuple[ScoreRow, ...]:
                           r.reference) for j, r in enumerate(rows))
 
 
+def evaluated_columns(evals: Evals, methods: Sequence[str], columns: Sequence[Column]) -> list[Column]:
+    """The columns (in table order) any of `methods` has an evaluation file for, in any seed."""
+    have = {c for (m, _), by_col in evals.items() if m in methods for c in by_col}
+    return [c for c in columns if c in have]
+
+
+def shared_columns(evals: Evals, columns: Sequence[Column], a: str, b: str) -> list[Column]:
+    """The columns both methods were evaluated on (in some seed): what a paired average of a and b covers,
+    so an ablation run on the source benchmark only is compared with DecoEvo there, not on every column."""
+    theirs = set(evaluated_columns(evals, [b], columns))
+    return [c for c in evaluated_columns(evals, [a], columns) if c in theirs]
+
+
 def paired_averages(evals: Evals, columns: Sequence[Column], ours: str, theirs: str
                     ) -> tuple[dict[int | None, float], dict[int | None, float], Coverage]:
     """Per seed both methods cover in every column: each method's average over the columns, each column
@@ -375,11 +395,12 @@ def paired_averages(evals: Evals, columns: Sequence[Column], ours: str, theirs: 
 
 
 def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str]) -> ComparisonTable:
-    """DecoEvo − each other method on the per-seed average, paired over the seeds both have and, within a
-    column, over the questions graded in both, with 95% CIs. Holm's correction is applied across the
-    backbones by `with_holm`: the comparison with SkillOpt is the paper's prespecified family, the rest an
-    exploratory one."""
-    measure = "per-seed average over all columns (each column scored on the questions graded for both methods)"
+    """DecoEvo − each other method on the per-seed average over the columns both were evaluated on, paired
+    over the seeds both have and, within a column, over the questions graded in both, with 95% CIs. Holm's
+    correction is applied across the backbones by `with_holm`: the comparison with SkillOpt is the paper's
+    prespecified family, the rest an exploratory one."""
+    measure = ("per-seed average over the columns both methods were evaluated on (each column scored on the "
+               "questions graded for both methods)")
     if PROPOSED not in methods:
         return ComparisonTable(PROPOSED, measure, (), note="no DecoEvo runs in this report")
     rows = []
@@ -387,7 +408,9 @@ def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str])
         if m == PROPOSED:
             continue
         family = comparison_family(PROPOSED, m, paper_proposed=PROPOSED, paper_baseline=BASELINE)
-        ours, theirs, questions = paired_averages(evals, columns, PROPOSED, m)
+        cols = shared_columns(evals, columns, PROPOSED, m)
+        labels = tuple(c.label for c in cols)
+        ours, theirs, questions = paired_averages(evals, cols, PROPOSED, m)
         all_ours = {s for (k, s) in evals if k == PROPOSED}
         all_theirs = {s for (k, s) in evals if k == m}
         common = sorted(ours, key=lambda s: (s is None, s or 0))
@@ -395,10 +418,13 @@ def comparisons(evals: Evals, columns: Sequence[Column], methods: Sequence[str])
         if not common:
             why = "no seed has a complete average on both sides" if all_ours and all_theirs else \
                 "no complete per-seed averages (missing evaluations)"
-            rows.append(Comparison(m, (), unpaired, None, None, None, why, family=family))
+            if not cols:
+                why = "the two methods share no evaluated column"
+            rows.append(Comparison(m, (), unpaired, None, None, None, why, family=family, columns=labels))
             continue
         ci = paired_difference({s: ours[s] for s in common}, {s: theirs[s] for s in common})
-        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason, questions, family))
+        rows.append(Comparison(m, tuple(common), unpaired, ci, None, None, ci.reason, questions, family,
+                               labels))
     return ComparisonTable(PROPOSED, measure, tuple(rows))
 
 
@@ -487,18 +513,23 @@ def section(backbone: str, runs: Sequence[RunRecord]) -> Section:
 
     main = score_table("main", "Main results", _MAIN_CAPTION, main_methods, seeds, scores, columns, "gain",
                        BASELINE, evals)
+    # Tables 2 and 3 show the columns their own variants were evaluated on (in `reproduce`, the source
+    # benchmark): averaging over columns an ablation never ran on would leave every row without a value.
     abl = None
     if ablations:
         rows = [m for m in (PROPOSED,) if m in seeds] + ablations
         abl = score_table("ablations", "Ablations", "Each variant removes one DecoEvo mechanism; Δ is the "
-                          "difference from DecoEvo's average in points (negative: the mechanism helped).", rows,
-                          seeds, scores, columns, "points", PROPOSED, evals)
+                          "difference from DecoEvo's average in points (negative: the mechanism helped), on the "
+                          "columns the variants were evaluated on.", rows, seeds, scores,
+                          evaluated_columns(evals, ablations, columns) or columns, "points", PROPOSED, evals)
     ctl = None
     if controls:
         rows = [m for m in (BASELINE, PROPOSED) if m in seeds] + controls
         ctl = score_table("controls", "Alternative-explanation controls", "Task priors, extra solver compute and "
                           "audits routed to the solver, against SkillOpt and DecoEvo; gain is relative to "
-                          "SkillOpt's average.", rows, seeds, scores, columns, "gain", BASELINE, evals)
+                          "SkillOpt's average, on the columns the controls were evaluated on.", rows, seeds,
+                          scores, evaluated_columns(evals, controls, columns) or columns, "gain", BASELINE,
+                          evals)
     return Section(
         backbone=backbone, runs=tuple(runs), main=main, ablations=abl, controls=ctl,
         comparisons=comparisons(evals, columns, methods), alignment=alignment_tables(runs),

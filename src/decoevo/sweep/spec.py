@@ -37,12 +37,13 @@ class BenchmarkEntry(BaseModel):
     task: str | None = None
     task_spec: str | None = None
     limit: int | None = Field(None, ge=1)
+    sample_seed: int | None = Field(None, ge=0, description="with limit: a seeded sample stratified by category")
     splits: dict[str, Any] = Field(default_factory=dict, description="overrides of the shared split sizes")
 
     def data_config(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.data, "format": self.format}
-        out.update({k: v for k, v in (("task", self.task), ("task_spec", self.task_spec), ("limit", self.limit))
-                    if v is not None})
+        out.update({k: v for k, v in (("task", self.task), ("task_spec", self.task_spec), ("limit", self.limit),
+                                      ("sample_seed", self.sample_seed)) if v is not None})
         return out
 
 

@@ -18,7 +18,11 @@ class DataConfig(BaseModel):
     format: str = Field("jsonl", description="a benchmark's format name (`decoevo data list`) or jsonl")
     task: str | None = Field(None, description="task family for the structural spec; default from the data")
     task_spec: str | None = Field(None, description="a file with your own structural-audit specification")
-    limit: int | None = Field(None, ge=1, description="use only the first N questions (sorted by id)")
+    limit: int | None = Field(None, ge=1, description="use only N questions: the first N by id, or with "
+                              "`sample_seed` a seeded sample stratified by category")
+    sample_seed: int | None = Field(None, ge=0, lt=2**63, description="with `limit`: draw the N questions by "
+                                    "this seed, each category its share, whole conversations (`decoevo reproduce` "
+                                    "sets 0)")
 
     @field_validator("format")
     @classmethod
@@ -37,6 +41,10 @@ def load_questions(data: DataConfig) -> list[Question]:
         questions = get_benchmark(data.format).load(data.path)
     if data.task:
         questions = [q.model_copy(update={"task": data.task}) for q in questions]
-    if data.limit:
+    if data.limit and data.sample_seed is not None:
+        from .sample import stratified_sample
+
+        questions = stratified_sample(questions, data.limit, data.sample_seed)
+    elif data.limit:
         questions = sorted(questions, key=lambda q: q.id)[: data.limit]
     return questions

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..record import Benchmark
+from ..record import Benchmark, per_item_calls
 from .grader import grade_weighted
 from .loader import load_jsonl_questions
 
@@ -16,5 +16,5 @@ TASK_SPEC = (
 BENCHMARK = Benchmark(
     name="jsonl", label="Custom (weighted gold)", scheme="weighted", load=load_jsonl_questions,
     grade=grade_weighted, task_spec=TASK_SPEC, tasks=("generic",),
-    headline="points of met criteria over the positive points, clipped per question",
+    headline="points of met criteria over the positive points, clipped per question", grader_calls=per_item_calls,
 )

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...grading.result import GradeResult
 from ...grading.rules import mean
-from ..record import Benchmark, DataFile, DataSource, Split
+from ..record import Benchmark, DataFile, DataSource, Split, per_item_calls
 from . import rules
 from .grader import grade_healthbench
 from .loader import load_healthbench
@@ -60,5 +60,5 @@ BENCHMARK = Benchmark(
     name="healthbench", label="HealthBench", scheme="healthbench", load=load_healthbench,
     grade=grade_healthbench, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="mean rubric score over conversations, clipped to [0, 100]",
-    official_prompts=PROMPTS, official=grade_healthbench_official,
+    official_prompts=PROMPTS, official=grade_healthbench_official, grader_calls=per_item_calls,
 )

@@ -28,9 +28,9 @@ SOURCE = DataSource(
 
 
 def summarise(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
-    """Headline: the usability rate (share of answers scored 4 or more), x100, over all graded answers,
-    which is the official overall figure (each category weighted by its number of questions). The mean
-    score (1-5 mapped to 0-100) and per-category usability rates are secondary."""
+    """Over the graded answers: the usability rate (share of answers scored 4 or more), x100, each category
+    weighted by its number of questions; the mean score (1-5 mapped to 0-100) and per-category usability
+    rates are secondary. The headline is `summarise_all`'s, over every answer evaluated."""
     raw = [float(r.details["raw_score"]) for r in graded]
     by_category: dict[str, list[float]] = {}
     for r in graded:
@@ -44,9 +44,28 @@ def summarise(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
     }
 
 
+def summarise_all(results: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
+    """The official usability rate: answers scored 4 or more over every answer evaluated, an unscored
+    answer counting as not usable, as llmeval/LLMEval-Med's evaluate/Aggregate.py counts it (its `n` is
+    every question of the file; its `usable_count` skips the unscored). A re-ask never changes a score, so
+    this is the rate of the replies as given. Per category likewise."""
+    graded = [r for r in results if r.score is not None]
+    _, details = summarise(graded)
+
+    def rate(group: Sequence[GradeResult]) -> float:
+        return sum(r.score is not None and r.details.get("usable") is True for r in group) / len(group)
+
+    by_category: dict[str, list[GradeResult]] = {}
+    for r in results:
+        by_category.setdefault(str(r.details.get("category", "?")), []).append(r)
+    return rate(results) * 100, {**details, "usable_rate_of_graded": details["usable_rate"],
+                                 "usable_rate": rate(results),
+                                 "usable_rate_by_category": {k: rate(v) for k, v in by_category.items()}}
+
+
 BENCHMARK: Benchmark = Benchmark(
     name="llmeval_med", label="LLMEval-Med", scheme="llmeval_med", load=load_llmeval_med,
     grade=grade_llmeval_med, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="usability rate: share of answers scored 4 or more (of 5), x100",
-    official_prompts=PROMPTS, official=grade_llmeval_med_official,
+    official_prompts=PROMPTS, official=grade_llmeval_med_official, summarise_all=summarise_all,
 )

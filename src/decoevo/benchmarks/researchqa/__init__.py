@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..record import Benchmark, DataFile, DataSource, Split
-from .grader import grade_researchqa
+from .grader import batch_calls, grade_researchqa
 from .loader import HUB_REPO, load_researchqa
 from .official import PROMPTS, grade_researchqa_official
 
@@ -37,5 +37,5 @@ SOURCE = DataSource(
 BENCHMARK = Benchmark(
     name="researchqa", label="ResearchQA", scheme="researchqa", load=load_researchqa, grade=grade_researchqa,
     task_spec=TASK_SPEC, source=SOURCE, headline="mean of (coverage label - 1) / 4, x100",
-    official_prompts=PROMPTS, official=grade_researchqa_official,
+    official_prompts=PROMPTS, official=grade_researchqa_official, grader_calls=batch_calls,
 )

@@ -60,6 +60,11 @@ def batches(items: tuple[GoldItem, ...], size: int = BATCH_SIZE) -> list[tuple[G
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def batch_calls(question: Question) -> int:
+    """Grader calls for one answer: one per batch of `BATCH_SIZE` rubric items, as the official scorer."""
+    return len(batches(gold_items(question, SCHEME))) if question.gold is not None else 0
+
+
 def _compute(scored: list[ItemGrade]) -> tuple[float | None, dict[str, Any]]:
     return rules.researchqa_score([i.value for i in scored if i.value is not None]), {}
 

@@ -3,7 +3,7 @@ weighted criteria; a research-QA benchmark available as one public file."""
 
 from __future__ import annotations
 
-from ..record import Benchmark, DataFile, DataSource, Split
+from ..record import Benchmark, DataFile, DataSource, Split, per_item_calls
 from ..researchqa import TASK_SPEC
 from .grader import grade_scholarqa_cs
 from .loader import load_scholarqa_cs
@@ -22,5 +22,5 @@ SOURCE = DataSource(
 BENCHMARK = Benchmark(
     name="scholarqa_cs", label="ScholarQA-CS", scheme="scholarqa_cs", load=load_scholarqa_cs,
     grade=grade_scholarqa_cs, task_spec=TASK_SPEC, source=SOURCE,
-    headline="weighted criterion score (0-10) x10",
+    headline="weighted criterion score (0-10) x10", grader_calls=per_item_calls,
 )

@@ -3,7 +3,7 @@ scored 1-10 by a judge."""
 
 from __future__ import annotations
 
-from ..record import Benchmark, DataFile, DataSource, Split
+from ..record import Benchmark, DataFile, DataSource, Split, per_item_calls
 from .grader import grade_writingbench
 from .loader import load_writingbench
 from .official import PROMPTS, grade_writingbench_official
@@ -32,5 +32,5 @@ BENCHMARK = Benchmark(
     name="writingbench", label="WritingBench", scheme="writingbench", load=load_writingbench,
     grade=grade_writingbench, task_spec=TASK_SPEC, source=SOURCE,
     headline="mean criterion score (1-10) x10",
-    official_prompts=PROMPTS, official=grade_writingbench_official,
+    official_prompts=PROMPTS, official=grade_writingbench_official, grader_calls=per_item_calls,
 )
