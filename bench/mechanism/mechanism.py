@@ -133,7 +133,8 @@ def commit() -> str:
     """The commit the bench runs at, "+dirty" when the source tree has uncommitted changes."""
     def git(*a: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
-    return git("rev-parse", "--short", "HEAD") + ("+dirty" if git("status", "--porcelain", "--", "src", "bench", ":!bench/results") else "")
+    dirty = git("status", "--porcelain", "--", "src", "bench", ":!bench/results")
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
 
 
 def rewarded_gold(world: TruthWorld, generator: str) -> float:
