@@ -39,6 +39,7 @@ def _run(
     audit_every: int = 2,
     solver_skill: str | None = None,
     generator_skill: str | None = None,
+    splits: dict[str, int] | None = None,
     **hyper: Any,
 ) -> dict[str, Any]:
     files = write_world_files(world, tmp / "world", 40)
@@ -47,7 +48,7 @@ def _run(
         files,
         method,
         seed,
-        splits=SPLITS,
+        splits=splits or SPLITS,
         initial_solver_skill=solver_skill,
         hyper={**HYPER, "steps": steps, "audit_every": audit_every, **hyper},
     )

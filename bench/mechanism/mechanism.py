@@ -27,6 +27,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from decoevo.methods import METHODS  # noqa: E402
 from decoevo.tasks.load import load_questions  # noqa: E402
 from decoevo.tasks.specs import INITIAL_SOLVER_SKILL  # noqa: E402
-from decoevo.testing.truth_world import TruthWorld, WorldParams, describe  # noqa: E402
+from decoevo.testing.truth_world import TAG, TruthWorld, WorldParams, describe, render_skill  # noqa: E402
 from decoevo.testing.truth_world_run import (  # noqa: E402
     Trace,
     gold_score,
@@ -64,10 +65,19 @@ SWEPT = ("skillopt", "sc_coevo", "decoevo")
 # One parameter at a time around the defaults (the default level is the `main` setting itself).
 SWEEP: dict[str, list[dict[str, Any]]] = {
     "judge_noise": [{"judge_noise": v} for v in (0.0, 0.3, 0.5)],
-    "pref_accuracy": [{"pref_accuracy": v} for v in (0.6, 0.75, 1.0)],
+    "pref_accuracy": [{"pref_accuracy": v} for v in (0.5, 0.6, 0.75, 1.0)],
     "audit_noise": [{"audit_noise": a, "audit_miss": m} for a, m in ((0.0, 0.0), (0.3, 0.4))],
     "generator_rewrite_drop": [{"generator_rewrite_drop": v} for v in (0.0, 0.3)],
     "contrast_spontaneous": [{"contrast_spontaneous": v} for v in (0.05, 0.7)],
+    # the costs a real setting has (off in the default world), one at a time
+    "capacity": [{"capacity": v} for v in (5, 4, 3)],
+    "spec_decoys": [{"spec_decoys": 3, "capacity": 3}],
+    "length_cost": [{"length_cost": 0.06}],
+    "solver_forget": [{"solver_forget": 0.3}],
+    "vague_criteria": [{"vague_criteria": 0.5}],
+    "generator_rewrite_soften": [{"generator_rewrite_soften": 0.5}],
+    "question_share": [{"question_share": 0.5}],
+    "n_style": [{"n_style": 3}, {"n_style": 3, "pref_accuracy": 0.5}],
 }
 SWEEP_EXTRA = {"generator_rewrite_drop": ("no_verification",)}  # where verification should matter
 GATE_NOISE = (0.0, 0.15, 0.3, 0.5)
@@ -106,13 +116,34 @@ def _decisions(world: TruthWorld, run_dir: Path, trace: Trace, initial: tuple[st
             else:
                 candidate = _skill_file(run_dir / "candidates" / f"generator_round{rnd:03d}_rejected.md")
             (r_old, d_old), (r_new, d_new) = world.generator_truth(generator), world.generator_truth(candidate)
-            better = r_new > r_old + 1e-9 or (abs(r_new - r_old) < 1e-9 and d_new < d_old)
-            worse = r_new < r_old - 1e-9 or (abs(r_new - r_old) < 1e-9 and d_new > d_old)
-            out["generator"].append({"accepted": e["accepted"], "policy": e["policy"], "better": better,
-                                     "worse": worse, "deltas": e.get("deltas") or {}})
+            # Truly better or worse by its consequence: the expected gold of a solver that follows every
+            # principle the generator's rubrics reward (decoys included, which cost gold only where the
+            # world makes principles costly), not by counting decoys.
+            consequence = rewarded_gold(world, candidate) - rewarded_gold(world, generator)
+            out["generator"].append({"accepted": e["accepted"], "policy": e["policy"], "better": consequence > 1e-9,
+                                     "worse": consequence < -1e-9, "consequence": round(100 * consequence, 3),
+                                     "recall_delta": round(r_new - r_old, 4), "decoy_delta": d_new - d_old,
+                                     "deltas": e.get("deltas") or {}})
             if e["accepted"]:
                 generator = candidate
     return out
+
+
+def commit() -> str:
+    """The commit the bench runs at, "+dirty" when the source tree has uncommitted changes."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+    dirty = git("status", "--porcelain", "--", "src", "bench", ":!bench/results")
+    return git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty else "")
+
+
+def rewarded_gold(world: TruthWorld, generator: str) -> float:
+    """Expected gold (0-1) of the solver strategy that names exactly what the generator's rubrics check."""
+    return world.expected_gold(render_skill("Cover these.", _tags(generator), world.name))
+
+
+def _tags(text: str) -> list[str]:
+    return list(dict.fromkeys(TAG.findall(text)))
 
 
 def run_cell(method: str, seed: int, overrides: dict[str, Any], work: Path, trajectories: bool,
@@ -362,7 +393,7 @@ def main() -> None:
     earlier = json.loads(Path(args.out).read_text(encoding="utf-8")) if args.merge and Path(args.out).is_file() \
         else {"cells": [], "runs": []}
     cells: list[dict[str, Any]] = []
-    timing: dict[str, Any] = {"parts": sorted(parts)}
+    timing: dict[str, Any] = {"parts": sorted(parts), "seeds": seeds, "commit": commit()}
 
     def save() -> None:
         timing.update(wall_s=round(time.time() - started, 1), cpu_s=round(time.process_time() - cpu0, 1),

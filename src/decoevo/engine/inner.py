@@ -9,7 +9,7 @@ from ..domain import QuestionView, Skill
 from ..policies import SolverGateDecision, select_failures
 from ..policies import solver_gate as gate_for
 from ..roles.rewrite_solver import Failure, rewrite_solver
-from .context import EngineContext
+from .context import EngineContext, Scored
 from .validity import VALID, Validity, check_candidate
 
 
@@ -48,7 +48,18 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
     if not validity.valid:  # never gated: a noisy gate must not get the chance to accept it
         return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, None, validity)
     # Paired ε-gate on V_s with the same cached rubrics R_q(g_t) (or its noise-aware option).
-    incumbent, challenger = await together(ctx.per_question_scores(solver_gate, solver, generator),
-                                           ctx.per_question_scores(solver_gate, candidate, generator))
-    decision = gate_for(h).decide(incumbent, challenger)
+    old, new = await together(ctx.gather(lambda q: ctx.evaluate(q, solver, generator), solver_gate),
+                              ctx.gather(lambda q: ctx.evaluate(q, candidate, generator), solver_gate))
+    decision = gate_for(h).decide({s.question.id: s.score for s in old}, {s.question.id: s.score for s in new})
+    # Per-criterion scores of both arms under the one rubric: what analysis/criterion_drift.py reads.
+    ctx.run.write_json(f"gates/step{step:03d}.json", gate_record(step, decision.accepted, old, new))
     return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, decision)
+
+
+def gate_record(step: int, accepted: bool, incumbent: list[Scored], candidate: list[Scored]) -> dict[str, object]:
+    by_id = {s.question.id: s for s in candidate}
+    return {"step": step, "accepted": accepted, "questions": [
+        {"id": s.question.id, "criteria": [c.text for c in s.rubric.criteria],
+         "incumbent": [c.score for c in s.judgement.scores],
+         "candidate": [c.score for c in by_id[s.question.id].judgement.scores]}
+        for s in incumbent if s.question.id in by_id]}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.criterion_drift import run_drift
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
@@ -441,6 +442,7 @@ class Engine:
             outer_rounds=state.outer_rounds, failed_steps=state.failed_steps, stopped=state.stopped,
             final_solver=final_solver_note(state, self.method.optimize_solver),
             usage=dict(self.lm.ledger.to_dict()["total"]),  # type: ignore[call-overload]
+            criterion_drift=run_drift(self.run.path).to_json(),
             status="budget_stop" if state.stopped else "finished", format_version=FORMAT_VERSION,
         )
         self.run.summary(summary)

@@ -81,6 +81,8 @@ class Summary(_Record):
     stopped: str | None = None
     final_solver: str | None = None  # "improved: ..." or "initial: ..." and why (what ships)
     usage: dict[str, Any] = Field(default_factory=dict)
+    # criteria the accepted solver versions stopped meeting (analysis/criterion_drift.py); None in older runs
+    criterion_drift: dict[str, Any] | None = None
     status: Literal["finished", "budget_stop"] | None = None  # None in format-1 runs: see `run_status`
     format_version: int = 1
 

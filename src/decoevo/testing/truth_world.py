@@ -15,28 +15,37 @@ How each role answers (the role is read from the schema title of the request, as
 request without a schema is an answer). Everything is parsed from the request's messages; nothing comes
 from the configuration, the seed of the run or the method:
 
-- solve: the tags named in the strategy of the system prompt are covered, each missed with probability
-  `solver_slip`; an unnamed base/spec requirement is covered with `spontaneous`, a contrast one with
-  `contrast_spontaneous`, a hidden one never;
+- solve: the tags named in the strategy of the system prompt are covered, each at `follow_rate(n)` for n
+  named principles (1 - `solver_slip`, lowered by `capacity` and `length_cost`); an unnamed base/spec
+  requirement is covered with `spontaneous`, a contrast one with `contrast_spontaneous`, a hidden one
+  never, each of `n_style` style tags (unrewarded) with `style_spontaneous`;
 - generate rubric: one criterion per tag named in the principles of the system prompt (each left out of
-  one rubric with `rubric_slip`), plus `generic_criteria` criteria that name no requirement;
-- judge: a criterion naming a tag scores 1 if the response holds the tag, else 0, plus Gaussian noise of
-  sd `judge_noise`, rounded to the 0-4 scale; a criterion naming no tag scores 0.5 plus the same noise;
+  one rubric with `rubric_slip`; written loosely when its principle is lenient, or with `vague_criteria`),
+  plus `generic_criteria` criteria that name no requirement;
+- judge: a criterion naming a tag scores 1 if the response holds the tag, else 0 (a loose one 1 anyway
+  with `lenient_pass`), plus Gaussian noise of sd `judge_noise`, rounded to the 0-4 scale; a criterion
+  naming no tag scores 0.5 plus the same noise;
 - blind preference: the response of higher gold score wins with probability `pref_accuracy` per order
   asked; a gold gap under `pref_tie` is "equivalent"; when the rubric is shown (the no-rubric-blind
   ablation) the auditor instead prefers the rubric's favourite with probability `anchor`;
-- stage-2 reveal: reads the two responses and the rubric, and names the requirement the preferred one
-  meets, the other does not and no criterion checks (a decoy instead with probability `reveal_error`);
-- structural audit: reads the task specification and the rubric; names a specification requirement the
-  rubric lacks (says nothing with `audit_miss`); adequacy is the covered share of the specification's
-  requirements plus Gaussian noise of sd `audit_noise`;
+- stage-2 reveal: explains the auditor's own preference, right or wrong, from the two texts and the
+  rubric only: if the preferred response leads on a tag some criterion checks, nothing is missing; else
+  it names one tag the preferred one holds and the other lacks, at random (a requirement, or a style or
+  decoy tag: it cannot tell), and a decoy instead with probability `reveal_error`;
+- structural audit: reads the task specification (`spec_decoys` unrewarded items listed among the
+  requirements; a `spec_vague` share of them listed by name only, which it cannot check) and the rubric;
+  names a specification tag the rubric lacks (says nothing with `audit_miss`); adequacy is the covered
+  share of the specification's tags plus Gaussian noise of sd `audit_noise`;
 - solver rewrite: adds the tags of the missed criteria (and, for the Direct Audit control, of the audit
   findings) to the current strategy, each missed with probability `solver_rewrite_miss` per piece of
   evidence naming it (miss**k for k pieces); drops one existing
-  principle with `solver_rewrite_drop`; adds a decoy with `solver_rewrite_decoy`;
+  principle with `solver_rewrite_drop`; adds a decoy with `solver_rewrite_decoy`; first forgets each
+  principle no piece of evidence names with `solver_forget`;
 - generator rewrite: likewise from the omissions, repairs, misses and principles of the audit records in
-  its prompt (`generator_rewrite_*`);
-- gold grader (`WeightedVerdict`) and rubric matcher (`MatchOut`): exact, by tag.
+  its prompt (`generator_rewrite_*`), and makes one strict principle lenient with
+  `generator_rewrite_soften` (evidence naming a lenient principle makes it strict again);
+- gold grader (`WeightedVerdict`) and rubric matcher (`MatchOut`): exact, by tag. With `question_share`
+  below 1 each requirement applies to a question with that probability, and gold counts only those.
 Any other request gets `SimModel`'s schema-valid filler.
 
 The draws of one request are seeded by the world seed and a digest of the request, as `SimModel`'s are:
@@ -56,6 +65,9 @@ from .sim_backend import SimBackend
 from .sim_lengths import CHARS_PER_TOKEN
 from .sim_model import LatencyModel, SimModel, SimReply, request_digest, role_of, schema_of
 from .sim_server import SimServer, SimServerConfig
+from .truth_world_params import WorldParams
+
+__all__ = ["Requirement", "TruthWorld", "WorldParams", "render_skill", "truth_backend", "truth_server"]
 
 TAG = re.compile(r"\b([RD]\d{2})\b")
 _NAMES = (
@@ -88,38 +100,10 @@ _DECOY_NAMES = (
 )
 _BLOCK = re.compile(r"<(response|response_a|response_b|rubric|skill|findings|question)>\n(.*?)\n</\1>", re.DOTALL)
 _RUBRIC_LINE = re.compile(r"^\d+\. \(weight [\d.]+\) (.*?)(?: -> score [\d.]+)?$", re.MULTILINE)
+LENIENT_NOTE = "a brief mention is enough."
+LOOSE = "loosely"
+QUESTION_NUMBER = re.compile(r"\bQuestion (\d+):")
 _EVIDENCE_FIELDS = ("Omitted or unclear:", "Suggested repair:", "What the rubric missed:", "Principle:")
-
-
-@dataclass(frozen=True)
-class WorldParams:
-    """Every knob of the world, with its default. Probabilities are per draw (one request)."""
-
-    n_base: int = 2  # requirements in the specification and the initial generator skill
-    n_spec: int = 2  # requirements only the task specification names
-    n_contrast: int = 2  # requirements only near-tie contrast reveals
-    n_hidden: int = 1  # requirements nothing reveals
-    weight_min: int = 1  # gold weights are drawn uniformly from [weight_min, weight_max] per requirement
-    weight_max: int = 5
-    solver_slip: float = 0.1  # a principle of the strategy not followed in one response
-    spontaneous: float = 0.05  # an unnamed base/spec requirement met anyway
-    contrast_spontaneous: float = 0.35  # an unnamed contrast requirement met anyway
-    rubric_slip: float = 0.05  # a principle's criterion left out of one rubric
-    generic_criteria: int = 1  # criteria naming no requirement in every rubric
-    judge_noise: float = 0.15  # sd of a criterion's level, on the 0-1 scale
-    pref_accuracy: float = 0.9  # one blind preference (one order) picks the truly better response
-    pref_tie: float = 0.05  # gold gap under which the blind auditor says equivalent
-    anchor: float = 0.5  # an auditor shown the rubric prefers the rubric's favourite instead
-    reveal_error: float = 0.1  # stage 2 names a decoy instead of the missed requirement
-    audit_noise: float = 0.1  # sd of structural adequacy, on the 0-1 scale
-    audit_miss: float = 0.1  # the structural auditor does not name an omission it could see
-    solver_rewrite_miss: float = 0.2  # one piece of evidence (a missed criterion) not turned into a principle
-    solver_rewrite_drop: float = 0.05  # a solver rewrite drops one existing principle
-    solver_rewrite_decoy: float = 0.05  # a solver rewrite adds a decoy principle
-    generator_rewrite_miss: float = 0.2  # one audit finding not turned into a principle
-    generator_rewrite_drop: float = 0.1  # a generator rewrite drops one existing principle
-    generator_rewrite_decoy: float = 0.05  # a generator rewrite adds a decoy principle
-    initial_generator_covers_all: bool = False  # the control whose fixed generator already names everything
 
 
 @dataclass(frozen=True)
@@ -147,6 +131,14 @@ class TruthWorld:
         )
         self.by_tag = {r.tag: r for r in self.requirements}
         self.decoys = {f"D{i + 1:02d}": n for i, n in enumerate(_DECOY_NAMES)}
+        if p.spec_decoys > 4 or p.n_style > 4:
+            raise ValueError("at most 4 specification decoys and 4 style tags")
+        # Drawn from their own stream, so that the round-one draws (names, weights) stay as they were.
+        own = random.Random(f"truth-world-costs:{seed}")
+        listed = [r.tag for r in self.requirements if r.kind in ("base", "spec")]
+        self.vague = frozenset(t for t in listed if own.random() < p.spec_vague)  # listed by name only
+        self.spec_decoys = [f"D{i + 1:02d}" for i in range(p.spec_decoys)]  # listed, rewarded by nobody
+        self.style = [f"D{i + 5:02d}" for i in range(p.n_style)]  # carried unasked, rewarded by nobody
         self.filler = SimModel(seed)
 
     # ---- the truth --------------------------------------------------------------------------------
@@ -156,25 +148,43 @@ class TruthWorld:
     def name(self, tag: str) -> str:
         return self.by_tag[tag].name if tag in self.by_tag else self.decoys.get(tag, "unknown")
 
-    def gold(self, text: str) -> float:
-        """The gold score of a response in [0, 1]: the weighted share of requirements it meets."""
-        found = set(TAG.findall(text))
-        total = sum(r.weight for r in self.requirements)
-        return sum(r.weight for r in self.requirements if r.tag in found) / total if total else 0.0
+    def applies(self, tag: str, question: int | None) -> bool:
+        """Whether requirement `tag` counts for question number `question` (every one when it is unknown)."""
+        share = self.params.question_share
+        if question is None or share >= 1.0:
+            return True
+        return random.Random(f"truth-world-applies:{self.seed}:{tag}:{question}").random() < share
 
-    def expected_gold(self, solver_text: str) -> float:
-        """The expected gold score in [0, 1] of a solver skill's answers (no sampling noise): what a gate
-        deciding between two solver skills should find."""
-        p, named = self.params, set(_ordered_tags(solver_text))
-        total = sum(r.weight for r in self.requirements)
-        chance = {"contrast": p.contrast_spontaneous, "hidden": 0.0}
-        return (
-            sum(
-                r.weight * ((1 - p.solver_slip) if r.tag in named else chance.get(r.kind, p.spontaneous))
-                for r in self.requirements
-            )
-            / total
-        )
+    def relevant(self, question: int | None) -> list[Requirement]:
+        """The requirements gold counts for a question; all of them if the draw left none."""
+        out = [r for r in self.requirements if self.applies(r.tag, question)]
+        return out or list(self.requirements)
+
+    def gold(self, text: str, question: int | None = None) -> float:
+        """The gold score of a response in [0, 1]: the weighted share of the question's requirements it meets."""
+        found, reqs = set(TAG.findall(text)), self.relevant(question)
+        total = sum(r.weight for r in reqs)
+        return sum(r.weight for r in reqs if r.tag in found) / total if total else 0.0
+
+    def follow_rate(self, n_principles: int) -> float:
+        """The probability that one principle of a strategy of `n_principles` is followed in one response."""
+        p, rate = self.params, 1.0 - self.params.solver_slip
+        if p.capacity and n_principles > p.capacity:
+            rate *= p.capacity / n_principles  # crowding out: attention shared among the principles
+        return rate * (1.0 - p.length_cost) ** max(0, n_principles - 1)
+
+    def expected_gold(self, solver_text: str, n_questions: int = 50) -> float:
+        """The expected gold score in [0, 1] of a solver skill's answers (no sampling noise), averaged over
+        the first `n_questions` questions: what a gate deciding between two solver skills should find."""
+        p, named = self.params, _ordered_tags(solver_text)
+        rate, chance = self.follow_rate(len(named)), {"contrast": p.contrast_spontaneous, "hidden": 0.0}
+        qs: list[int | None] = [None] if p.question_share >= 1.0 else list(range(n_questions))
+        per = []
+        for q in qs:
+            reqs = self.relevant(q)
+            met = sum(r.weight * (rate if r.tag in named else chance.get(r.kind, p.spontaneous)) for r in reqs)
+            per.append(met / sum(r.weight for r in reqs))
+        return sum(per) / len(per)
 
     def generator_truth(self, generator_text: str) -> tuple[float, int]:
         """(weighted share of the requirements a generator skill names, decoys it names): a generator is
@@ -186,7 +196,10 @@ class TruthWorld:
 
     def spec_text(self) -> str:
         named = [r for r in self.requirements if r.kind in ("base", "spec")]
-        lines = "\n".join(f"- {r.tag} ({r.name})" for r in named)
+        # A vague item gives no checkable tag (the world's roles act on tags only); a decoy reads like the rest.
+        items = [f"- {r.name}, where it matters" if r.tag in self.vague else f"- {r.tag} ({r.name})" for r in named]
+        items += [f"- {t} ({self.name(t)})" for t in self.spec_decoys]
+        lines = "\n".join(items)
         return (
             "An answer in this task serves a user's request. A complete answer addresses each of these "
             f"requirements:\n{lines}"
@@ -202,10 +215,11 @@ class TruthWorld:
 
     def questions(self, n: int) -> list[dict[str, Any]]:
         """JSONL rows (the question format) with a weighted gold rubric of every requirement."""
-        gold = {
-            "scheme": "weighted",
-            "items": [{"text": f"Addresses {r.tag} ({r.name})", "points": r.weight} for r in self.requirements],
-        }
+
+        def gold(i: int) -> dict[str, Any]:
+            items = [{"text": f"Addresses {r.tag} ({r.name})", "points": r.weight} for r in self.relevant(i)]
+            return {"scheme": "weighted", "items": items}
+
         topics = (
             "a sore knee",
             "a new medication",
@@ -220,7 +234,7 @@ class TruthWorld:
             {
                 "id": f"q{i:03d}",
                 "prompt": f"Question {i}: what should I do about {topics[i % len(topics)]}?",
-                "gold": gold,
+                "gold": gold(i),
             }
             for i in range(n)
         ]
@@ -256,7 +270,8 @@ class TruthWorld:
             return self.verdict(user.split("Criterion: ", 1)[-1].split("\n", 1)[0], blocks["response"], rng)
         if role == "PreferenceOut" and "response_a" in blocks and "response_b" in blocks:
             shown = _RUBRIC_LINE.findall(user.split("Rubric:", 1)[1]) if "\nRubric:\n" in user else None
-            return self.preference(blocks["response_a"], blocks["response_b"], shown, rng)
+            question = question_number(blocks.get("question", ""))
+            return self.preference(blocks["response_a"], blocks["response_b"], shown, rng, question)
         if role == "RevealOut" and "response_a" in blocks and "response_b" in blocks:
             return self.reveal(blocks["response_a"], blocks["response_b"], _RUBRIC_LINE.findall(user), rng)
         if role == "StructuralOut" and "rubric" in blocks:
@@ -277,23 +292,28 @@ class TruthWorld:
     def solve(self, system: str, rng: random.Random) -> str:
         strategy = system.split("Strategy to follow:", 1)[1] if "Strategy to follow:" in system else ""
         named = _ordered_tags(strategy)
-        p = self.params
-        covered = [t for t in named if rng.random() >= p.solver_slip]
+        p, rate = self.params, self.follow_rate(len(named))
+        covered = [t for t in named if rng.random() < rate]
         for r in self.requirements:
             chance = {"contrast": p.contrast_spontaneous, "hidden": 0.0}.get(r.kind, p.spontaneous)
             if r.tag not in named and rng.random() < chance:
                 covered.append(r.tag)
+        covered += [t for t in self.style if t not in named and rng.random() < p.style_spontaneous]
         if not covered:
             return "Here is a short, general answer to your question."
         return "Here is my answer. " + " ".join(f"It addresses {t} ({self.name(t)})." for t in sorted(covered))
 
     def rubric(self, system: str, max_items: int, rng: random.Random) -> dict[str, Any]:
         principles = system.split("Principles for writing rubrics:", 1)[-1]
-        criteria = [
-            {"criterion": f"Addresses {t} ({self.name(t)})", "weight": 3}
-            for t in _ordered_tags(principles)
-            if rng.random() >= self.params.rubric_slip
-        ]
+        loose = _lenient_tags(principles)
+        criteria = []
+        for t in _ordered_tags(principles):
+            if rng.random() < self.params.rubric_slip:
+                continue
+            if t in loose or rng.random() < self.params.vague_criteria:
+                criteria.append({"criterion": f"Touches on {t} ({self.name(t)}), loosely", "weight": 3})
+            else:
+                criteria.append({"criterion": f"Addresses {t} ({self.name(t)})", "weight": 3})
         generic = ("Is clearly organised", "Answers the question directly", "Keeps a respectful tone")
         criteria += [{"criterion": generic[k % len(generic)], "weight": 2} for k in range(self.params.generic_criteria)]
         if not criteria:
@@ -303,6 +323,8 @@ class TruthWorld:
     def verdict(self, criterion: str, response: str, rng: random.Random) -> dict[str, Any]:
         wanted = TAG.findall(criterion)
         truth = (1.0 if wanted[0] in TAG.findall(response) else 0.0) if wanted else 0.5
+        if wanted and truth == 0.0 and LOOSE in criterion and rng.random() < self.params.lenient_pass:
+            truth = 1.0  # a loose criterion passed on a vague nod
         level = max(0, min(4, round(4 * (truth + rng.gauss(0.0, self.params.judge_noise)))))
         said = (
             f"the response {'mentions' if truth == 1.0 else 'does not mention'} {wanted[0]}"
@@ -311,14 +333,16 @@ class TruthWorld:
         )
         return {"rationale": said, "level": level}
 
-    def preference(self, a: str, b: str, rubric: list[str] | None, rng: random.Random) -> dict[str, Any]:
+    def preference(
+        self, a: str, b: str, rubric: list[str] | None, rng: random.Random, question: int | None = None
+    ) -> dict[str, Any]:
         p = self.params
         if rubric is not None and rng.random() < p.anchor:  # anchored on the rubric it was shown
             measured = set(TAG.findall(" ".join(rubric)))
             lead = len(measured & set(TAG.findall(a))) - len(measured & set(TAG.findall(b)))
             pref = "equivalent" if lead == 0 else ("A" if lead > 0 else "B")
             return {"rationale": "the rubric favours it", "preference": pref}
-        gap = self.gold(a) - self.gold(b)
+        gap = self.gold(a, question) - self.gold(b, question)
         if abs(gap) < p.pref_tie:
             return {"rationale": "neither is clearly better", "preference": "equivalent"}
         better, worse = ("A", "B") if gap > 0 else ("B", "A")
@@ -329,10 +353,13 @@ class TruthWorld:
         return {"rationale": why, "preference": pref}
 
     def reveal(self, preferred: str, other: str, rubric: list[str], rng: random.Random) -> dict[str, Any]:
+        """Explain the auditor's own preference from what it is shown: the two texts and the scored rubric.
+        It never knows which tags gold rewards, and the preference it explains may be wrong. A difference the
+        rubric measures explains it first (nothing is missing); else one unmeasured difference, at random."""
         measured = set(TAG.findall(" ".join(rubric)))
-        extra = set(TAG.findall(preferred)) - set(TAG.findall(other))
-        # heaviest first, ties by tag: never by set order, which varies between processes (hash seeds)
-        missed = sorted((t for t in extra - measured if t in self.by_tag), key=lambda t: (-self.by_tag[t].weight, t))
+        extra = sorted(set(TAG.findall(preferred)) - set(TAG.findall(other)))  # sorted: no hash-seed order
+        unmeasured = [t for t in extra if t not in measured]
+        missed = [rng.choice(unmeasured)] if unmeasured and len(unmeasured) == len(extra) else []
         if rng.random() < self.params.reveal_error:
             missed = [rng.choice(sorted(self.decoys))]
         if not missed:
@@ -375,6 +402,9 @@ class TruthWorld:
             if any(line.startswith(_EVIDENCE_FIELDS) for line in lines):  # audit records (Direct Audit)
                 lines = [line for line in lines if line.startswith(_EVIDENCE_FIELDS)]
             found += [t for line in lines for t in TAG.findall(line)]
+        if p.solver_forget:  # a principle no evidence mentions looks unneeded to the rewriter
+            kept = [t for t in _ordered_tags(skill) if t in found or rng.random() >= p.solver_forget]
+            skill = render_skill("", kept, self.name)
         return self._rewrite(
             skill,
             found,
@@ -396,12 +426,22 @@ class TruthWorld:
             p.generator_rewrite_drop,
             p.generator_rewrite_decoy,
             "Write one checkable criterion per requirement below.",
+            soften=p.generator_rewrite_soften,
         )
 
     def _rewrite(
-        self, skill: str, evidence: list[str], rng: random.Random, miss: float, drop: float, decoy: float, header: str
+        self,
+        skill: str,
+        evidence: list[str],
+        rng: random.Random,
+        miss: float,
+        drop: float,
+        decoy: float,
+        header: str,
+        soften: float = 0.0,
     ) -> dict[str, Any]:
-        current = _ordered_tags(skill)
+        current, lenient = _ordered_tags(skill), _lenient_tags(skill)
+        lenient -= set(evidence)  # evidence naming a loose principle makes it strict again
         # Each piece of evidence is a chance to notice its requirement: one seen k times is missed with miss**k.
         support = {t: evidence.count(t) for t in dict.fromkeys(evidence) if t not in current}
         added = [t for t, k in support.items() if rng.random() >= miss**k]
@@ -413,8 +453,15 @@ class TruthWorld:
         if rng.random() < decoy:
             new.append(rng.choice(sorted(self.decoys)))
             added.append(new[-1])
+        strict = [t for t in new if t not in lenient]
+        softened = []
+        if strict and rng.random() < soften:  # a rewrite that asks less of the answers
+            softened = [rng.choice(strict)]
+            lenient |= set(softened)
         analysis = f"added {', '.join(added) or 'nothing'} from the evidence; removed {', '.join(dropped) or 'nothing'}"
-        return {"analysis": analysis, "skill": render_skill(header, list(dict.fromkeys(new)), self.name)}
+        if softened:
+            analysis += f"; relaxed {softened[0]}"
+        return {"analysis": analysis, "skill": render_skill(header, list(dict.fromkeys(new)), self.name, lenient)}
 
     def match(self, user: str) -> dict[str, Any]:
         generated = TAG.findall(user.split("Generated criterion:", 1)[-1])
@@ -430,8 +477,9 @@ class TruthWorld:
         }
 
 
-def render_skill(header: str, tags: list[str], name: Any) -> str:
-    """A skill as the world's rewriters write it: one principle per line, each naming its tag."""
+def render_skill(header: str, tags: list[str], name: Any, lenient: set[str] | frozenset[str] = frozenset()) -> str:
+    """A skill as the world's rewriters write it: one principle per line, each naming its tag; a lenient
+    principle asks only for a nod to its requirement."""
     verbs = (
         "always address",
         "make sure to cover",
@@ -442,7 +490,8 @@ def render_skill(header: str, tags: list[str], name: Any) -> str:
         "include",
         "do not forget",
     )
-    lines = [f"- {t} ({name(t)}): {verbs[int(t[1:]) % len(verbs)]} it." for t in tags]
+    asks = {t: LENIENT_NOTE if t in lenient else f"{verbs[int(t[1:]) % len(verbs)]} it." for t in tags}
+    lines = [f"- {t} ({name(t)}): {asks[t]}" for t in tags]
     return "\n".join([header, *lines]) if lines else header + " Answer what is asked, plainly and completely."
 
 
@@ -452,6 +501,15 @@ def unquote(block: str) -> str:
 
 def _ordered_tags(text: str) -> list[str]:
     return list(dict.fromkeys(TAG.findall(text)))
+
+
+def _lenient_tags(text: str) -> set[str]:
+    return {t for line in text.split("\n") if LENIENT_NOTE in line for t in TAG.findall(line)[:1]}
+
+
+def question_number(text: str) -> int | None:
+    found = QUESTION_NUMBER.search(text)
+    return int(found.group(1)) if found else None
 
 
 def _max_items(body: dict[str, Any]) -> int:

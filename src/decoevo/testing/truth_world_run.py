@@ -26,7 +26,7 @@ from ..roles.judge import joint_schema
 from ..rundir import RunEvent
 from ..scoring import rubric_score
 from .sim_backend import openai_body, run_virtual
-from .truth_world import TAG, TruthWorld, truth_backend
+from .truth_world import TAG, TruthWorld, question_number, truth_backend
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,9 @@ def responses(world: TruthWorld, skill_text: str, questions: list[QuestionView],
 
 def gold_score(world: TruthWorld, skill_text: str, questions: list[QuestionView], seed: int = 0) -> float:
     """Mean gold score (0-100) of the solver skill's answers, as the engine's solve prompt gets them."""
-    return 100 * statistics.fmean(world.gold(r) for r in responses(world, skill_text, questions, seed))
+    answers = responses(world, skill_text, questions, seed)
+    numbers = [question_number(q.as_text()) for q in questions]
+    return 100 * statistics.fmean(world.gold(r, n) for r, n in zip(answers, numbers, strict=True))
 
 
 def rubric_tags(

@@ -1,0 +1,87 @@
+"""The knobs of the known-truth world (`truth_world.TruthWorld`), and the prior the bench draws worlds from.
+
+The first group is the round-one world: naming a requirement is the only route to gold and costs nothing.
+The second group adds costs a real setting has; every one is off by default, so the default world is
+unchanged. Each can make co-evolving the rubric lose: a capacity or length cost makes an extra criterion
+costly, a misspecified specification sends the structural audit after items nobody rewards, lenient
+criteria and softening rewrites let a rubric pass what it should not, forgetting loses what the rubric
+stops rewarding.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class WorldParams:
+    """Every knob of the world, with its default. Probabilities are per draw (one request)."""
+
+    n_base: int = 2  # requirements in the specification and the initial generator skill
+    n_spec: int = 2  # requirements only the task specification names
+    n_contrast: int = 2  # requirements only near-tie contrast reveals
+    n_hidden: int = 1  # requirements nothing reveals
+    weight_min: int = 1  # gold weights are drawn uniformly from [weight_min, weight_max] per requirement
+    weight_max: int = 5
+    solver_slip: float = 0.1  # a principle of the strategy not followed in one response
+    spontaneous: float = 0.05  # an unnamed base/spec requirement met anyway
+    contrast_spontaneous: float = 0.35  # an unnamed contrast requirement met anyway
+    rubric_slip: float = 0.05  # a principle's criterion left out of one rubric
+    generic_criteria: int = 1  # criteria naming no requirement in every rubric
+    judge_noise: float = 0.15  # sd of a criterion's level, on the 0-1 scale
+    pref_accuracy: float = 0.9  # one blind preference (one order) picks the truly better response
+    pref_tie: float = 0.05  # gold gap under which the blind auditor says equivalent
+    anchor: float = 0.5  # an auditor shown the rubric prefers the rubric's favourite instead
+    reveal_error: float = 0.1  # stage 2 names a decoy instead of explaining the preference
+    audit_noise: float = 0.1  # sd of structural adequacy, on the 0-1 scale
+    audit_miss: float = 0.1  # the structural auditor does not name an omission it could see
+    solver_rewrite_miss: float = 0.2  # one piece of evidence (a missed criterion) not turned into a principle
+    solver_rewrite_drop: float = 0.05  # a solver rewrite drops one existing principle
+    solver_rewrite_decoy: float = 0.05  # a solver rewrite adds a decoy principle
+    generator_rewrite_miss: float = 0.2  # one audit finding not turned into a principle
+    generator_rewrite_drop: float = 0.1  # a generator rewrite drops one existing principle
+    generator_rewrite_decoy: float = 0.05  # a generator rewrite adds a decoy principle
+    initial_generator_covers_all: bool = False  # the control whose fixed generator already names everything
+    # ---- costs a real setting has (all off by default) -------------------------------------------------
+    capacity: int = 0  # principles followed at the full rate; with n > capacity each at capacity/n of it (0: none)
+    length_cost: float = 0.0  # each principle beyond the first multiplies every follow rate by (1 - length_cost)
+    solver_forget: float = 0.0  # a solver rewrite drops each principle its evidence does not name
+    n_style: int = 0  # style tags (unrewarded decoys D05...) responses may carry unasked
+    style_spontaneous: float = 0.3  # an unnamed style tag present in one response
+    vague_criteria: float = 0.0  # the generator writes one criterion loosely ("touches on ...")
+    lenient_pass: float = 0.7  # a judge passes a loose criterion the response does not meet
+    spec_decoys: int = 0  # unrewarded items (D01...) the specification lists as requirements
+    spec_vague: float = 0.0  # share of the specification's requirements given by name only, with no tag
+    question_share: float = 1.0  # a requirement applies to a question with this probability (gold per question)
+    generator_rewrite_soften: float = 0.0  # a generator rewrite makes one strict principle lenient
+
+
+# The prior the bench draws worlds from (`draw_params`): each cost knob independently, on the ranges below,
+# the round-one knobs at their defaults. Written before any drawn world was run; the bench reports every
+# world it draws, none dropped.
+PRIOR: dict[str, tuple[Any, ...]] = {
+    "capacity": (0, 0, 3, 4, 5, 6),
+    "length_cost": (0.0, 0.0, 0.03, 0.06),
+    "solver_forget": (0.0, 0.1, 0.3),
+    "n_style": (0, 2, 3),
+    "vague_criteria": (0.0, 0.0, 0.2, 0.5),
+    "spec_decoys": (0, 0, 1, 2, 3),
+    "spec_vague": (0.0, 0.0, 0.5),
+    "question_share": (1.0, 1.0, 0.7, 0.5),
+    "generator_rewrite_soften": (0.0, 0.0, 0.2, 0.5),
+    "pref_accuracy": (0.6, 0.75, 0.9),
+}
+
+
+def draw_params(world_id: int, base: WorldParams | None = None) -> WorldParams:
+    """World `world_id` of the prior: one value per knob of `PRIOR`, uniformly, seeded by the id."""
+    rng = random.Random(f"truth-world-prior:{world_id}")
+    names = {f.name for f in fields(WorldParams)}
+    drawn = {k: rng.choice(v) for k, v in PRIOR.items() if k in names}
+    return WorldParams(**{**_as_dict(base or WorldParams()), **drawn})
+
+
+def _as_dict(p: WorldParams) -> dict[str, Any]:
+    return {f.name: getattr(p, f.name) for f in fields(p)}

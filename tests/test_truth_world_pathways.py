@@ -1,0 +1,206 @@
+"""One mechanism-level check per audit-to-rewriter pathway and per policy, each with its broken variant.
+
+Every check runs the real engine in a world built so that exactly one pathway (or policy) can produce
+the outcome it asserts, and each broken variant (monkeypatched at the place the engine uses it) must fail
+the check on every seed the check passes on. The default suite runs two seeds; `DECOEVO_PATHWAY_SEEDS`
+widens them (measured: on seeds 0-19 every check passes and every broken variant fails, 80 cases in 43 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import decoevo.engine.audits as audits_module
+import decoevo.engine.outer as outer_module
+import decoevo.policies as policies_module
+from decoevo.policies import AuditObjectives, GeneratorDecision
+from decoevo.testing.truth_world import TruthWorld, WorldParams, render_skill
+from tests.test_truth_world_mechanism import GENERATOR_HEADER, SPLITS, _run
+
+SEEDS = [int(s) for s in os.environ.get("DECOEVO_PATHWAY_SEEDS", "0,1").split(",")]
+SOLVER_HEADER = "Cover each requirement below in every answer."
+FAITHFUL = {"generator_rewrite_miss": 0.0, "generator_rewrite_drop": 0.0, "generator_rewrite_decoy": 0.0}
+
+
+def generator_candidates(run_dir: Path) -> list[str]:
+    """Every generator skill the rewriter proposed: accepted (skills/generator/v001...) or not (candidates/)."""
+    accepted = sorted((run_dir / "skills" / "generator").glob("v*.md"))[1:]
+    rejected = sorted((run_dir / "candidates").glob("generator_round*.md"))  # rejected or invalid
+    return [p.read_text() for p in accepted + rejected]
+
+
+def reaches_generator(tmp: Path, world: TruthWorld, tag: str, seed: int, **hyper: Any) -> bool:
+    """The tag, which only one audit can see, reaches a candidate of the generator rewriter."""
+    run = _run(tmp, world, "decoevo", seed=seed, steps=2, audit_every=1, **hyper)
+    return any(tag in text for text in generator_candidates(run["run_dir"]))
+
+
+def _withhold(monkeypatch: pytest.MonkeyPatch, which: str) -> None:
+    """The broken engine: outer.py's call to the generator rewriter loses one kind of audit record."""
+    real = outer_module.rewrite_generator
+
+    async def without(lm: Any, skill: Any, structural: list[Any], contrastive: list[Any], **kw: Any) -> Any:
+        if which == "structural":
+            structural = []
+        else:
+            contrastive = []
+        return await real(lm, skill, structural, contrastive, **kw)
+
+    monkeypatch.setattr(outer_module, "rewrite_generator", without)
+
+
+# ---- the structural pathway: a requirement only the specification names ----------------------------------
+# No response ever meets it unasked (spontaneous 0), so no near-tie pair can differ in it.
+STRUCTURAL_WORLD = WorldParams(n_base=1, n_spec=1, n_contrast=0, n_hidden=0, spontaneous=0.0, **FAITHFUL)
+
+
+def structural_pathway(tmp: Path, seed: int) -> bool:
+    world = TruthWorld(STRUCTURAL_WORLD, seed=seed)
+    return reaches_generator(tmp, world, world.tags("spec")[0], seed)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_structural_records_reach_the_generator_rewriter(tmp_path, seed, monkeypatch):
+    assert structural_pathway(tmp_path / "ok", seed)
+    _withhold(monkeypatch, "structural")
+    assert not structural_pathway(tmp_path / "broken", seed)
+
+
+# ---- the contrastive pathway: a requirement only near-tie contrast reveals --------------------------------
+CONTRAST_WORLD = WorldParams(n_base=1, n_spec=0, n_contrast=1, n_hidden=0, contrast_spontaneous=0.5, **FAITHFUL)
+
+
+def contrastive_pathway(tmp: Path, seed: int) -> bool:
+    world = TruthWorld(CONTRAST_WORLD, seed=seed)
+    # Eight rollouts in four disjoint pairs: an odd number meeting the requirement forces a pair that differs
+    # in it (six probe questions, two rounds), whatever the near-tie order.
+    splits = {**SPLITS, "probe": 6}
+    return reaches_generator(
+        tmp, world, world.tags("contrast")[0], seed, rollouts=8, pairs_per_question=4, splits=splits
+    )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_contrastive_records_reach_the_generator_rewriter(tmp_path, seed, monkeypatch):
+    assert contrastive_pathway(tmp_path / "ok", seed)
+    _withhold(monkeypatch, "contrastive")
+    assert not contrastive_pathway(tmp_path / "broken", seed)
+
+
+# ---- the pair-selection policy: near ties, not the farthest pairs -----------------------------------------
+# Half the answers meet the measured requirement; the contrast requirement weighs the same, so the blind
+# auditor (never wrong here) says "equivalent" when each response has one of them. A pair apart on the
+# measured requirement is explained by it; only a pair the rubric scores alike can point at the other.
+PAIR_WORLD = WorldParams(
+    n_base=1,
+    n_spec=0,
+    n_contrast=1,
+    n_hidden=0,
+    weight_min=3,
+    weight_max=3,
+    solver_slip=0.5,
+    contrast_spontaneous=0.5,
+    judge_noise=0.0,
+    rubric_slip=0.0,
+    pref_accuracy=1.0,
+    reveal_error=0.0,
+    solver_rewrite_drop=0.0,
+    solver_rewrite_decoy=0.0,
+    **FAITHFUL,
+)
+
+
+def near_ties_find_the_unmeasured_requirement(tmp: Path, seed: int) -> bool:
+    world = TruthWorld(PAIR_WORLD, seed=seed)
+    tag = world.tags("contrast")[0]
+    solver = render_skill(SOLVER_HEADER, world.tags("base"), world.name)
+    run = _run(
+        tmp, world, "decoevo", seed=seed, steps=2, audit_every=1, rollouts=10, pairs_per_question=1, solver_skill=solver
+    )
+    records = [
+        json.loads(line)
+        for folder in sorted((run["run_dir"] / "audits").glob("outer_*"))
+        for line in (folder / "contrastive_probe.jsonl").read_text().splitlines()
+    ]
+    return any(tag in r["principle"] for r in records)
+
+
+def _farthest(scores: Any, tau: float, max_pairs: int) -> list[tuple[int, int]]:
+    """The broken policy: the pairs the rubric separates most (disjoint, largest gaps first)."""
+    ranked = sorted(combinations(range(len(scores)), 2), key=lambda p: -abs(scores[p[0]] - scores[p[1]]))
+    used: set[int] = set()
+    out: list[tuple[int, int]] = []
+    for i, j in ranked:
+        if len(out) < max_pairs and not {i, j} & used:
+            out.append((i, j))
+            used |= {i, j}
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_near_tie_pairs_not_farthest_pairs_find_what_the_rubric_misses(tmp_path, seed, monkeypatch):
+    assert near_ties_find_the_unmeasured_requirement(tmp_path / "ok", seed)
+    monkeypatch.setattr(audits_module, "select_near_tie_pairs", _farthest)
+    assert not near_ties_find_the_unmeasured_requirement(tmp_path / "broken", seed)
+
+
+# ---- the acceptance policy: an improvement never excuses a regression ------------------------------------
+# The incumbent names one specification requirement; answers meet only the contrast requirement (never a
+# specification one), so the contrastive audit names it and nothing else, and the structural auditor names
+# nothing. The rewriter always drops a principle and adds what the audit named: the candidate trades the
+# specification requirement (Φ_str falls) for the contrast one (Φ_ctr rises on the frozen near ties).
+TRADE_WORLD = WorldParams(
+    n_base=1,
+    n_spec=1,
+    n_contrast=1,
+    n_hidden=0,
+    spontaneous=0.0,
+    contrast_spontaneous=0.5,
+    rubric_slip=0.0,
+    judge_noise=0.0,  # a pair apart only in the unmeasured requirement has margin 0 under the incumbent
+    pref_accuracy=1.0,
+    reveal_error=0.0,
+    audit_miss=1.0,
+    generator_rewrite_miss=0.0,
+    generator_rewrite_drop=1.0,
+    generator_rewrite_decoy=0.0,
+)
+
+
+def trade_rejected(tmp: Path, seed: int) -> bool:
+    """Round 0's candidate regressed on Φ_str, and eq. 10 rejected it."""
+    world = TruthWorld(TRADE_WORLD, seed=seed)
+    run = _run(
+        tmp,
+        world,
+        "decoevo",
+        seed=seed,
+        steps=1,
+        audit_every=1,
+        rollouts=8,
+        pairs_per_question=4,
+        generator_skill=render_skill(GENERATOR_HEADER, world.tags("spec"), world.name),
+    )
+    (round0,) = [e for e in run["trace"].events if e["event"] == "outer_round"]
+    return round0["deltas"]["structural"] < -0.02 and not round0["accepted"]
+
+
+def _excusing(self: Any, incumbent: AuditObjectives, candidate: AuditObjectives) -> GeneratorDecision:
+    """The broken rule: any improvement beyond δ accepts, whatever regressed."""
+    old, new = incumbent.available(), candidate.available()
+    deltas = {k: new[k] - old[k] for k in sorted(set(old) & set(new))}
+    improved = [k for k, d in deltas.items() if d > self.delta]
+    return GeneratorDecision(bool(improved), self.name, f"improved {improved}", deltas)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_improvement_does_not_excuse_a_regression(tmp_path, seed, monkeypatch):
+    assert trade_rejected(tmp_path / "ok", seed)
+    monkeypatch.setattr(policies_module.ParetoAcceptance, "decide", _excusing)
+    assert not trade_rejected(tmp_path / "broken", seed)
