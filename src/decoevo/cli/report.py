@@ -21,8 +21,9 @@ def report(
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="--watch: the port (0: any free one)."),
     interval: float = typer.Option(2.0, "--interval", min=0.2, help="--watch: seconds between checks."),
 ) -> None:
-    """Write one self-contained HTML report: results, comparisons, dynamics, alignment, cost and every run
-    (or, with --watch, serve it on 127.0.0.1 and keep it current while runs write)."""
+    """Write one self-contained HTML report: results, comparisons, dynamics, alignment, cost and every run.
+
+    With --watch, serve it on 127.0.0.1 instead and keep it current while the runs write."""
     from ..report import ReportInputError, build_report, write
 
     if watch:
