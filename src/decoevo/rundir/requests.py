@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from .files import RunReadError, _check_no_links, append_line, dumps_line
-from .records import REQUESTS, CallLine
+from .records import MAX_TOKENS_RECORDED, REQUESTS, CallLine
 
-# More tokens than any request has: a count past it (or negative, fractional, not finite) is not a record
-# this code wrote, and billing it would put an absurd number in the ledger.
-MAX_TOKENS_RECORDED = 10**12
+# A count past MAX_TOKENS_RECORDED (or negative, fractional, not finite) is not a record this code wrote,
+# and billing it would put an absurd number in the ledger.
 
 
 def _token_count(record: dict[str, Any], field: str, path: Path, lineno: int) -> int:
