@@ -28,11 +28,10 @@ from typing import Any
 from .files import RunReadError, _check_no_links, append_line, dumps_line
 from .records import MAX_TOKENS_RECORDED, REQUESTS, CallLine
 
-# A count past MAX_TOKENS_RECORDED (or negative, fractional, not finite) is not a record this code wrote,
-# and billing it would put an absurd number in the ledger.
-
 
 def _token_count(record: dict[str, Any], field: str, path: Path, lineno: int) -> int:
+    """A count past MAX_TOKENS_RECORDED (or negative, fractional, not finite, missing) is no record this
+    code wrote, and billing it would put an absurd number in the ledger: refused, naming the line."""
     value = record.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_RECORDED:
         raise RunReadError(f"{path}: line {lineno}: field '{field}' is {value!r}, not a token count from 0 to "
