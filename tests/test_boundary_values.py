@@ -124,3 +124,22 @@ def test_resume_refuses_a_token_count_no_request_had(
     with pytest.raises(RunReadError, match=f"line {len(lines) + 1}"):
         prepare_resume(run)
     assert json.loads(lines[0])["prompt_tokens"] >= 0  # the real records pass the same check
+
+
+def test_a_call_line_with_an_absurd_count_never_reaches_the_ledger(toy: tuple[str, Path, object],
+                                                                   tmp_path: Path) -> None:
+    """The call log's readers skip a garbage line; a count of 10^30 or −5 tokens is one now (before, the
+    resume added it to the ledger as a paid call)."""
+    base_url, data, _ = toy
+    run = tmp_path / "runs" / "r"
+    assert runner.invoke(app, toy_run_args(base_url, data, tmp_path / "runs", "r", steps=1)).exit_code == 0
+    honest = json.loads((run / "ledger.json").read_text())["total"]
+    (run / "summary.json").unlink()
+    with (run / "calls.jsonl").open("a") as log:
+        for count in (10**30, -5):
+            log.write(json.dumps({"role": "solve", "model": "default", "key": f"forged{count}", "cached": False,
+                                  "prompt_tokens": count, "completion_tokens": 1}) + "\n")
+    result = runner.invoke(app, ["resume", str(run)])
+    assert result.exit_code == 0, result.output
+    total = json.loads((run / "ledger.json").read_text())["total"]
+    assert total["prompt_tokens"] == honest["prompt_tokens"] and total["calls"] == honest["calls"]

@@ -108,11 +108,10 @@ class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
         return new
 
 
-_OPENER = urllib.request.build_opener(_SameOriginCredentials)
-
-
 def _open(request: urllib.request.Request) -> http.client.HTTPResponse:
-    response: http.client.HTTPResponse = _OPENER.open(request, timeout=TIMEOUT)
+    # Built per request: the proxy settings (HTTPS_PROXY, NO_PROXY) are read when a download starts.
+    response: http.client.HTTPResponse = urllib.request.build_opener(_SameOriginCredentials).open(
+        request, timeout=TIMEOUT)
     return response
 
 

@@ -39,6 +39,10 @@ LOCK = ".lock"
 PROVENANCE = "provenance.json"  # Provenance, below
 
 
+# More tokens than any request has (replies are checked to 10^9): a count past it was not written by decoevo.
+MAX_TOKENS_RECORDED = 10**12
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -100,10 +104,12 @@ class CallLine(_Record):
     model: str
     key: str
     cached: bool
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    # A count outside 0..MAX_TOKENS_RECORDED is no line this code wrote: such a line is not a call (the
+    # call log's readers skip it, as any garbage line) and never reaches a ledger.
+    prompt_tokens: int = Field(0, ge=0, le=MAX_TOKENS_RECORDED)
+    completion_tokens: int = Field(0, ge=0, le=MAX_TOKENS_RECORDED)
     truncated: bool = False  # the reply hit max_tokens
-    reasoning_tokens: int = 0  # of completion_tokens, the model's reasoning (stripped from the reply)
+    reasoning_tokens: int = Field(0, ge=0, le=MAX_TOKENS_RECORDED)  # of completion_tokens, the model's reasoning
     phase: str | None = None  # what the run was doing: "start", "step 3", "outer 1" (transcripts group by it)
     request: str | None = None  # the write-ahead record (requests.jsonl) this paid call completes
     estimated: bool = False  # sent but never answered: its tokens are upper bounds (lm/journal.py)

@@ -27,14 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from .files import RunReadError, _check_no_links, append_line, dumps_line
-from .records import REQUESTS, CallLine
-
-# More tokens than any request has: a count past it (or negative, fractional, not finite) is not a record
-# this code wrote, and billing it would put an absurd number in the ledger.
-MAX_TOKENS_RECORDED = 10**12
+from .records import MAX_TOKENS_RECORDED, REQUESTS, CallLine
 
 
 def _token_count(record: dict[str, Any], field: str, path: Path, lineno: int) -> int:
+    """A count past MAX_TOKENS_RECORDED (or negative, fractional, not finite, missing) is no record this
+    code wrote, and billing it would put an absurd number in the ledger: refused, naming the line."""
     value = record.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS_RECORDED:
         raise RunReadError(f"{path}: line {lineno}: field '{field}' is {value!r}, not a token count from 0 to "
