@@ -164,3 +164,24 @@ def test_controls_topped_up_on_tokens_land_within_five_percent_of_decoevo(tmp_pa
     stops = [json.loads(x) for x in (on_usage / "events.jsonl").read_text().splitlines()]
     assert any(e["event"] == "budget_stop" and "call budget" in e["reason"] for e in stops)
     assert load_run_usage(on_usage).total.effective_tokens / base < ratios["direct_audit"]
+
+
+def test_a_matched_runs_expected_line_is_its_paired_runs_usage(tmp_path):
+    """Issue 25 item 2: Budget-Matched's printed estimate counted budget_step_cap × T steps (10,720 calls
+    at `paper` whatever its budget); it stops at the paired DecoEvo run's usage, which is known."""
+    from decoevo.cli.run_progress import describe_estimate
+    from decoevo.engine.estimate import estimate_calls
+    from decoevo.methods import get_method
+
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    paired = _run(tmp_path, "decoevo", "decoevo", cache, {})
+    calls = load_run_usage(paired).total.effective_calls
+    config = config_from_dict({"method": "budget_matched", "seed": 7, "data": {"path": "unused.jsonl"},
+                               "budget": {"match_run": str(paired), "match_on": "tokens"},
+                               "hyper": {"steps": 2, "budget_step_cap": 40}})
+    line = describe_estimate(config)
+    assert f"~{calls:,} model calls" in line and "whose tokens it is matched to" in line
+    own = estimate_calls(get_method("budget_matched"), config.hyper, config.splits).expected
+    assert own > 3 * calls  # what the line said before
+    plain = describe_estimate(config_from_dict({"method": "skillopt", "data": {"path": "unused.jsonl"}}))
+    assert "paired run" not in plain

@@ -212,3 +212,25 @@ def test_the_plan_says_when_the_official_grader_prompt_is_not_fetched(tmp_path, 
     assert "decoevo data fetch healthbench" in text
     monkeypatch.setattr(templates, "fetched", lambda bench: True)
     assert project(rp, plan_cells(rp), []).unofficial == ()
+
+
+def test_plan_only_prints_the_plan_before_any_data_and_writes_nothing(tmp_path, monkeypatch):
+    """Issue 25 item 3: --plan-only names the methods, seeds, runs per table, training calls and dollars
+    and an expected wall time, with no data fetched and no file written (before: the plan needed every
+    data file, and the docs pointed at a source file)."""
+    from decoevo import reproduce as rp_mod
+
+    monkeypatch.setattr(rp_mod, "default_data", lambda names: {})  # nothing fetched on this machine
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["reproduce", str(out), "--model", "gpt-4o", "--base-url",
+                                      "https://api.openai.com/v1", "--grader-model", "gpt-4.1",
+                                      "--grader-base-url", "https://api.openai.com/v1", "--seeds", "0,1",
+                                      "--tables", "1,2", "--plan-only", "--workers", "4"])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "seeds 0, 1 (2)" in text and "Table 1: zero_shot, skillopt, sc_coevo, decoevo" in text
+    assert "= 24 runs" in text and "Table 2: decoevo, no_structural" in text and "= 14 runs" in text
+    assert "36 distinct runs" in text  # Table 1's DecoEvo on HealthBench is Table 2's too
+    assert "about $" in text and "expected training wall time" in text and "4 run(s) at once" in text
+    assert "data not fetched yet: healthbench" in text
+    assert not out.exists()

@@ -54,6 +54,8 @@ def reproduce_command(
     transfer_limit: int = typer.Option(None, min=1, help="Questions of each transfer benchmark (default: all)."),
     set_: list[str] = typer.Option([], "--set", help="Override a shared size: --set splits.test=50"),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending."),
+    plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan (methods, seeds, runs per table, "
+                                   "training calls and dollars, expected wall time) and stop; reads no data."),
     ray_address: str = typer.Option(None, help="Run the training cells as Ray tasks: auto or HOST:PORT."),
     workers: int = typer.Option(None, min=1, help="Cells at once (default: the sweep's own choice)."),
     allow_self_grading: bool = typer.Option(
@@ -81,6 +83,7 @@ def reproduce_command(
         ray_address,
         workers,
         allow_self_grading,
+        plan_only,
     )
 
 
@@ -102,6 +105,7 @@ def _reproduce(
     ray_address: str | None,
     workers: int | None,
     allow_self_grading: bool,
+    plan_only: bool = False,
 ) -> None:
     from .. import reproduce as rp_mod
     from ..report import build_report, write
@@ -139,6 +143,10 @@ def _reproduce(
         transfer_limit=transfer_limit,
         allow_self_grading=allow_self_grading or None,
     )
+    if plan_only:  # before any data is read or a file written
+        for line in rp_mod.outline(rp, workers):
+            console.print(line, highlight=False)
+        return
     console.print(f"grading: {rp.check_grader()}")
     cells = rp_mod.plan_cells(rp)
     if "fig3" in rp.tables and any(c.config["splits"]["diagnostic"] == 0 for g in cells.values() for c in g):

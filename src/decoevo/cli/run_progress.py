@@ -216,10 +216,15 @@ def describe_estimate(config: Any) -> str:
     """The line printed before a run: expected paid calls, cached answers and, when every model that
     serves a role is priced, dollars (an order of magnitude: typical tokens per call, see estimate.py)."""
     from ..engine.estimate import estimate_calls
+    from ..engine.run import paired_calls
     from ..lm.pricing import price_for
     from ..methods import get_method
 
     est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+    matched = paired_calls(config, get_method(config.method))
+    if matched is not None:  # it stops at the paired run's usage, not at budget_step_cap × T steps
+        return (f"expected: ~{matched:,} model calls, paid or inherited from the cache: those of the paired run "
+                f"{config.budget.match_run}, whose {config.budget.match_on} it is matched to")
 
     def price_of(role: str, prompt: int, completion: int) -> float | None:
         price = price_for(config.lm.models[config.lm.model_for(role)])

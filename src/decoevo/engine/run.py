@@ -128,6 +128,20 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
     return Budget(calls, tokens, cost)
 
 
+def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
+    """The effective calls of the run a matched control stops at (`budget.match_run`, Budget-Matched or
+    `budget.top_up`): what the run is expected to cost, where its own schedule (up to budget_step_cap × T
+    steps) would say far more. None: not a matched run, or the paired run has no ledger yet."""
+    if not config.budget.match_run or not (method.budget_matched or config.budget.top_up):
+        return None
+    ledger_path = Path(config.budget.match_run) / "ledger.json"
+    try:
+        total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return total.effective_calls
+
+
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
     if config.data.task_spec:
         path = Path(config.data.task_spec)

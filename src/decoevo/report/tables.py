@@ -367,8 +367,12 @@ def evaluated_columns(evals: Evals, methods: Sequence[str], columns: Sequence[Co
 
 
 def shared_columns(evals: Evals, columns: Sequence[Column], a: str, b: str) -> list[Column]:
-    """The columns both methods were evaluated on (in some seed): what a paired average of a and b covers,
-    so an ablation run on the source benchmark only is compared with DecoEvo there, not on every column."""
+    """The columns a paired average of a and b covers: every column for two main-table methods (a missing
+    evaluation then leaves that seed unpaired, said so, rather than shrinking the paper's Avg.); for an
+    ablation or control, the columns both were evaluated on (in some seed), so a variant run on the source
+    benchmark only is compared with DecoEvo there, as the paper's Tables 2 and 3 do."""
+    if not ({a, b} & (set(ABLATIONS) | set(CONTROLS))):
+        return list(columns)
     theirs = set(evaluated_columns(evals, [b], columns))
     return [c for c in evaluated_columns(evals, [a], columns) if c in theirs]
 
