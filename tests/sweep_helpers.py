@@ -28,6 +28,32 @@ def responder(body, n):
 
 
 @contextmanager
+def own_ray_instance() -> Iterator[str]:
+    """A Ray instance of the test's own (loopback, 2 CPUs, its own temp directory), whatever else runs on
+    the machine: `address="local"` starts one instead of joining the cluster RAY_ADDRESS or Ray's record
+    of the last `ray start` names (that join refuses num_cpus, and a stale record hangs). Yields its address."""
+    import os
+    import shutil
+    import tempfile
+
+    import ray
+
+    saved = os.environ.pop("RAY_ADDRESS", None)
+    temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # Ray's socket paths must stay short
+    try:
+        context = ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                           _node_ip_address="127.0.0.1", object_store_memory=80 * 1024 * 1024, _temp_dir=temp)
+        try:
+            yield context.address_info["address"]
+        finally:
+            ray.shutdown()
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+        if saved is not None:
+            os.environ["RAY_ADDRESS"] = saved
+
+
+@contextmanager
 def served_toy() -> Iterator[FakeOpenAI]:
     """The toy world on 127.0.0.1; its base URL (without /v1) is `.url`, its request log `.requests`."""
     from decoevo.testing.server import serve_app

@@ -373,3 +373,30 @@ def test_ctrl_c_during_run_resume_and_pilot_prints_one_line_and_no_task_tracebac
             lines = [line for line in err.splitlines() if line.strip()]
             assert proc.returncode == 130, (name, err)
             assert len(lines) == 1 and lines[0].startswith("error: interrupted"), (name, err)
+
+
+# ---- 15: a stale Ray cluster ---------------------------------------------------------------------------
+def test_sweep_on_the_cluster_ray_last_recorded_gives_up_in_bounded_time_when_its_head_is_gone(tmp_path: Path) -> None:
+    """Before: with Ray's record of the last `ray start` left behind by a killed head, `sweep --ray-address
+    auto` printed Ray's "Failed to connect to GCS" without end (killed at 400 s). Ray reads the record from
+    its temp directory under TMPDIR: the test's own, so no cluster of the machine is touched."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("ray")
+    from decoevo.testing.server import free_port
+
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text(f"127.0.0.1:{free_port()}\n")  # nothing listens
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(TMPDIR=str(tmp_path), DECOEVO_CACHE=str(tmp_path / "c.sqlite"))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "decoevo", "sweep", str(tmp_path / "SW"), "--methods", "decoevo",
+                           "--seeds", "0", "--ray-address", "auto"], env={**env, "COLUMNS": "300"},
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    took = time.monotonic() - started
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert took < 30
+    assert lines[-1].startswith("error: cannot connect to the Ray cluster: no Ray head answers at ")
+    assert "its head is gone" in lines[-1] and "Failed to connect to GCS" not in proc.stderr

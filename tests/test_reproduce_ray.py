@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from .sweep_helpers import own_ray_instance
 from .test_reproduce import invoke, sim  # noqa: F401  (the simulated server fixture)
 
 ray = pytest.importorskip("ray")
@@ -14,14 +15,7 @@ ray = pytest.importorskip("ray")
 
 @pytest.mark.slow
 def test_reproduce_on_ray(tmp_path, sim):  # noqa: F811
-    context = ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-        object_store_memory=80 * 1024 * 1024,
-    )
-    try:
+    with own_ray_instance() as address:  # not a cluster that happens to run on the machine
         code, out = invoke(
             tmp_path,
             sim.url,
@@ -31,10 +25,8 @@ def test_reproduce_on_ray(tmp_path, sim):  # noqa: F811
             f"{sim.url}/v1",
             "--yes",
             "--ray-address",
-            context.address_info["address"],
+            address,
         )
-    finally:
-        ray.shutdown()
     assert code == 0, out
     assert "ray" in out.lower()
     sweep = tmp_path / "out" / "sweeps" / "healthbench"

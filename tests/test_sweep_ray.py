@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from .sweep_helpers import served_toy, status, sweep, write_spec
+from .sweep_helpers import own_ray_instance, served_toy, status, sweep, write_spec
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("uvicorn")
@@ -25,12 +25,8 @@ def server():
 
 @pytest.fixture(scope="module")
 def ray_address():
-    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-                       object_store_memory=80 * 1024 * 1024)
-    try:
-        yield context.address_info["address"]
-    finally:
-        ray.shutdown()
+    with own_ray_instance() as address:  # not a cluster that happens to run on the machine
+        yield address
 
 
 def final_states(sweep_dir):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -157,6 +158,37 @@ def ray_connect_problem(address: str | None, exc: BaseException, token_mode: boo
     return where
 
 
+RAY_PROBE_S = 5.0  # how long the cluster's head gets to accept a connection before the driver gives up
+
+
+def ray_head_problem(address: str | None) -> str | None:
+    """Why the Ray cluster `address` names cannot be reached, or None. `auto` (and no address) use the
+    address of the cluster last started on this machine, which Ray keeps in its temp directory after the
+    head has gone: Ray itself then retries "Failed to connect to GCS" without end. So the head is asked
+    for a TCP connection first, for at most RAY_PROBE_S."""
+    try:
+        from ray._private.services import canonicalize_bootstrap_address  # Ray's own reading of the address
+    except ImportError:  # another Ray version: Ray's own handling, unchecked
+        return None
+    try:
+        resolved = canonicalize_bootstrap_address(address)  # type: ignore[arg-type]
+    except (ConnectionError, ValueError) as exc:  # none found for auto, or not HOST:PORT
+        return f"{address!r}: {' '.join(str(exc).split())}"
+    if resolved is None:  # a new local instance will be started
+        return None
+    host, _, port = resolved.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_PROBE_S):
+            return None
+    except (OSError, ValueError) as exc:
+        stale = address in (None, "auto") and not os.environ.get("RAY_ADDRESS")
+        why = (" (the cluster last started on this machine, as Ray recorded it: its head is gone; start it again "
+               "with `ray start --head`, or give --ray-address HOST:PORT of a running one)") if stale else \
+            "; check the address and that its head node is running"
+        reason = getattr(exc, "strerror", None) or exc
+        return f"no Ray head answers at {resolved} within {RAY_PROBE_S:.0f} s ({reason}){why}"
+
+
 class RayExecutor:
     """Each cell as a Ray task that calls `execute_cell` on some node; the task asks Ray for as many CPUs
     as the cell uses threads, so Ray never places more cells on a node than it has cores for.
@@ -175,6 +207,9 @@ class RayExecutor:
         if not ray.is_initialized():
             if token_mode and loaded:
                 _reload_ray_config()
+            problem = ray_head_problem(address)
+            if problem:
+                raise ConfigError(f"cannot connect to the Ray cluster: {problem}")
             try:
                 ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
             except Exception as exc:  # ConnectionError, RuntimeError, ray.exceptions.AuthenticationError...
