@@ -154,12 +154,20 @@ def test_a_refused_connection_on_the_first_call_fails_at_once(tmp_path):
     assert elapsed < 3.0, elapsed  # includes loading the data and the configuration
 
 
-def test_a_refused_key_is_not_an_infrastructure_fault():
+def test_a_refused_key_is_not_an_infrastructure_fault(tmp_path):
     from decoevo.cli.boundary import describe
     from decoevo.lm.errors import CredentialError, RetryableError
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.server import serve_app
 
     assert "(credentials)" in describe(CredentialError("credentials refused (HTTP 401)")).message
     assert "(infrastructure)" in describe(RetryableError("server error 500")).message
+    server = FakeOpenAI(lambda body, n: Reply(status=401, error_message="Incorrect API key provided."))
+    with serve_app(server.app()) as url:
+        code, out = invoke("run", "--base-url", f"{url}/v1", "--model", "m", "--preset", "quick",
+                           "--runs-root", str(tmp_path))
+    assert code == 2 and "failed (credentials): credentials refused (HTTP 401)" in out, out
+    assert "(infrastructure)" not in out and ".." not in out.replace("...", "")
 
 
 def test_the_toy_server_answers_the_graders_and_doctor(served):
