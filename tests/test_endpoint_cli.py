@@ -79,8 +79,18 @@ def test_a_served_run_takes_the_default_preset_and_says_so(served, tmp_path):
     assert yaml.safe_load((tmp_path / "q" / "config.yaml").read_text())["hyper"]["max_tokens_solve"] == 120
 
 
-def test_the_embedded_model_keeps_quick():
+def test_the_embedded_model_keeps_quick(tmp_path):
     from decoevo.cli.endpoint import choose_preset
+    from decoevo.cli.settings import RunFlags, preset_choice
+
+    assert preset_choice(RunFlags()).name == "quick"
+    assert preset_choice(RunFlags(model=str(tmp_path / "m.gguf"))).name == "quick"
+    assert preset_choice(RunFlags(base_url="http://h:1/v1")).name == "default"  # --model left out
+    assert preset_choice(RunFlags(model="openai/gpt-4o")).name == "default"
+    served = tmp_path / "run.yaml"
+    served.write_text("lm: {models: {default: {backend: openai, base_url: 'http://h:1/v1', model: m}}}\n")
+    assert preset_choice(RunFlags(config_file=served)).name == "default"
+    assert preset_choice(RunFlags(config_file=served, preset="paper")).name == "paper"
 
     assert choose_preset(None, served=False).name == "quick"
     assert choose_preset(None, served=True).name == "default"
