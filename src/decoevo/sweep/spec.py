@@ -147,11 +147,22 @@ def _unique(values: list[Any], what: str) -> list[Any]:
     return values
 
 
+def _unknown_spec_key(loc: tuple[Any, ...]) -> str:
+    """What to say of a key a sweep spec does not have: the one it most likely meant, and the keys there
+    are (the wheel ships no docs)."""
+    import difflib
+
+    fields = list(BenchmarkEntry.model_fields) if loc[:1] == ("benchmarks",) else list(SweepSpec.model_fields)
+    near = difflib.get_close_matches(str(loc[-1]), fields, n=1, cutoff=0.6)
+    return (f"unknown key{f'; did you mean {near[0]}?' if near else ''} (the keys here: {', '.join(fields)}; "
+            "hyper, splits, lm and budget take the keys `decoevo config` lists)")
+
+
 def describe_spec_error(source: str, exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = {"extra_forbidden": "unknown key (check the spelling; see docs/sweeps.md)",
+        msg = {"extra_forbidden": _unknown_spec_key(tuple(err["loc"])) if err["type"] == "extra_forbidden" else "",
                "string_pattern_mismatch": f"{err['input']!r} is not a directory name: use letters, digits and "
                                           ". _ - (starting with a letter or digit)"}.get(
             err["type"], err["msg"].removeprefix("Value error, "))
