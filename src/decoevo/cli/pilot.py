@@ -33,8 +33,14 @@ def pilot_cmd(
     guard(_pilot, flags, out_dir)
 
 def _pilot(flags: Any, out_dir: Path) -> None:
-    from ..pilot import run_pilot
+    from ..errors import ConfigError
+    from ..pilot import PILOT_FILE, run_pilot
     from .settings import run_configs
+
+    link = out_dir / PILOT_FILE
+    if link.is_symlink():  # found before any call: it is replaced at the end, never written through
+        raise ConfigError(f"{link}: is a symbolic link (to {link.resolve()}); decoevo does not write through "
+                          "links it did not make; replace it with the file, or name another directory")
 
     for config in run_configs(flags, choose_data):
         entry = run_pilot(config, out_dir)
