@@ -242,12 +242,19 @@ def test_eval_and_pilot_refuse_to_write_through_a_link_in_place_of_their_directo
     out.mkdir()
     (out / "pilot").symlink_to(elsewhere, target_is_directory=True)
     data = write_toy_questions(tmp_path / "pilot.jsonl", n=24)
-    result = runner.invoke(app, ["pilot", str(out), "--base-url", toy_url, "--model", "toy", "--data", str(data),
-                                 "--preset", "default", "--seeds", "3", "--set",
-                                 "splits={pilot: 4, train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}"])
+    pilot_args = ["pilot", str(out), "--base-url", toy_url, "--model", "toy", "--data", str(data), "--preset",
+                  "default", "--seeds", "3", "--set",
+                  "splits={pilot: 4, train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 0}"]
+    result = runner.invoke(app, pilot_args)
     assert result.exit_code == 2, result.output
     assert "is a symbolic link" in one_line(result.output)
     assert _tree(elsewhere) == before and sorted(p.name for p in out.iterdir()) == ["pilot"]
+
+    (out / "pilot").unlink()  # and pilot.json a link: refused before any call, not after paying for them
+    (out / "pilot.json").symlink_to(elsewhere / "test.json")
+    result = runner.invoke(app, pilot_args)
+    assert result.exit_code == 2 and squash("pilot.json: is a symbolic link") in squash(result.output), result.output
+    assert _tree(elsewhere) == before and sorted(p.name for p in out.iterdir()) == ["pilot.json"]
 
 
 def test_eval_of_an_unfinished_run_warns_that_it_grades_a_checkpoint_skill(toy_run: Path) -> None:

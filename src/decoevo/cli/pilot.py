@@ -34,10 +34,15 @@ def pilot_cmd(
     guard(_pilot, flags, out_dir)
 
 def _pilot(flags: Any, out_dir: Path) -> None:
+    from ..errors import ConfigError
     from ..lm.local import check_embedded
-    from ..pilot import run_pilot
+    from ..pilot import PILOT_FILE, run_pilot
     from .settings import preset_choice, run_configs
 
+    link = out_dir / PILOT_FILE
+    if link.is_symlink():  # found before any call: it is replaced at the end, never written through
+        raise ConfigError(f"{link}: is a symbolic link (to {link.resolve()}); decoevo does not write through "
+                          "links it did not make; replace it with the file, or name another directory")
     configs = run_configs(flags, choose_data)
     chosen = preset_choice(flags)
     if chosen.reason is not None:

@@ -16,9 +16,8 @@ from ..userfiles import load_yaml_mapping
 from .settings import apply_set, parse_seeds
 
 SHARED_KEYS = ("hyper", "splits", "budget")
-# the keys of a plan's reproduce.yaml (ReproducePlan.to_yaml): a file with others is somebody else's
-STATE_KEYS = frozenset({"solver", "grader", "data", "seeds", "benchmarks", "tables", "preset", "shared",
-                        "allow_self_grading", "transfer_limit"})
+# keys every plan's reproduce.yaml holds (ReproducePlan.to_yaml); a file without them is somebody else's
+STATE_KEYS = ("solver", "seeds", "tables")
 REPORT = "report.html"
 _OUR_REPORT = '<meta name="generator" content="decoevo'  # in the head of every report we render
 
@@ -107,11 +106,10 @@ def read_state(out: Path, state_file: str) -> dict[str, Any] | None:
                               f"{state_file}); name a new or empty directory")
         return None
     state = load_yaml_mapping(path, "reproduce state")
-    unknown = sorted(set(state) - STATE_KEYS)
-    if "solver" not in state or unknown:
-        why = f"unknown key {unknown[0]!r}" if unknown else "no `solver:`"
-        raise ConfigError(f"{path}: not a plan written by `decoevo reproduce` ({why}); move it away or name "
-                          "another directory")
+    missing = [k for k in STATE_KEYS if k not in state]
+    if missing:
+        raise ConfigError(f"{path}: not a plan written by `decoevo reproduce` (no `{missing[0]}:`); move it away "
+                          "or name another directory")
     return state
 
 

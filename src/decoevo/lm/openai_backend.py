@@ -171,6 +171,7 @@ class OpenAIBackend:
         self._where = redact_url(spec.base_url)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed_on: asyncio.AbstractEventLoop | None = None  # the loop `aclose` ran on
         self._memory = memory or EndpointMemory(None)
         self.profile = EndpointProfile.initial(spec, self._memory.get(self.identity))
         self._negotiation: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -181,6 +182,8 @@ class OpenAIBackend:
 
     def _http(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
+        if self._closed_on is loop:  # a request a Ctrl-C left starting after the close: never sent, and no
+            raise asyncio.CancelledError("the backend was closed")  # new session left unclosed
         if self._session is None or self._session.closed or self._loop is not loop:
             # A session belongs to the loop it was made on; a new loop (another asyncio.run) gets its own.
             self._session = aiohttp.ClientSession(
@@ -349,6 +352,7 @@ class OpenAIBackend:
         return completion_from_message(message, usage, choice.get("finish_reason") or "stop", max_tokens)
 
     async def aclose(self) -> None:
-        if self._session is not None and self._loop is asyncio.get_running_loop():
+        self._closed_on = asyncio.get_running_loop()  # another loop (a later asyncio.run) may use it again
+        if self._session is not None and self._loop is self._closed_on:
             await self._session.close()
         self._session = None
