@@ -202,7 +202,8 @@ def cases() -> list[Case]:
         Case("repro-data-unknown", "`reproduce --data nosuch=q.jsonl`", repro("--data", "nosuch=q.jsonl"),
              setup=toy_data),
         Case("repro-user-dir", "`reproduce OUT` where OUT holds the user's report.html",
-             lambda w, u: ["reproduce", "OUT", "--base-url", f"{u}/v1", "--model", "toy", "--yes"],
+             lambda w, u: ["reproduce", "OUT", "--base-url", f"{u}/v1", "--model", "toy", "--yes",
+                           "--allow-self-grading"],
              setup=users_report, check=report_kept),
         Case("eval-linked", "`eval RUN` with RUN/eval a symlink to another folder",
              lambda w, u: ["eval", "runs/r"], setup=finished_run_with_linked_eval, check=target_kept),
@@ -218,7 +219,8 @@ def cases() -> list[Case]:
 def run_case(case: Case, url: str) -> Outcome:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        env = {**os.environ, "OPENAI_API_KEY": KEY, "DECOEVO_CACHE": str(work / "cache.sqlite"), "COLUMNS": "80",
+        env = {**os.environ, "OPENAI_API_KEY": KEY, "DECOEVO_CACHE": str(work / "cache.sqlite"),
+               "COLUMNS": "400",  # one message is one line (80-column wrapping is checked in tests/test_cli_output.py)
                **case.env}
         if case.setup is not None:
             case.setup(work, url)
