@@ -198,6 +198,21 @@ def score_coupled_section(results: dict[str, Any]) -> str:
             + (f" ({examples})." if examples else "."))
 
 
+def prior_limits(prior_results: dict[str, Any] | None) -> list[str]:
+    """What the prior's worlds say decides the result, computed from them."""
+    if not prior_results:
+        return []
+    s = prior_results["summary"]
+    rho = s["knob_association"]
+    rows = s["worlds"].values()
+    others = sorted({r["knobs"]["capacity"] for r in rows if r["decoevo-skillopt"]["verdict"] != "win"})
+    ranked = sorted((k for k in rho if k != "headroom" and rho[k] is not None), key=lambda k: -abs(rho[k]))
+    return ["- **In the prior's worlds** (§6) DecoEvo − SkillOpt follows the world's headroom (Spearman ρ "
+            f"{rho['headroom']:+.2f}); of the knobs, {', '.join(f'`{k}` ({rho[k]:+.2f})' for k in ranked[:3])} "
+            f"go with it most; the worlds DecoEvo did not win had capacity {', '.join(map(str, others)) or '–'} "
+            "(0: no limit). Twelve worlds are few: read these as directions."]
+
+
 def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str:
     main_md, tests = main_section(results)
     gates = mech.tables({**results, "summary": {}}).strip()
@@ -241,12 +256,13 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
     ]
     if prior_results:
         sh = prior_results["summary"]["shares"]["decoevo-skillopt"]
+        lost = "loss" if sh["loss"] == 1 else "losses"
         parts += [
             "The prior is `decoevo.testing.truth_world_params.PRIOR`, committed before any world drawn from it was "
             f"run; worlds {min(prior_results['worlds'])}–{max(prior_results['worlds'])} are reported, none dropped, "
             f"{len(prior_results['seeds'])} seeds each, paired by seed, Holm over the worlds. Headroom: the best "
             "expected gold a strategy naming real requirements reaches in the world, minus the initial strategy's.",
-            "", f"**DecoEvo against SkillOpt: {sh['win']} wins, {sh['tie']} ties, {sh['loss']} losses in "
+            "", f"**DecoEvo against SkillOpt: {sh['win']} wins, {sh['tie']} ties, {sh['loss']} {lost} in "
             f"{sh['worlds']} worlds.**", "", prior.tables(prior_results).strip(), ""]
     else:
         parts += ["Not run yet: `python -m bench.mechanism.prior`.", ""]
@@ -255,7 +271,8 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
               "consequence: the expected gold of a solver that follows every principle the generator's rubrics "
               "check (a decoy costs nothing unless the world makes principles costly).", "", gates, "",
               score_coupled_section(results), "",
-              "## 8. Limitations: the assumptions that decide the result", "", prose("limits"), ""]
+              "## 8. Limitations: the assumptions that decide the result", "", prose("limits"),
+              *prior_limits(prior_results), ""]
     return "\n".join(parts)
 
 

@@ -13,12 +13,15 @@ world's truth after the run:
 
 Settings: `main` (the default world, all 13 methods), the controls (`spec_only`: every requirement is in
 the specification and the initial generator; `generator_covers_all`), a one-at-a-time sweep over the
-noise and error parameters, and a judge-noise sweep for the gate table. Results go to
+noise and error parameters and over the costs a real setting has (capacity, length, forgetting, lenient
+criteria, a misspecified specification, per-question requirements, softening rewrites, style tags), and a
+judge-noise sweep for the gate table. Results go to
 bench/results/mechanism.json and the figure to docs/mechanism_dynamics.png; `--tables` prints
 docs/mechanism.md's tables from the results file.
 
-    nice -n 10 .venv/bin/python -m bench.mechanism.mechanism                 # everything (~20 min on one core)
-    nice -n 10 .venv/bin/python -m bench.mechanism.mechanism --only main --seeds 0,1
+    nice -n 10 .venv/bin/python -m bench.mechanism.mechanism --only main --seeds $(seq -s, 0 19)   # ~13 min
+    nice -n 10 .venv/bin/python -m bench.mechanism.mechanism --only controls,sweep,gates --merge    # ~12 min
+    python -m bench.mechanism.doc                                                   # docs/mechanism.md
 """
 
 from __future__ import annotations

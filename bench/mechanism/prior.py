@@ -111,7 +111,7 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
         corrected = holm({w: 1.0 if rows[w][key]["p"] is None else rows[w][key]["p"] for w in worlds})
         for w in worlds:
             d = rows[w][key]
-            d["p_holm"] = round(corrected[w].adjusted, 4)
+            d["p_holm"] = corrected[w].adjusted
             d["verdict"] = ("win" if d["mean"] > 0 else "loss") if corrected[w].reject else "tie"
         verdicts = [rows[w][key]["verdict"] for w in worlds]
         shares[key] = {v: verdicts.count(v) for v in ("win", "tie", "loss")} | {"worlds": len(worlds)}
@@ -132,6 +132,8 @@ def association(rows: dict[int, dict[str, Any]]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for name in [*PRIOR, "headroom"]:
         xs = [rows[w]["headroom"] if name == "headroom" else rows[w]["knobs"][name] for w in worlds]
+        if name == "capacity":  # 0 means no limit: the most capacity there is
+            xs = [x or 99 for x in xs]
         out[name] = None if len(set(xs)) < 2 or len(worlds) < 3 else round(float(spearmanr(xs, diff)[0]), 2)
     return out
 
@@ -152,8 +154,9 @@ def tables(results: dict[str, Any]) -> str:
         d, sc = row["decoevo-skillopt"], row["sc_coevo-skillopt"]
         gold = [f"{row[m]['gold']:.1f} ± {row[m]['sd']:.1f}" for m in METHODS]
         ci = "–" if d["ci"][0] is None else f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
-        out.append(f"| {w} | {off} | {' | '.join(gold)} | {d['mean']:+.1f} {ci} | {d['p_holm']:.3g} | {d['verdict']} | "
-                   f"{sc['mean']:+.1f} ({sc['p_holm']:.3g}, {sc['verdict']}) | {d['calls_ratio']:.2f} | "
+        out.append(f"| {w} | {off} | {' | '.join(gold)} | {d['mean']:+.1f} {ci} | {_pfmt(d['p_holm'])} | "
+                   f"{d['verdict']} | "
+                   f"{sc['mean']:+.1f} ({_pfmt(sc['p_holm'])}, {sc['verdict']}) | {d['calls_ratio']:.2f} | "
                    f"{row['headroom']:.1f} |")
     out += ["", "| comparison | wins | ties | losses | worlds |", "|---|---|---|---|---|"]
     for key, sh in s["shares"].items():
@@ -162,6 +165,10 @@ def tables(results: dict[str, Any]) -> str:
     for k, rho in s["knob_association"].items():
         out.append(f"| {k} | {'–' if rho is None else f'{rho:+.2f}'} |")
     return "\n".join(out) + "\n"
+
+
+def _pfmt(p: float) -> str:
+    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
 
 
 def _range(text: str) -> list[int]:
@@ -177,7 +184,13 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-19")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--tables", action="store_true", help="print the markdown tables of --out and exit")
+    parser.add_argument("--resummarise", action="store_true", help="recompute the summary of --out from its cells")
     args = parser.parse_args()
+    if args.resummarise:
+        results = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        results["summary"] = summarise(results["cells"])
+        Path(args.out).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        return
     if args.tables:
         print(tables(json.loads(Path(args.out).read_text(encoding="utf-8"))))
         return
