@@ -200,7 +200,7 @@ def test_infinity_in_a_runs_request_record_is_one_line_on_resume(tmp_path: Path,
     n = len((run / "requests.jsonl").read_text().splitlines())
     result = runner.invoke(app, ["resume", str(run)])
     assert result.exit_code == 2, result.output
-    assert squash(f"requests.jsonl, line {n}: holds Infinity, which is not a token count") in squash(result.output)
+    assert squash(f"requests.jsonl: line {n}: holds Infinity, which is not a token count") in squash(result.output)
     assert "internal error" not in result.output
 
 

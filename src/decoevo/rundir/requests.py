@@ -105,8 +105,8 @@ class RequestLog:
 
 def _not_a_number(path: Path, line: int, name: str) -> Any:
     """JSON's Infinity and NaN: never written by us, and a bill of infinite tokens cannot be settled."""
-    raise RunReadError(f"{path}, line {line}: holds {name}, which is not a token count; remove that line "
-                       "(or restore the file) and run again")
+    raise RunReadError(f"{path}: line {line}: holds {name}, which is not a token count; this file was edited or "
+                       "damaged: restore it, or remove that line to bill nothing for it")
 
 
 def live_sessions(root: Path) -> set[str]:
