@@ -37,7 +37,7 @@ def test_config_key_gives_type_range_meaning_and_presets():
     assert code == 0, out
     text = " ".join(out.split())
     default = RunConfig.model_fields["hyper"].annotation.model_fields["max_tokens_solve"].default
-    assert f"hyper.max_tokens_solve = {default}" in text and "x ≥ 16" in text and "token limit" in text
+    assert f"hyper.max_tokens_solve = {default}" in text and "16 ≤ x ≤ 10^6" in text and "token limit" in text
     assert "quick 120" in text and "paper 1024" in text
     code, out = invoke("config", "lm.models.judge.base_url")  # a model's own name reads as NAME
     assert code == 0 and "lm.models.NAME.base_url" in out
