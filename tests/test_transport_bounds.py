@@ -248,3 +248,36 @@ def test_a_gzip_bomb_as_the_model_list_is_cut_at_its_ceiling() -> None:
         spec = ModelSpec(backend="openai", model="m", base_url=f"{base}/v1")
         [identity] = model_identities(LMConfig(models={"default": spec}))
     assert identity.error is not None and "ran past 8 MiB" in identity.error
+
+
+async def test_a_bomb_delivered_in_one_piece_is_inflated_only_to_the_ceiling() -> None:
+    """aiohttp inflated each piece the socket delivered in one call: on a loaded machine a 1 MiB gzip bomb read
+    at once became ~1 GiB before any check (1.2 GB RSS seen in the suite). The reader now inflates with a
+    ceiling itself: even the whole bomb handed over in one read holds at most the ceiling plus one chunk."""
+    import gzip
+    import tracemalloc
+
+    from decoevo.lm.bounded_body import read_bounded
+    from decoevo.lm.errors import OversizedReply
+
+    bomb = gzip.compress(b"\0" * (256 << 20), compresslevel=9)  # 256 MiB inflated, ~250 KiB on the wire
+
+    class AllAtOnce:  # the socket's whole payload in the first read, whatever size was asked for
+        def __init__(self) -> None:
+            self.left = bomb
+
+        async def read(self, n: int) -> bytes:
+            out, self.left = self.left, b""
+            return out
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(OversizedReply, match="ran past 8 MiB"):
+            await read_bounded(AllAtOnce(), {"Content-Encoding": "gzip"}, 8 << 20, "the test server")  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 << 20, f"peak {peak >> 20} MiB for an 8 MiB ceiling"
+    small = gzip.compress(b'{"ok": true}')
+    assert await read_bounded(type("One", (), {"left": small, "read": AllAtOnce.read})(), {"Content-Encoding": "gzip"},
+                              8 << 20, "s") == b'{"ok": true}'  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ import aiohttp
 
 from .. import __version__
 from .backend_secrets import Redactor, redact_url
+from .bounded_body import ACCEPT_ENCODING, MAX_REPLY_BYTES, read_bounded
 from .config import ModelSpec
 from .endpoint import (
     STRUCTURED_LADDER,
@@ -40,7 +41,6 @@ from .errors import (
     CredentialError,
     InfrastructureError,
     LMError,
-    OversizedReply,
     RefusalError,
     RequestTimeout,
     RetryableError,
@@ -96,27 +96,6 @@ def error_message(body: bytes) -> str:
             if isinstance(value, str) and value:
                 return value[:300]
     return json.dumps(data)[:300]
-
-
-#: the most bytes of one decoded reply body read; a completion of 100k tokens is well under 1 MiB, so past
-#: this a server is broken or hostile (a gzip bomb: 1 MiB on the wire, 1 GiB decoded) and reading stops
-MAX_REPLY_BYTES = 32 << 20
-READ_CHUNK = 1 << 16
-
-
-async def read_bounded(content: aiohttp.StreamReader, limit: int, where: str) -> bytes:
-    """The body, decoded, read a chunk at a time; an OversizedReply as soon as it passes `limit` bytes
-    (aiohttp inflates a compressed body only as fast as it is read, so memory stays near the limit)."""
-    parts: list[bytes] = []
-    got = 0
-    while chunk := await content.read(READ_CHUNK):
-        got += len(chunk)
-        if got > limit:
-            raise OversizedReply(f"the reply from {where} ran past {limit >> 20} MiB (decoded) and was not read "
-                                 "further: a server sending this much is broken or misconfigured (a compressed "
-                                 "body that inflates without end); check the server behind base_url")
-        parts.append(chunk)
-    return b"".join(parts)
 
 
 #: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
@@ -188,7 +167,8 @@ class OpenAIBackend:
             # A session belongs to the loop it was made on; a new loop (another asyncio.run) gets its own.
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_concurrency),
-                headers=self._headers,
+                headers={"Accept-Encoding": ACCEPT_ENCODING, **self._headers},
+                auto_decompress=False,  # bounded_body inflates with a ceiling; aiohttp would not
             )
             self._loop = loop
         return self._session
@@ -310,7 +290,7 @@ class OpenAIBackend:
         async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
                                      allow_redirects=False, timeout=self._timeout) as response:
             exchange.heard()
-            raw = await read_bounded(response.content, MAX_REPLY_BYTES, self._where)
+            raw = await read_bounded(response.content, response.headers, MAX_REPLY_BYTES, self._where)
             return Reply(response.status, raw, parse_retry_after(response.headers.get("Retry-After")),
                          RateInfo.from_headers(response.headers), exchange.service_s())
 
