@@ -34,7 +34,8 @@ def sweep(
     task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
     benchmark: str = typer.Option(None, help="With --data: that benchmark's name (default: the file's stem). "
                                   "Alone: a fetched public benchmark, NAME[:split] (see `decoevo data list`)."),
-    preset: str = typer.Option(None, help="quick (default), default, paper or paper-full"),
+    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: the spec's, else "
+                               "default for a served model, quick for the embedded one)."),
     model: str = ModelOption,
     base_url: str = BaseUrlOption,
     steps: int = StepsOption,
@@ -68,7 +69,9 @@ def sweep(
                                max_tokens=max_tokens, max_cost=max_cost, evaluate=evaluate, no_cache=no_cache,
                                sets=set_, pilot=pilot)
         bench = sweep_benchmark(data, fmt, task, benchmark, choose_data)
-        built, source = build_spec(sweep_dir, spec, overrides=over, benchmark=bench, model=model, base_url=base_url)
+        built, source = build_spec(sweep_dir, spec, overrides=over, benchmark=bench, model=model, base_url=base_url,
+                                   on_preset=lambda chosen: console.print(f"preset: {chosen.name} ({chosen.reason})",
+                                                                          highlight=False))
         book = run_sweep(built, sweep_dir, source=source, workers=workers, threads=threads, ray_address=ray_address,
                          console=console, observer=sweep_bars(console))
         counts = book.counts()
