@@ -47,3 +47,22 @@ def test_a_failing_command_prints_its_backticked_command_whole_at_80_columns(tmp
     assert "already holds a run" in printed and len(printed.splitlines()) > 1, printed
     assert any(f"`decoevo resume {root / 'r1'}`" in line for line in printed.splitlines()), printed
     assert all(len(line) <= 80 or one_atom(line) for line in printed.splitlines()), printed
+
+
+def test_no_help_points_at_a_page_the_wheel_does_not_ship():
+    """`--help` is what a wheel user has: it names `decoevo config KEY`, never only docs/X.md."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    names = [[n] for n in group.commands if n != "data"] + [["data", n] for n in group.commands["data"].commands]
+    for name in names:
+        result = CliRunner().invoke(app, [*name, "--help"])
+        assert result.exit_code == 0, (name, result.output)
+        assert "docs/" not in result.output, (name, result.output)
+
+
+def test_doctor_names_an_unknown_lm_key_as_written():
+    result = CliRunner().invoke(app, ["doctor", "--set", "lm.models.default.timeout_z=3"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    assert "lm.models.default.timeout_z: unknown key" in said and "did you mean lm.models.default.timeout_s" in said

@@ -25,7 +25,8 @@ from .data import choose_data
 
 def sweep(
     sweep_dir: Path = typer.Argument(..., help="The sweep directory (created; an earlier sweep's is continued)."),
-    spec: Path = typer.Option(None, "--spec", "-s", help="A sweep YAML (see docs/sweeps.md). Default: "
+    spec: Path = typer.Option(None, "--spec", "-s", help="A sweep YAML (methods, seeds, benchmarks, preset, and "
+                              "the run keys of `decoevo config`). Default: "
                               "SWEEP/sweep.yaml of an earlier sweep, else the flags below."),
     methods: str = typer.Option(None, help="Comma-separated methods, e.g. decoevo,skillopt,budget_matched"),
     seeds: str = typer.Option(None, help="Comma-separated seeds, e.g. 0,1,2 (matched across methods)."),
