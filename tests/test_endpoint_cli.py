@@ -280,3 +280,21 @@ def test_the_api_refuses_a_model_the_server_does_not_serve(served, tmp_path):
                               run_dir=tmp_path / "y", hyper=small["hyper"], splits=small["splits"],
                               allow_unlisted=True)
     assert (result.run_dir / "summary.json").is_file()  # the toy server answers any name
+
+
+def test_a_question_file_too_small_for_default_names_both_ways_out(tmp_path):
+    """A served run starts from `default` (24 questions): on 16 it says to shrink the splits or take
+    --preset quick; a run already on quick is not told to take quick."""
+    data = write_toy_questions(tmp_path / "q.jsonl")  # 16 questions
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # refused before any call
+    code, out = invoke("run", "--base-url", dead, "--model", "m", "--any-model", "--data", str(data),
+                       "--task", "healthbench", "--runs-root", str(tmp_path / "runs"))
+    assert code == 2, out
+    assert "ask for 24 questions but the data has 16" in out and "--set splits.test=N" in out
+    assert "--preset quick (its splits take 12 questions" in out
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(data.read_text().splitlines(keepends=True)[:10]))
+    code, out = invoke("run", "--base-url", dead, "--model", "m", "--any-model", "--preset", "quick", "--data",
+                       str(few), "--task", "healthbench", "--runs-root", str(tmp_path / "runs"))
+    assert code == 2 and "ask for 12 questions but the data has 10" in out and "--preset quick" not in out, out
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

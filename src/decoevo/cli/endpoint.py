@@ -12,7 +12,19 @@ from ..lm import LMConfig
 from ..presets import EMBEDDED_PRESET, SERVER_PRESET, PresetChoice, choose_preset, default_is_served
 
 __all__ = ["EMBEDDED_PRESET", "SERVER_PRESET", "PresetChoice", "check_keys", "check_served", "choose_preset",
-           "default_is_served"]
+           "default_is_served", "with_smaller_preset"]
+
+
+def with_smaller_preset(message: str, preset: str) -> str:
+    """A too-small question file's refusal, with the other way out when the run started from a larger
+    preset than `quick` (a served run's `default` needs 24 questions): quick's splits, named with their size."""
+    from ..presets import PRESETS
+
+    if preset == EMBEDDED_PRESET:
+        return message
+    needs = sum(PRESETS[EMBEDDED_PRESET]["splits"].values())
+    return (f"{message}; or start from --preset {EMBEDDED_PRESET} (its splits take {needs} questions, its "
+            f"answers at most {PRESETS[EMBEDDED_PRESET]['hyper']['max_tokens_solve']} tokens)")
 
 
 def check_keys(lm: LMConfig, environ: Mapping[str, str]) -> None:
