@@ -66,3 +66,11 @@ def test_doctor_names_an_unknown_lm_key_as_written():
     said = " ".join(result.output.split())
     assert result.exit_code == 2, said
     assert "lm.models.default.timeout_z: unknown key" in said and "did you mean lm.models.default.timeout_s" in said
+
+
+def test_eval_limit_without_transfer_data_is_refused_not_ignored(tmp_path):
+    """`eval RUN --limit 3` used to grade the whole test split and say nothing."""
+    result = CliRunner().invoke(app, ["eval", str(tmp_path), "--limit", "3"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    assert "--limit 3 applies to transfer data (--data or --benchmark)" in said and "splits.test" in said
