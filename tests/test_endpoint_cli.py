@@ -292,6 +292,9 @@ def test_a_question_file_too_small_for_default_names_both_ways_out(tmp_path):
     assert code == 2, out
     assert "ask for 24 questions but the data has 16" in out and "--set splits.test=N" in out
     assert "--preset quick (its splits take 12 questions" in out
+    code, out = invoke("sweep", str(tmp_path / "SW"), "--base-url", dead, "--model", "m", "--data", str(data),
+                       "--task", "healthbench")  # a sweep's plan says the same, before any cell runs
+    assert code == 2 and "preset: default" in out and "--preset quick (its splits take 12 questions" in out, out
     few = tmp_path / "few.jsonl"
     few.write_text("".join(data.read_text().splitlines(keepends=True)[:10]))
     code, out = invoke("run", "--base-url", dead, "--model", "m", "--any-model", "--preset", "quick", "--data",

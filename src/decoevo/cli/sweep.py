@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from ..errors import ConfigError
 from .common import (
     BaseUrlOption,
     MaxCost,
@@ -62,6 +63,8 @@ def sweep(
 
     def body() -> None:
         from ..sweep import build_spec, run_sweep
+        from ..tasks.splits import SplitsTooLarge
+        from .endpoint import with_smaller_preset
         from .sweep_progress import sweep_bars
 
         if sweep_dir.exists() and not sweep_dir.is_dir():
@@ -73,8 +76,11 @@ def sweep(
         built, source = build_spec(sweep_dir, spec, overrides=over, benchmark=bench, model=model, base_url=base_url,
                                    on_preset=lambda chosen: console.print(f"preset: {chosen.name} ({chosen.reason})",
                                                                           highlight=False))
-        book = run_sweep(built, sweep_dir, source=source, workers=workers, threads=threads, ray_address=ray_address,
-                         console=console, observer=sweep_bars(console))
+        try:
+            book = run_sweep(built, sweep_dir, source=source, workers=workers, threads=threads,
+                             ray_address=ray_address, console=console, observer=sweep_bars(console))
+        except SplitsTooLarge as exc:
+            raise ConfigError(with_smaller_preset(str(exc), built.preset)) from None
         counts = book.counts()
         console.print(f"sweep {sweep_dir}: {counts['done']} done, {counts['failed']} failed "
                       f"(status: {sweep_dir / 'status.json'})")

@@ -19,6 +19,7 @@ from ..lm.errors import ConfigError
 from ..methods import get_method
 from ..rundir import RunReader
 from ..tasks.load import load_questions
+from ..tasks.splits import SplitsTooLarge
 from .spec import SweepSpec
 from .steps import pending_steps
 
@@ -99,8 +100,9 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
                         from ..pilot import with_pilot
 
                         config = with_pilot(config, spec.pilot, explicit=set(spec.hyper), questions=questions)
-                except ConfigError as exc:
-                    raise ConfigError(f"{where}: {exc}") from None
+                except ConfigError as exc:  # a too-small data file stays one (the command line adds a hint)
+                    raise (SplitsTooLarge if isinstance(exc, SplitsTooLarge) else ConfigError)(
+                        f"{where}: {exc}") from None
                 if "test" in spec.evaluate and config.splits.test == 0:
                     raise ConfigError(f"{where}: evaluate lists 'test' but splits.test is 0; set splits.test "
                                       "(questions held out for the final score) or remove 'test' from evaluate")
