@@ -255,6 +255,12 @@ def test_a_sweep_chooses_its_preset_as_run_does(tmp_path):
         "lm": {"models": {"default": {"backend": "openai", "model": "m", "base_url": "http://h:1/v1"}}}}))
     spec, _ = build_spec(tmp_path / "D", served, on_preset=told.append)
     assert spec.preset == "default" and told  # a spec file whose model is served, without a preset
+    from decoevo.engine.config import SERVER_TOKEN_LIMITS
+    from decoevo.sweep import plan
+
+    small = {"train": 4, "probe": 1, "solver_gate": 2, "generator_gate": 1, "test": 2}
+    [cell] = plan(spec.model_copy(update={"splits": small}), tmp_path / "D")
+    assert cell.config["hyper"]["max_tokens_solve"] == SERVER_TOKEN_LIMITS["max_tokens_solve"][1]  # was 320
     told.clear()
     (tmp_path / "E").mkdir()
     (tmp_path / "E" / "sweep.yaml").write_text(spec.model_copy(update={"preset": "paper"}).to_yaml())
