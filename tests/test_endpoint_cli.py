@@ -230,3 +230,80 @@ def test_eval_concurrency_bounds_the_questions_graded_at_once(tmp_path, monkeypa
             assert code == 0, out
             seen[concurrency] = server.max_in_flight
     assert seen["1"] <= len(world.GOLD_ITEMS) < seen["6"], seen
+
+
+def test_a_sweep_chooses_its_preset_as_run_does(tmp_path):
+    """A sweep against a server starts from `default` (it was `quick`, whatever the model) and says so; a
+    preset the spec or --preset names is kept, and so is the one a continued sweep recorded."""
+    from decoevo.sweep import build_spec
+
+    told: list = []
+    over = {"methods": ["decoevo"], "seeds": [0]}
+    spec, _ = build_spec(tmp_path / "A", None, overrides=over, base_url="http://h:1/v1", model="m",
+                         on_preset=told.append)
+    assert spec.preset == "default" and told[0].name == "default" and "served" in told[0].reason
+    told.clear()
+    spec, _ = build_spec(tmp_path / "B", None, overrides=over, on_preset=told.append)
+    assert spec.preset == "quick" and told[0].name == "quick"  # the embedded model
+    told.clear()
+    spec, _ = build_spec(tmp_path / "C", None, overrides={**over, "preset": "quick"}, base_url="http://h:1/v1",
+                         on_preset=told.append)
+    assert spec.preset == "quick" and not told  # --preset quick: the user's
+    served = tmp_path / "grid.yaml"
+    served.write_text(yaml.safe_dump({"methods": ["decoevo"], "seeds": [0], "benchmarks": [
+        {"name": "t", "data": str(write_toy_questions(tmp_path / "q.jsonl"))}],
+        "lm": {"models": {"default": {"backend": "openai", "model": "m", "base_url": "http://h:1/v1"}}}}))
+    spec, _ = build_spec(tmp_path / "D", served, on_preset=told.append)
+    assert spec.preset == "default" and told  # a spec file whose model is served, without a preset
+    from decoevo.engine.config import SERVER_TOKEN_LIMITS
+    from decoevo.sweep import plan
+
+    small = {"train": 4, "probe": 1, "solver_gate": 2, "generator_gate": 1, "test": 2}
+    [cell] = plan(spec.model_copy(update={"splits": small}), tmp_path / "D")
+    assert cell.config["hyper"]["max_tokens_solve"] == SERVER_TOKEN_LIMITS["max_tokens_solve"][1]  # was 320
+    told.clear()
+    (tmp_path / "E").mkdir()
+    (tmp_path / "E" / "sweep.yaml").write_text(spec.model_copy(update={"preset": "paper"}).to_yaml())
+    spec, _ = build_spec(tmp_path / "E", None, on_preset=told.append)
+    assert spec.preset == "paper" and not told  # a continued sweep keeps what it recorded
+
+
+def test_the_api_refuses_a_model_the_server_does_not_serve(served, tmp_path):
+    """The library's optimize() checks /models as the command line does, before a call or a file."""
+    import decoevo
+    from decoevo.errors import ConfigError
+    from decoevo.lm import ModelSpec
+
+    questions = [json.loads(line) for line in write_toy_questions(tmp_path / "q.jsonl").read_text().splitlines()]
+    small = {"splits": {"train": 4, "probe": 1, "solver_gate": 2, "generator_gate": 1, "test": 0},
+             "hyper": {"steps": 1, "batch_size": 2, "audit_every": 1, "rollouts": 2}}
+    with pytest.raises(ConfigError, match=r"lm.model gpt-4o: .* does not serve it .*lists: toy.*allow_unlisted=True"):
+        decoevo.optimize(questions, lm=ModelSpec(backend="openai", base_url=served, model="gpt-4o"),
+                         run_dir=tmp_path / "x",
+                         hyper=small["hyper"], splits=small["splits"])
+    assert not (tmp_path / "x").exists()
+    result = decoevo.optimize(questions, lm=ModelSpec(backend="openai", base_url=served, model="gpt-4o"),
+                              run_dir=tmp_path / "y", hyper=small["hyper"], splits=small["splits"],
+                              allow_unlisted=True)
+    assert (result.run_dir / "summary.json").is_file()  # the toy server answers any name
+
+
+def test_a_question_file_too_small_for_default_names_both_ways_out(tmp_path):
+    """A served run starts from `default` (24 questions): on 16 it says to shrink the splits or take
+    --preset quick; a run already on quick is not told to take quick."""
+    data = write_toy_questions(tmp_path / "q.jsonl")  # 16 questions
+    dead = f"http://127.0.0.1:{free_port()}/v1"  # refused before any call
+    code, out = invoke("run", "--base-url", dead, "--model", "m", "--any-model", "--data", str(data),
+                       "--task", "healthbench", "--runs-root", str(tmp_path / "runs"))
+    assert code == 2, out
+    assert "ask for 24 questions but the data has 16" in out and "--set splits.test=N" in out
+    assert "--preset quick (its splits take 12 questions" in out
+    code, out = invoke("sweep", str(tmp_path / "SW"), "--base-url", dead, "--model", "m", "--data", str(data),
+                       "--task", "healthbench")  # a sweep's plan says the same, before any cell runs
+    assert code == 2 and "preset: default" in out and "--preset quick (its splits take 12 questions" in out, out
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(data.read_text().splitlines(keepends=True)[:10]))
+    code, out = invoke("run", "--base-url", dead, "--model", "m", "--any-model", "--preset", "quick", "--data",
+                       str(few), "--task", "healthbench", "--runs-root", str(tmp_path / "runs"))
+    assert code == 2 and "ask for 12 questions but the data has 10" in out and "--preset quick" not in out, out
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -35,6 +35,7 @@ from .api_args import (
 from .domain import Question
 from .engine.config import RunConfig, config_from_dict, deep_merge, load_config
 from .engine.run import Engine, RunResult, checked_checkpoint
+from .engine.served import API_NAMING, check_served
 from .engine.state import LoopState
 from .errors import ArgumentError, ConfigError
 from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
@@ -168,14 +169,17 @@ async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, m
                          task: str | None = None, hyper: Mapping[str, Any] | None = None,
                          splits: Mapping[str, Any] | None = None, budget: Mapping[str, Any] | None = None,
                          seed: int = 0, preset: str | None = "default", config: Mapping[str, Any] | None = None,
-                         run_dir: Path | str | None = None, callbacks: Sequence[object] = ()) -> RunResult:
+                         run_dir: Path | str | None = None, callbacks: Sequence[object] = (),
+                         allow_unlisted: bool = False) -> RunResult:
     """Optimize a solver skill on in-memory questions (dicts in the JSONL question format, or `Question`s).
 
     The questions (and `task_spec`, your structural-audit specification as text) are written into the run
     directory, so the run can be resumed, evaluated and reported later like any other. `run_dir` must be
     new or empty (nothing of yours is ever written over); without it the run goes to a new temporary
     directory (its path is `result.run_dir`). Every argument is checked before anything is written: a
-    wrong one is an `ArgumentError` or `ConfigError` naming it."""
+    wrong one is an `ArgumentError` or `ConfigError` naming it. A served model its server's `GET /models`
+    does not list is a `ConfigError` before any call (`allow_unlisted=True`: a server that answers any
+    name, e.g. llama.cpp's)."""
     fn = "optimize"
     need_text(fn, "method", method)
     if method is None:
@@ -185,15 +189,18 @@ async def optimize_async(questions: Sequence[Question | Mapping[str, Any]], *, m
     for section, mapping in (("hyper", hyper), ("splits", splits), ("budget", budget), ("config", config)):
         need_mapping(fn, section, mapping)
     need(fn, "seed", seed, (int,), "an integer")
+    need(fn, "allow_unlisted", allow_unlisted, (bool,), "True or False")
     check_lm(fn, lm)
     callbacks = check_callbacks(fn, callbacks)
     lines = question_lines(fn, questions)
     chosen = new_run_dir(fn, run_dir)
     # The whole configuration is validated before the directory is made or a byte is written.
     where = chosen if chosen is not None else Path(tempfile.gettempdir()) / "decoevo-run-(new)"
-    build_config(where / QUESTIONS, method=method, seed=seed, lm=lm, task=task,
-                 task_spec_path=where / TASK_SPEC if task_spec is not None else None, hyper=hyper, splits=splits,
-                 budget=budget, preset=preset, base=config)
+    checked = build_config(where / QUESTIONS, method=method, seed=seed, lm=lm, task=task,
+                           task_spec_path=where / TASK_SPEC if task_spec is not None else None, hyper=hyper,
+                           splits=splits, budget=budget, preset=preset, base=config)
+    # GET /models is a blocking request: off the event loop, before the directory is made
+    await asyncio.to_thread(check_served, checked.lm, allow_unlisted, naming=API_NAMING)
     path = chosen if chosen is not None else Path(tempfile.mkdtemp(prefix="decoevo-run-")).resolve()
     path.mkdir(parents=True, exist_ok=True)
     written = [path / QUESTIONS]

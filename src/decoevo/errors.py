@@ -34,12 +34,13 @@ class ArgumentError(ConfigError, TypeError):
 
 
 def validation_summary(exc: Exception, *, explain: Callable[[dict[str, Any]], str | None] | None = None,
-                       unknown_key: Callable[[str], str] | None = None) -> str:
+                       unknown_key: Callable[[str], str] | None = None, prefix: str = "") -> str:
     """A pydantic `ValidationError` as one line of `field: problem` parts. Never its input: pydantic's text
     quotes a cut repr of the input, which can end in the tail of a password (`'mo...7890abc@host/v1'`)
     that no pattern recognises as one. Nor pydantic's own wording ("Value error, ..."): the problem is
     said as the validator said it. `explain(error)` may word an error better (a key's whole range);
-    `unknown_key(dotted key)`: what to say of a key the model does not have."""
+    `unknown_key(dotted key)`: what to say of a key the model does not have. `prefix`: where the model
+    sits in the user's configuration (`lm.`), so each key is named as the user writes it."""
     errors = getattr(exc, "errors", None)
     if not callable(errors):
         return " ".join(str(exc).split())
@@ -47,6 +48,7 @@ def validation_summary(exc: Exception, *, explain: Callable[[dict[str, Any]], st
     for err in errors()[:5]:
         loc = ".".join(p if isinstance(p, str) and p.isprintable() and p.strip() == p and p else repr(p)
                        for p in err["loc"])
+        loc = f"{prefix}{loc}" if loc else prefix.rstrip(".")
         if err["type"] == "extra_forbidden":
             msg = unknown_key(loc) if unknown_key else "unknown key (check the spelling)"
         else:

@@ -4,8 +4,36 @@ paper's cost relations (Table 4); `paper-full` keeps the earlier, larger audit s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
+
+EMBEDDED_PRESET = "quick"  # sized for the embedded 135M model on two cores
+SERVER_PRESET = "default"  # room for a capable model's answers (the server token limits, engine/config.py)
+
+
+@dataclass(frozen=True)
+class PresetChoice:
+    name: str
+    reason: str | None  # None: the user named it
+
+
+def choose_preset(given: str | None, served: bool) -> PresetChoice:
+    """The preset a run starts from: the one given, else `default` for a model behind a server (the
+    `quick` sizes cut a capable model's answers: 120 tokens) and `quick` for the embedded model."""
+    if given is not None:
+        return PresetChoice(given, None)
+    if served:
+        return PresetChoice(SERVER_PRESET, "the model is served: answers get a capable model's token limits; "
+                                           "--preset quick for the embedded model's sizes")
+    return PresetChoice(EMBEDDED_PRESET, "the embedded model; against a server --preset default or paper")
+
+
+def default_is_served(lm: Any) -> bool:
+    """Whether a configuration's `lm` section (a mapping, unvalidated) serves its default model."""
+    models = lm.get("models") if isinstance(lm, dict) else None
+    default = models.get("default") if isinstance(models, dict) else None
+    return isinstance(default, dict) and default.get("backend") in ("openai", "litellm")
 
 
 def bundled_healthbench() -> str:

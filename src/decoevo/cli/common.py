@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
@@ -17,14 +18,46 @@ console = Console(log_path=False)
 err_console = Console(stderr=True)
 
 
+def wrap_message(text: str, width: int) -> list[str]:
+    """`text` cut into lines at most `width` cells wide, at spaces outside backticks: a quoted command
+    (`decoevo resume runs/x`) is never split, so a copied one still runs. A span wider than `width`
+    keeps a line of its own (the terminal folds it, and copying gives it whole). A paragraph with an odd
+    number of backticks quotes nothing (it would glue the rest of the text together)."""
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        quoting = paragraph.count("`") % 2 == 0
+        atoms: list[str] = []
+        for word in paragraph.split(" "):
+            if quoting and atoms and atoms[-1].count("`") % 2:
+                atoms[-1] += " " + word  # inside `...`: no break here
+            else:
+                atoms.append(word)
+        line = ""
+        for atom in atoms:
+            if line and cell_len(line) + 1 + cell_len(atom) > width:
+                lines.append(line)
+                line = atom
+            else:
+                line = f"{line} {atom}" if line else atom
+        lines.append(line)
+    return lines
+
+
+def _print_labelled(label: str, style: str, message: str) -> None:
+    # wrapped here, printed with soft_wrap: Rich's own wrapping breaks at any space, inside commands too
+    lines = wrap_message(f"{label} {printable(message)}", max(err_console.width, 20))
+    body = "\n".join(escape(line) for line in lines)[len(label):]  # escape: keep the message's [..]
+    err_console.print(f"[{style}]{label}[/]{body}", highlight=False, soft_wrap=True)
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-paragraph error and exit (2 for bad input or configuration), with no traceback."""
-    err_console.print(f"[bold red]error:[/] {escape(printable(redact(message)))}", highlight=False)  # keep its [..]
+    _print_labelled("error:", "bold red", redact(message))
     raise typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {escape(printable(message))}", highlight=False)
+    _print_labelled("warning:", "yellow", message)
 
 
 guarded = command_boundary(fail)  # every command's body: any failure is one line, never a traceback

@@ -1,76 +1,30 @@
 """What a run against a server settles before its first paid call: the preset it starts from when none
-was given (sizes for the model that answers), and whether the server serves the model it names."""
+was given (sizes for the model that answers: `presets.choose_preset`), whether the server serves the model
+it names (`engine.served`, shared with the API), and whether a provider's key is set."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from ..engine.served import check_served
 from ..errors import ConfigError
 from ..lm import LMConfig
+from ..presets import EMBEDDED_PRESET, SERVER_PRESET, PresetChoice, choose_preset, default_is_served
 
-EMBEDDED_PRESET = "quick"  # sized for the embedded 135M model on two cores
-SERVER_PRESET = "default"  # room for a capable model's answers (the server token limits, engine/config.py)
-
-
-@dataclass(frozen=True)
-class PresetChoice:
-    name: str
-    reason: str | None  # None: the user named it
+__all__ = ["EMBEDDED_PRESET", "SERVER_PRESET", "PresetChoice", "check_keys", "check_served", "choose_preset",
+           "default_is_served", "with_smaller_preset"]
 
 
-def choose_preset(given: str | None, served: bool) -> PresetChoice:
-    """The preset a run starts from: the one given, else `default` for a model behind a server (the
-    `quick` sizes cut a capable model's answers: 120 tokens) and `quick` for the embedded model."""
-    if given is not None:
-        return PresetChoice(given, None)
-    if served:
-        return PresetChoice(SERVER_PRESET, "the model is served: answers get a capable model's token limits; "
-                                           "--preset quick for the embedded model's sizes")
-    return PresetChoice(EMBEDDED_PRESET, "the embedded model; against a server --preset default or paper")
+def with_smaller_preset(message: str, preset: str) -> str:
+    """A too-small question file's refusal, with the other way out when the run started from a larger
+    preset than `quick` (a served run's `default` needs 24 questions): quick's splits, named with their size."""
+    from ..presets import PRESETS
 
-
-def default_is_served(lm: Any) -> bool:
-    """Whether a configuration's `lm` section (a mapping, unvalidated) serves its default model."""
-    models = lm.get("models") if isinstance(lm, dict) else None
-    default = models.get("default") if isinstance(models, dict) else None
-    return isinstance(default, dict) and default.get("backend") in ("openai", "litellm")
-
-
-@dataclass(frozen=True)
-class Unlisted:
-    name: str  # the key in lm.models
-    model: str
-    base_url: str
-    served_ids: tuple[str, ...]
-
-
-def unlisted_models(identities: list[Any]) -> list[Unlisted]:
-    """The configured models a server's `/models` list does not hold. A server that lists nothing, or whose
-    list cannot be read, is not judged here: a failing server fails on the first call."""
-    return [Unlisted(i.name, i.model, str(i.base_url), tuple(i.served_ids)) for i in identities
-            if i.backend == "openai" and i.served is None and i.served_ids]
-
-
-def unlisted_message(found: Unlisted) -> str:
-    shown = ", ".join(found.served_ids)
-    which = "--model" if found.name == "default" else f"lm.models.{found.name}.model"
-    return (f"{which} {found.model}: the server at {found.base_url} does not serve it (GET /models lists: "
-            f"{shown}); name one of those, or pass --any-model for a server that answers any name")
-
-
-def check_served(lm: LMConfig, allow_unlisted: bool, identities: list[Any] | None = None) -> None:
-    """Refuse a model the server does not list, before any call is paid (`--any-model`: a
-    server that ignores the name, e.g. llama.cpp's, serving one model whatever is asked).
-    `identities`: the models' `/models` entries when already read."""
-    if allow_unlisted or not any(spec.backend == "openai" for spec in lm.models.values()):
-        return
-    from ..engine.provenance import model_identities
-
-    unlisted = unlisted_models(identities if identities is not None else model_identities(lm))
-    if unlisted:
-        raise ConfigError(unlisted_message(unlisted[0]))
+    if preset == EMBEDDED_PRESET:
+        return message
+    needs = sum(PRESETS[EMBEDDED_PRESET]["splits"].values())
+    return (f"{message}; or start from --preset {EMBEDDED_PRESET} (its splits take {needs} questions, its "
+            f"answers at most {PRESETS[EMBEDDED_PRESET]['hyper']['max_tokens_solve']} tokens)")
 
 
 def check_keys(lm: LMConfig, environ: Mapping[str, str]) -> None:

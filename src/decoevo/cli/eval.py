@@ -139,7 +139,8 @@ def eval_(
     fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. llmeval_med, eqbench_cw)."),
     benchmark: str = typer.Option(None, "--benchmark", help="Transfer: grade on a fetched public benchmark, "
                                   "NAME[:split], instead of --data."),
-    limit: int = typer.Option(None, min=1, help="Transfer: use only the first N questions (sorted by id)."),
+    limit: int = typer.Option(None, min=1, help="Transfer: use only the first N questions (sorted by id); a "
+                              "run's own split is graded whole."),
     skill_version: int = typer.Option(None, min=0, help="Grade this solver version instead of the final one."),
     grader_model: str = GraderModel,
     grader_base_url: str = GraderBaseUrl,
@@ -159,6 +160,10 @@ def eval_(
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. llmeval_med or eqbench_cw)")
+    if limit is not None and not (data or benchmark):
+        # a run's split is graded whole: a first-N result would be saved as eval/<split>.json, its score
+        fail(f"--limit {limit} applies to transfer data (--data or --benchmark); the run's {split} split is "
+             f"graded whole (a run sets its size: splits.{split})")
     path: str | None = data
     path_fmt: str | None = fmt
     if data or benchmark:

@@ -26,7 +26,8 @@ def pilot_cmd(
                                "server, quick for the embedded model)"),
     set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
 ) -> None:
-    """Choose ε, τ_tie and K on the pilot split (docs/pilot.md); its calls are logged apart from any run."""
+    """Choose ε, τ_tie and K on the pilot split; a run takes them with --pilot.
+    Keys hyper.epsilon, hyper.tau_tie, hyper.audit_every (`decoevo config hyper`); calls logged apart."""
     from .settings import RunFlags
 
     flags = RunFlags(config_file, None, data, fmt, benchmark, task, None, model, base_url, seeds, None, preset,

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from ..errors import ConfigError
 from ..lm import LMError
 from ..redact import redact
 from .boundary import failure_label
@@ -110,8 +111,9 @@ def run(
 def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool,
          allow_unlisted: bool = False) -> None:
     from ..lm.local import check_embedded
+    from ..tasks.splits import SplitsTooLarge
     from ..tracking import make_tracker
-    from .endpoint import check_keys, check_served
+    from .endpoint import check_keys, check_served, with_smaller_preset
     from .settings import check_new_run_dir, preset_choice, run_configs, run_dir_for, run_name
 
     tracker = make_tracker(*track)
@@ -132,7 +134,10 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     for config in configs:
         run_dir = run_dir_for(config, runs_root, name)
         check_new_run_dir(run_dir)
-        _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
+        try:
+            _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
+        except SplitsTooLarge as exc:
+            raise ConfigError(with_smaller_preset(str(exc), chosen.name)) from None
 
 def resume(
     run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),

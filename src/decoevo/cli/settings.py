@@ -471,5 +471,5 @@ def doctor_lm_config(
     try:
         return LMConfig.model_validate(deep_merge({"lm": lm}, over)["lm"])
     except ValueError as exc:
-        hint = validation_summary(exc, unknown_key=lambda key: unknown_key_hint(f"lm.{key}"))
+        hint = validation_summary(exc, unknown_key=unknown_key_hint, prefix="lm.")
         raise ConfigError(f"{source}: {hint}") from None

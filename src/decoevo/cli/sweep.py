@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from ..errors import ConfigError
 from .common import (
     BaseUrlOption,
     MaxCost,
@@ -25,7 +26,8 @@ from .data import choose_data
 
 def sweep(
     sweep_dir: Path = typer.Argument(..., help="The sweep directory (created; an earlier sweep's is continued)."),
-    spec: Path = typer.Option(None, "--spec", "-s", help="A sweep YAML (see docs/sweeps.md). Default: "
+    spec: Path = typer.Option(None, "--spec", "-s", help="A sweep YAML (methods, seeds, benchmarks, preset, and "
+                              "the run keys of `decoevo config`). Default: "
                               "SWEEP/sweep.yaml of an earlier sweep, else the flags below."),
     methods: str = typer.Option(None, help="Comma-separated methods, e.g. decoevo,skillopt,budget_matched"),
     seeds: str = typer.Option(None, help="Comma-separated seeds, e.g. 0,1,2 (matched across methods)."),
@@ -34,7 +36,8 @@ def sweep(
     task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
     benchmark: str = typer.Option(None, help="With --data: that benchmark's name (default: the file's stem). "
                                   "Alone: a fetched public benchmark, NAME[:split] (see `decoevo data list`)."),
-    preset: str = typer.Option(None, help="quick (default), default, paper or paper-full"),
+    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: the spec's, else "
+                               "default for a served model, quick for the embedded one)."),
     model: str = ModelOption,
     base_url: str = BaseUrlOption,
     steps: int = StepsOption,
@@ -60,6 +63,8 @@ def sweep(
 
     def body() -> None:
         from ..sweep import build_spec, run_sweep
+        from ..tasks.splits import SplitsTooLarge
+        from .endpoint import with_smaller_preset
         from .sweep_progress import sweep_bars
 
         if sweep_dir.exists() and not sweep_dir.is_dir():
@@ -68,9 +73,14 @@ def sweep(
                                max_tokens=max_tokens, max_cost=max_cost, evaluate=evaluate, no_cache=no_cache,
                                sets=set_, pilot=pilot)
         bench = sweep_benchmark(data, fmt, task, benchmark, choose_data)
-        built, source = build_spec(sweep_dir, spec, overrides=over, benchmark=bench, model=model, base_url=base_url)
-        book = run_sweep(built, sweep_dir, source=source, workers=workers, threads=threads, ray_address=ray_address,
-                         console=console, observer=sweep_bars(console))
+        built, source = build_spec(sweep_dir, spec, overrides=over, benchmark=bench, model=model, base_url=base_url,
+                                   on_preset=lambda chosen: console.print(f"preset: {chosen.name} ({chosen.reason})",
+                                                                          highlight=False))
+        try:
+            book = run_sweep(built, sweep_dir, source=source, workers=workers, threads=threads,
+                             ray_address=ray_address, console=console, observer=sweep_bars(console))
+        except SplitsTooLarge as exc:
+            raise ConfigError(with_smaller_preset(str(exc), built.preset)) from None
         counts = book.counts()
         console.print(f"sweep {sweep_dir}: {counts['done']} done, {counts['failed']} failed "
                       f"(status: {sweep_dir / 'status.json'})")

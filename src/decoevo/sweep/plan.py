@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..engine.config import RunConfig, config_from_dict, deep_merge
+from ..engine.config import RunConfig, config_from_dict, deep_merge, with_backend_token_limits
 from ..engine.estimate import planned_steps
 from ..engine.run import build_splits
 from ..lm.errors import ConfigError
 from ..methods import get_method
 from ..rundir import RunReader
 from ..tasks.load import load_questions
+from ..tasks.splits import SplitsTooLarge
 from .spec import SweepSpec
 from .steps import pending_steps
 
@@ -90,7 +91,9 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
                         raise ConfigError(f"{source}: method budget_matched takes its budget from the decoevo run of "
                                           "the same benchmark and seed; add decoevo to methods, or set "
                                           "budget.max_calls or budget.max_tokens")
-                config = config_from_dict(deep_merge(base, over), source=where)
+                # resolved as the engine resolves it: the dump below marks every key as set, which would keep
+                # the embedded model's token limits for a served model (320-token answers)
+                config = with_backend_token_limits(config_from_dict(deep_merge(base, over), source=where))
                 try:
                     if questions is None:  # one load per benchmark; names a bad file or line before any run
                         questions = load_questions(config.data)
@@ -99,8 +102,9 @@ def plan(spec: SweepSpec, sweep_dir: Path, source: str = "the sweep spec") -> li
                         from ..pilot import with_pilot
 
                         config = with_pilot(config, spec.pilot, explicit=set(spec.hyper), questions=questions)
-                except ConfigError as exc:
-                    raise ConfigError(f"{where}: {exc}") from None
+                except ConfigError as exc:  # a too-small data file stays one (the command line adds a hint)
+                    raise (SplitsTooLarge if isinstance(exc, SplitsTooLarge) else ConfigError)(
+                        f"{where}: {exc}") from None
                 if "test" in spec.evaluate and config.splits.test == 0:
                     raise ConfigError(f"{where}: evaluate lists 'test' but splits.test is 0; set splits.test "
                                       "(questions held out for the final score) or remove 'test' from evaluate")

@@ -8,6 +8,7 @@ for flags), so the resolved copy names absolute paths and means the same thing w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..engine.config import deep_merge, lm_with_flags
 from ..lm.errors import ConfigError
 from ..methods import get_method
-from ..presets import PRESETS
+from ..presets import PRESETS, PresetChoice, choose_preset, default_is_served
 from ..userfiles import read_user_text
 from .steps import STEPS
 
@@ -220,12 +221,14 @@ def default_benchmark() -> dict[str, Any]:
 
 
 def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, Any] | None = None,
-               benchmark: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None
-               ) -> tuple[SweepSpec, str]:
+               benchmark: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None,
+               on_preset: Callable[[PresetChoice], None] | None = None) -> tuple[SweepSpec, str]:
     """The spec of `decoevo sweep`: --spec FILE, else SWEEP/sweep.yaml of an earlier invocation, else the
     flags alone (default: DecoEvo, seed 0, the bundled HealthBench sample). Flags override the file:
     `benchmark` replaces its benchmarks, `model`/`base_url` change its default model only
-    (`lm_with_flags`), `overrides` are merged into it."""
+    (`lm_with_flags`), `overrides` are merged into it. A preset neither names is chosen as `decoevo run`
+    chooses it (`choose_preset`: `default` for a served model, `quick` for the embedded one) and told to
+    `on_preset`; SWEEP/sweep.yaml always names its preset, so a continued sweep keeps its sizes."""
     stored = sweep_dir / SPEC_FILE
     if spec_file is not None:
         raw, source, base = read_yaml(spec_file), str(spec_file), spec_file.resolve().parent
@@ -244,4 +247,12 @@ def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, 
         raw["lm"] = lm_with_flags(raw.get("lm"), model, base_url)
     if source != "the command-line flags" and (overrides or benchmark is not None or flags):
         source += " or the command-line flags"
+    if "preset" not in raw and "preset" not in (overrides or {}):
+        lm, over_lm = raw.get("lm"), (overrides or {}).get("lm")
+        if isinstance(over_lm, dict):  # --set lm.… (a mapping that is not one is refused by validation)
+            lm = deep_merge(lm if isinstance(lm, dict) else {}, over_lm)
+        chosen = choose_preset(None, default_is_served(lm))
+        raw["preset"] = chosen.name
+        if on_preset is not None:
+            on_preset(chosen)
     return spec_from_dict(raw, source, base, overrides), source

@@ -60,6 +60,11 @@ def check_disjoint(splits: Mapping[str, Sequence[Question]]) -> None:
             owner[q.id] = name
 
 
+class SplitsTooLarge(ConfigError):
+    """The split sizes need more questions than the data has (a caller that chose the sizes may say how
+    else to get smaller ones, e.g. a smaller preset)."""
+
+
 def make_splits(questions: Sequence[Question], sizes: SplitSizes, seed: int,
                 required: Sequence[str] = REQUIRED) -> Splits:
     """Shuffle by seed and cut in SPLIT_NAMES order; the same seed always gives the same splits.
@@ -71,8 +76,8 @@ def make_splits(questions: Sequence[Question], sizes: SplitSizes, seed: int,
             raise ConfigError(f"split '{name}' is empty; set splits.{name} to at least 1")
     if sizes.total() > len(questions):
         asked = ", ".join(f"{n} {getattr(sizes, n)}" for n in SPLIT_NAMES if getattr(sizes, n))
-        raise ConfigError(f"the splits ask for {sizes.total()} questions but the data has {len(questions)} "
-                          f"({asked}); reduce the split sizes (e.g. --set splits.test=N) or add questions")
+        raise SplitsTooLarge(f"the splits ask for {sizes.total()} questions but the data has {len(questions)} "
+                             f"({asked}); reduce the split sizes (e.g. --set splits.test=N) or add questions")
     groups: dict[str, list[Question]] = {}
     for q in sorted(questions, key=lambda q: q.id):
         groups.setdefault(str(q.meta.get("question_key", q.id)), []).append(q)
