@@ -1,9 +1,10 @@
 """Reading a model server's reply body to a ceiling, decoded by us.
 
-aiohttp's own decompression inflates each chunk the socket delivers in one call, whatever it inflates to:
-a loaded machine that reads 256 KiB of a gzip bomb at once holds 256 MiB before any check runs (seen: 1.2 GB
-RSS for a 1 MiB body). So the session is made with `auto_decompress=False` and the body is inflated here
-with zlib's `max_length`: memory stays within the ceiling however the bytes arrive."""
+aiohttp's own decompression inflates each piece the socket delivers in one call, whatever it inflates to
+(a 256 KiB read of zeros at gzip's ~1000:1 is 256 MiB before any check can run). So the session is made with
+`auto_decompress=False` and the body is inflated here with zlib's `max_length`: memory stays within the
+ceiling plus one chunk however the bytes arrive (tests/test_transport_bounds.py hands a whole bomb over in
+one read)."""
 
 from __future__ import annotations
 
