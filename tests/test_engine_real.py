@@ -15,7 +15,9 @@ from decoevo.presets import PRESETS, bundled_healthbench
 
 from .real_model import requires_model
 
-pytestmark = [pytest.mark.real_model, requires_model]
+# slow: ~85 s; the default suite's DecoEvo run on the embedded model is the DecoEvo cell of
+# tests/test_sweep_report_real.py, which checks the same outer round (decoevo_on_the_embedded_model)
+pytestmark = [pytest.mark.real_model, pytest.mark.slow, requires_model]
 
 SIZES = {"train": 2, "probe": 1, "solver_gate": 1, "generator_gate": 1}
 HYPER = {**PRESETS["quick"]["hyper"], "steps": 1, "batch_size": 1, "audit_every": 1, "rollouts": 2,

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from decoevo.presets import bundled_healthbench
+from decoevo.rundir import RunReader
 
 from .real_model import requires_model
 from .report_helpers import browser_probe
@@ -65,6 +66,7 @@ def test_sweep_then_report_on_the_embedded_model(tmp_path):
             assert item["value"] in (0.0, 1.0) or (item["value"] is None and item["error"] in ("parse", "refusal"))
         aligned = json.loads((run / "eval" / "alignment.json").read_text())
         assert aligned["n_questions"] + aligned["n_failed"] == 1
+    decoevo_on_the_embedded_model(sweep / "runs" / "hb_few" / "decoevo-s0")
     # matched splits: both methods of a seed saw the same questions
     a, b = (json.loads((sweep / "runs" / "hb_few" / f"{m}-s0" / "splits.json").read_text())
             for m in ("decoevo", "skillopt"))
@@ -87,3 +89,27 @@ def test_sweep_then_report_on_the_embedded_model(tmp_path):
     assert "Training dynamics" in html and "not computed" not in html and "problems while reading" not in html
     assert "cells 2 done" in " ".join(html.split())  # the sweep's status.json is read
     assert probe["details"] >= 2 and probe["resources"] == [], probe  # one collapsible section per run
+
+
+def decoevo_on_the_embedded_model(run: Path) -> None:
+    """The DecoEvo cell's outer round on the 135M model (what tests/test_engine_real.py checks in process, now
+    slow-marked: this cell is the default suite's DecoEvo run on the embedded model). Both audits ran; the
+    round ended in a way the engine accounts for; a verification decided on audit objectives alone."""
+    structural = [json.loads(x) for x in (run / "audits/outer_000/structural_probe.jsonl").read_text().splitlines()]
+    assert len(structural) == 1 and 0.0 <= structural[0]["adequacy"] <= 1.0 and structural[0]["rationale"]
+    roles = {c.role for c in RunReader(run).calls()}
+    assert {"solve", "generate_rubric", "judge", "rewrite_solver", "structural_audit",
+            "contrastive_audit_blind"} <= roles, roles
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    (outer,) = [e for e in events if e["event"] in ("outer_round", "outer_round_failed")]
+    verification = run / "audits/outer_000/verification.json"
+    invalid = [e for e in events if e["event"] == "invalid_candidate" and e["skill"] == "generator"]
+    if verification.exists():
+        decided = json.loads(verification.read_text())
+        assert outer["policy"] == decided["decision"]["policy"] == "pareto"
+        assert set(decided["incumbent"]) <= {"structural", "contrastive"}  # audit objectives, never a score
+        assert "solver_score" not in outer["deltas"]
+    elif outer["event"] == "outer_round_failed":
+        assert outer["category"] in ("parse", "refusal", "empty")
+    else:
+        assert invalid and (run / "candidates").is_dir(), outer
