@@ -18,7 +18,7 @@ from .settings import apply_set, parse_seeds
 SHARED_KEYS = ("hyper", "splits", "budget")
 # the keys of a plan's reproduce.yaml (ReproducePlan.to_yaml): a file with others is somebody else's
 STATE_KEYS = frozenset({"solver", "grader", "data", "seeds", "benchmarks", "tables", "preset", "shared",
-                        "allow_self_grading", "transfer_limit"})
+                        "allow_self_grading", "transfer_limit", "sample_seed"})
 REPORT = "report.html"
 _OUR_REPORT = '<meta name="generator" content="decoevo'  # in the head of every report we render
 
