@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from ..engine.config import deep_merge
 from ..engine.estimate import estimate_calls
+from ..engine.sharing import run_share, seed_training
 from ..methods import get_method
 from .plan import (
     ABLATIONS,
@@ -59,15 +60,23 @@ def outline(rp: ReproducePlan, workers: int | None = None) -> list[str]:
     training, path_s, runs = 0, 0.0, 0
     dollars: float | None = 0.0
     for bench in rp.benchmarks:
+        rows = []
         for method in rp.methods_for(bench):
             raw = deep_merge(PRESETS[rp.preset], dict(rp.shared))
             config = config_from_dict(deep_merge(raw, {"method": method, "data": {"path": "not-read.jsonl"}}))
             est = estimate_calls(get_method(method), config.hyper, config.splits)
-            if method in (*TOPPED_UP, "budget_matched") and "decoevo" in rp.methods_for(bench):
+            matched = method in (*TOPPED_UP, "budget_matched") and "decoevo" in rp.methods_for(bench)
+            if matched:
                 est = estimate_calls(get_method(PAIRED), config.hyper, config.splits)
+            rows.append((est, run_share(get_method(method), config.hyper, config.splits,
+                                        est.expected if matched else None)))
+        paid = seed_training([share for _, share in rows])  # the runs of one seed share requests
+        for est, share in rows:
             runs += len(rp.seeds)
-            training += est.expected * len(rp.seeds)
+            training += round(paid[share.method] * len(rp.seeds))
             usd = est.dollars(lambda role, p, c: price(p, c))
+            if usd is not None and est.expected:
+                usd *= paid[share.method] / est.expected
             dollars = None if dollars is None or usd is None else dollars + usd * len(rp.seeds)
             waves = est.steps * WAVES_PER_STEP + est.expected_rounds * WAVES_PER_ROUND
             path_s += waves * CALL_LATENCY_S * len(rp.seeds)

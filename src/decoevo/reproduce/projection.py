@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..engine.config import RunConfig
 from ..engine.estimate import REJECT_PROB, TYPICAL_TOKENS, estimate_calls
+from ..engine.sharing import (
+    distinct_checkpoints,
+    distinct_evaluations,
+    distinct_generators,
+    run_share,
+    seed_training,
+)
 from ..errors import ConfigError
 from ..lm import ModelSpec
 from ..lm.pricing import price_for
 from ..methods import METHODS, get_method
 from ..sweep.plan import Cell
-from .plan import PAIRED, TRANSFERS, ReproducePlan
+from .plan import MAIN, PAIRED, TRACKED, TRANSFERS, ReproducePlan
 from .posts import PostTask
 
 
@@ -44,7 +52,7 @@ class Projection:
         return (
             f"{self.cells} runs ({cells}), {self.cells_to_run} still to run; projected paid calls: "
             f"~{self.training_calls:,} training + ~{self.evaluation_calls:,} evaluation = ~{self.calls:,}, "
-            f"{money} (an order of magnitude: engine/estimate.py)"
+            f"{money} (runs of one seed counted with the answers they share; docs/reproduce.md)"
             + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
                if self.matched else "")
             + (f". Graded with our prompt, not the official one (not fetched): {', '.join(self.unofficial)}; "
@@ -71,7 +79,7 @@ def project(
     solver_price = price_of(rp.solver)
     grader_price = price_of(rp.grader or rp.solver)
     grading = dict(grading) if grading is not None else grading_calls(rp)
-    training = evaluation = 0
+    training = evaluation = 0.0
     dollars: float | None = 0.0
     todo = 0
     matched: set[str] = set()
@@ -80,36 +88,61 @@ def project(
         nonlocal dollars
         dollars = None if dollars is None or usd is None else dollars + usd
 
+    # Runs of one seed share requests through the request cache (engine/sharing.py): each part is counted
+    # once per seed and benchmark, finished runs first (what they paid is in the cache already).
+    new_share: dict[Path, dict[str, float]] = {}
     for bench, group in cells.items():
         configs = [RunConfig.model_validate(c.config) for c in group]
         # A control matched to its paired DecoEvo run stops at that run's tokens, so it costs what that run
         # costs, not what its own schedule (up to budget_step_cap × T steps) would.
         paired = {c.seed: estimate_calls(get_method(c.method), c.hyper, c.splits) for c in configs
                   if c.method == PAIRED}
-        for cell, config in zip(group, configs, strict=True):
-            run_dir = cell.run_dir(rp.sweep_dir(bench))
-            if not (run_dir / "summary.json").is_file():
-                todo += 1
-                est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+        for seed in dict.fromkeys(c.seed for c in configs):
+            rows = []
+            for cell, config in zip(group, configs, strict=True):
+                if config.seed != seed:
+                    continue
+                run_dir = cell.run_dir(rp.sweep_dir(bench))
+                method = get_method(config.method)
+                est = estimate_calls(method, config.hyper, config.splits)
                 if config.budget.match_run and config.seed in paired:
                     est = paired[config.seed]
                     matched.add(config.method)
-                training += est.expected
-                add(est.dollars(lambda role, p, c: solver_price(p, c)))
-            if not (run_dir / "eval" / "test.json").is_file():
-                n = config.splits.test
-                per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
-                evaluation += round(n * per)
-                add(_eval_dollars(n * per, solver_price, grader_price))
+                share = run_share(method, config.hyper, config.splits,
+                                  est.expected if config.budget.match_run and seed in paired else None)
+                trained = (run_dir / "summary.json").is_file()
+                rows.append((not trained, list(METHODS).index(config.method), run_dir, config, est, share))
+            rows.sort(key=lambda r: (r[0], r[1]))
+            shares = [r[5] for r in rows]
+            paid_training = seed_training(shares)
+            tested = distinct_evaluations(shares)
+            main = distinct_evaluations([s for s in shares if s.method in MAIN])
+            tracked = [s for s in shares if s.method in TRACKED]
+            dynamics, aligned = distinct_checkpoints(tracked), distinct_generators(tracked)
+            for to_train, _, run_dir, config, est, share in rows:
+                new_share[run_dir.resolve()] = {"transfer": main.get(share.method, 1.0),
+                                                "dynamics": dynamics.get(share.method, 1.0),
+                                                "alignment": aligned.get(share.method, 1.0)}
+                if to_train:
+                    todo += 1
+                    calls = paid_training[share.method]
+                    training += calls
+                    usd = est.dollars(lambda role, p, c: solver_price(p, c))
+                    add(None if usd is None else usd * (calls / est.expected if est.expected else 0.0))
+                if not (run_dir / "eval" / "test.json").is_file():
+                    n = config.splits.test * tested[share.method]
+                    per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
+                    evaluation += n * per
+                    add(_eval_dollars(n * per, solver_price, grader_price))
     for task in posts:
         if task.done():
             continue
-        n = _post_questions(task, cells, sizes or {})
-        evaluation += round(n * _post_calls(task, cells, grading))
+        n = _post_questions(task, cells, sizes or {}) * new_share.get(task.run_dir.resolve(), {}).get(task.kind, 1.0)
+        evaluation += n * _post_calls(task, cells, grading)
         add(_eval_dollars(n * _post_calls(task, cells, grading), solver_price, grader_price))
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
-    return Projection(total, todo, training, evaluation, dollars, by_table,
+    return Projection(total, todo, round(training), round(evaluation), dollars, by_table,
                       tuple(m for m in METHODS if m in matched), unofficial_prompts(rp))
 
 
