@@ -141,6 +141,13 @@ def test_a_command_module_stays_short(name: str) -> None:
     assert lines <= 400, f"cli/{name}.py has {lines} lines"
 
 
+def test_the_reproduce_package_keeps_one_job_per_short_module() -> None:
+    """`reproduce/` is split by job (plan, posts, projection, outline, state), each module under 400 lines."""
+    sizes = {p.stem: len(p.read_text(encoding="utf-8").splitlines()) for p in (SRC / "reproduce").glob("*.py")}
+    assert {"plan", "posts", "projection", "outline", "state"} <= set(sizes), sorted(sizes)
+    assert max(sizes.values()) <= 400, sizes
+
+
 @pytest.mark.parametrize(("package", "forbidden"), [
     ("rundir", {"lm", "engine", "roles", "evaluation", "report", "sweep", "api", "cli"}),
     ("report", {"engine", "evaluation", "roles", "lm", "sweep", "api", "cli"}),

@@ -125,8 +125,13 @@ def test_controls_are_topped_up_to_decoevos_tokens_and_projected_at_its_cost(tmp
 
     paired = expected("decoevo")
     unmatched = sum(expected(m) for m in by if m not in ("sc_coevo", "direct_audit", "budget_matched"))
-    assert projection.training_calls == unmatched + 3 * paired
-    assert expected("budget_matched") > 3 * paired  # what the old projection counted for it alone
+    # alone, each matched control is its paired run's calls; together, the seed's runs share requests
+    from decoevo.engine.sharing import run_share
+
+    c = RunConfig.model_validate(by["budget_matched"].config)
+    assert run_share(get_method("budget_matched"), c.hyper, c.splits, paired).alone == paired
+    assert paired < projection.training_calls < unmatched + 3 * paired
+    assert expected("budget_matched") > paired  # what the old projection counted for it alone
     assert set(projection.matched) == {"sc_coevo", "direct_audit", "budget_matched"}
     assert "run to the paired DecoEvo run's tokens" in projection.describe()
 
@@ -186,9 +191,17 @@ def test_evaluation_is_projected_with_each_graders_real_call_pattern(tmp_path):
     assert per[str(sample)] == pytest.approx(334 / 24) and per[str(tmp_path / "med.jsonl")] == 3  # 3 gold items
     cells = plan_cells(rp)
     projection = project(rp, cells, [], grading=per)
-    # each cell's test split: a solve and ~13.9 grader calls per conversation (no transfer: none is requested)
-    assert projection.evaluation_calls == sum(round(c.config["splits"]["test"] * (1 + 334 / 24))
-                                              for c in cells["healthbench"])
+    # each new answer of the test split: a solve and ~13.9 grader calls per conversation (no transfer: none is
+    # requested); an answer another run of the seed already had is the cache's (engine/sharing.py)
+    from decoevo.engine.config import RunConfig
+    from decoevo.engine.sharing import distinct_evaluations, run_share
+    from decoevo.methods import get_method
+
+    configs = [RunConfig.model_validate(c.config) for c in cells["healthbench"]]
+    new = distinct_evaluations([run_share(get_method(c.method), c.hyper, c.splits) for c in configs])
+    assert new["zero_shot"] == 1.0 and 0 < new["decoevo"] < 1
+    answers = sum(c.splits.test * new[c.method] for c in configs)
+    assert projection.evaluation_calls == round(answers * (1 + 334 / 24))
 
 
 def test_the_plan_says_when_the_official_grader_prompt_is_not_fetched(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """`decoevo reproduce OUT`: flags, the projection and the question before spending, then
-`decoevo.reproduce` (plan, sweeps, evaluations) and the report. Printing only; the work is in reproduce.py."""
+`decoevo.reproduce` (plan, sweeps, evaluations) and the report. Printing only; the work is in the reproduce package."""
 
 from __future__ import annotations
 

@@ -143,9 +143,29 @@ def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: 
     return rounds
 
 
+Shared = dict[tuple[str, ...], int]  # calls by what makes their requests equal across methods (engine/sharing.py)
+
+
+def fresh_share(steps: int, drawn: float, reject_prob: float) -> float:
+    """Mean share of a step's batch questions not drawn before under the current solver skill: a question is
+    in a given batch with probability `drawn` (batch ÷ train), and the skill has stood for k earlier steps with
+    probability reject_prob^k (1 − reject_prob), k at most the steps taken."""
+    if steps <= 0:
+        return 1.0
+    total = 0.0
+    for s in range(steps):
+        total += sum(reject_prob ** k * (1 - reject_prob) * (1 - drawn) ** k for k in range(s))
+        total += reject_prob ** s * (1 - drawn) ** s
+    return total / steps
+
+
 def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: float, first_decisive: float,
-                 settled: float) -> tuple[dict[str, int], dict[str, int], int]:
-    """Paid calls of one round by role, paid once per run by role, and cached answers per round."""
+                 settled: float, shared: tuple[Shared, Shared] | None = None,
+                 ) -> tuple[dict[str, int], dict[str, int], int]:
+    """Paid calls of one round by role, paid once per run by role, and cached answers per round. `shared`,
+    when given, receives the calls of a round (and of the run, once) whose requests depend only on the
+    incumbent solver and generator and on the method flags named in their key, not on this method's own
+    rewrite: two methods in the same state make them identically."""
     p, vg, L = sizes.probe, sizes.generator_gate, hyper.rollouts
     short = hyper.decision_shortcuts
     orders = 1 + first_decisive if short else 2  # blind orders asked per pair
@@ -155,40 +175,49 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
     once: dict[str, int] = {}
     cached = 0
 
-    def add(table: dict[str, int], role: str, n: int) -> None:
+    def add(table: dict[str, int], role: str, n: int, *key: str) -> None:
         table[role] = table.get(role, 0) + n
+        if key and shared is not None:
+            into = shared[0] if table is rnd else shared[1]
+            into[(role, *key)] = into.get((role, *key), 0) + n
+
+    # with two rollouts the one pair is every selection's: random and near-tie pairs ask the same
+    blind = f"blind={method.rubric_blind},pairs={'the only one' if L == 2 else method.pair_selection}"
+    verify = type(method.acceptance).__name__
+    # the rewrite's inputs (which audits ran, how they were asked, distilled or not) make its candidate
+    cand = f"candidate:s={method.structural_audit},c={method.contrastive_audit},{blind},d={method.distill}"
 
     if method.structural_audit:  # the probe rubrics and audits are new whenever the generator is
-        add(rnd, "generate_rubric", p)
-        add(rnd, "structural_audit", p)
+        add(rnd, "generate_rubric", p, "probe")
+        add(rnd, "structural_audit", p, "probe")
     if method.contrastive_audit:
-        add(once, "generate_rubric", 0 if method.structural_audit else p)
-        add(rnd, "solve", p * L)
-        add(rnd, "judge", p * L)
-        add(rnd, "contrastive_audit_blind", round(orders * p * pairs))
-        add(rnd, "contrastive_audit_reveal", round(p * pairs * decided))
+        add(once, "generate_rubric", 0 if method.structural_audit else p, "probe")
+        add(rnd, "solve", p * L, "probe")
+        add(rnd, "judge", p * L, "probe")
+        add(rnd, "contrastive_audit_blind", round(orders * p * pairs), "probe", blind)
+        add(rnd, "contrastive_audit_reveal", round(p * pairs * decided), "probe", blind)
     if method.evolve_generator and not method.audit_to_solver:
-        add(rnd, "rewrite_generator", 1)
+        add(rnd, "rewrite_generator", 1, cand)
         if isinstance(method.acceptance, VerifyByAudits):
-            add(once, "generate_rubric", vg)  # the incumbent's V_g rubrics; an accepted candidate's are cached
-            add(rnd, "generate_rubric", vg)  # the candidate's
+            add(once, "generate_rubric", vg, "V_g")  # the incumbent's V_g rubrics; an accepted candidate's are cached
+            add(rnd, "generate_rubric", vg, cand)  # the candidate's
             if method.structural_audit:
-                add(once, "structural_audit", vg)
-                add(rnd, "structural_audit", vg)
+                add(once, "structural_audit", vg, "V_g")
+                add(rnd, "structural_audit", vg, cand)
                 cached += vg  # the incumbent's structural audits
             if method.contrastive_audit:
-                add(rnd, "solve", round(drawn * vg * L))
+                add(rnd, "solve", round(drawn * vg * L), "V_g")
                 frozen = round(vg * pairs * decided)
                 # locating judgements, the candidate's margins
-                add(rnd, "judge", round(drawn * (vg * L + 2 * frozen)))
-                add(rnd, "contrastive_audit_blind", round(drawn * orders * vg * pairs))
+                add(rnd, "judge", round(drawn * (vg * L + 2 * frozen)), "V_g", cand)
+                add(rnd, "contrastive_audit_blind", round(drawn * orders * vg * pairs), "V_g", blind)
                 cached += round(drawn * 2 * frozen)  # the incumbent's margins are its locating judgements
         elif isinstance(method.acceptance, VerifyBySolverScore):
-            add(once, "generate_rubric", vg)
-            add(once, "solve", vg)
-            add(once, "judge", vg)
-            add(rnd, "generate_rubric", vg)
-            add(rnd, "judge", vg)
+            add(once, "generate_rubric", vg, "V_g")
+            add(once, "solve", vg, "V_g", verify)
+            add(once, "judge", vg, "V_g", verify)
+            add(rnd, "generate_rubric", vg, cand)
+            add(rnd, "judge", vg, cand, verify)
             cached += 2 * vg
     return rnd, once, cached
 
@@ -199,13 +228,15 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
     if not method.optimize_solver:
         return CallEstimate(0, 0, 0, 0, 0)
     b, vs = hyper.batch_size, sizes.solver_gate
-    step = {"solve": b + vs, "judge": b + vs, "rewrite_solver": 1}  # the batch; the challenger on V_s
+    steps = planned_steps(method, hyper)
+    # A batch question drawn again while the solver skill is unchanged is answered by the cache
+    fresh = round(b * fresh_share(steps, min(b, sizes.train) / max(sizes.train, 1), reject_prob))
+    step = {"solve": fresh + vs, "judge": fresh + vs, "rewrite_solver": 1}  # the batch; the challenger on V_s
     # Once: the incumbent's first V_s scores, and one rubric per question the run touches (train
     # questions drawn in some batch, V_s); later steps reuse them while the generator is unchanged.
-    steps = planned_steps(method, hyper)
     seen = round(sizes.train * (1 - (1 - min(b, sizes.train) / max(sizes.train, 1)) ** steps))
     once = {"solve": vs, "judge": vs, "generate_rubric": seen + vs}
-    cached_step = 2 * vs  # the incumbent's V_s answers and judgements
+    cached_step = 2 * vs + 2 * (b - fresh)  # the incumbent's V_s answers and judgements, repeated questions
     if not method.runs_audits:
         return CallEstimate(sum(step.values()), 0, steps, 0, 0, 0.0, sum(once.values()), cached_step, 0,
                             step, {}, once)

@@ -1,0 +1,238 @@
+"""The projection printed before anything is spent: paid calls per phase (training, evaluation) and dollars
+of what is not done yet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..engine.config import RunConfig
+from ..engine.estimate import REJECT_PROB, TYPICAL_TOKENS, estimate_calls
+from ..engine.sharing import (
+    distinct_checkpoints,
+    distinct_evaluations,
+    distinct_generators,
+    run_share,
+    seed_training,
+)
+from ..errors import ConfigError
+from ..lm import ModelSpec
+from ..lm.pricing import price_for
+from ..methods import METHODS, get_method
+from ..sweep.plan import Cell
+from .plan import MAIN, PAIRED, TRACKED, TRANSFERS, ReproducePlan
+from .posts import PostTask
+
+
+@dataclass(frozen=True)
+class Projection:
+    cells: int
+    cells_to_run: int
+    training_calls: int  # expected paid calls of the cells still to run
+    evaluation_calls: int  # expected paid calls of the evaluations still to run (test, transfer, ...)
+    dollars: float | None  # None: some model has no price
+    by_table: Mapping[str, int]  # cells per benchmark
+    matched: tuple[str, ...] = ()  # methods run to their paired DecoEvo run's tokens
+    unofficial: tuple[str, ...] = ()  # benchmarks graded with our prompt: their official one is not fetched
+
+    @property
+    def calls(self) -> int:
+        return self.training_calls + self.evaluation_calls
+
+    def describe(self) -> str:
+        money = (
+            f"about ${self.dollars:,.2f}"
+            if self.dollars
+            else "no dollars (free or unpriced models)"
+            if self.dollars is not None
+            else "dollars unknown: a model has no price (set input/output_price_per_mtok)"
+        )
+        cells = ", ".join(f"{b} {n}" for b, n in self.by_table.items())
+        return (
+            f"{self.cells} runs ({cells}), {self.cells_to_run} still to run; projected paid calls: "
+            f"~{self.training_calls:,} training + ~{self.evaluation_calls:,} evaluation = ~{self.calls:,}, "
+            f"{money} (runs of one seed counted with the answers they share; docs/reproduce.md)"
+            + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
+               if self.matched else "")
+            + (f". Graded with our prompt, not the official one (not fetched): {', '.join(self.unofficial)}; "
+               f"run `decoevo data fetch {' '.join(self.unofficial)}` first to grade as the paper does"
+               if self.unofficial else "")
+        )
+
+
+def price_of(spec: ModelSpec) -> Callable[[int, int], float | None]:
+    price = price_for(spec)
+    return lambda p, c: None if price is None else price.cost(p, c)
+
+
+def project(
+    rp: ReproducePlan,
+    cells: Mapping[str, list[Cell]],
+    posts: Sequence[PostTask],
+    sizes: Mapping[str, int] | None = None,
+    grading: Mapping[str, float] | None = None,
+) -> Projection:
+    """Expected paid calls and dollars of what is not done yet (finished cells and evaluations cost nothing);
+    `sizes`: questions per transfer file (`transfer_sizes`); `grading`: grader calls per answer of each data
+    file (`grading_calls`, read from the files when not given)."""
+    solver_price = price_of(rp.solver)
+    grader_price = price_of(rp.grader or rp.solver)
+    grading = dict(grading) if grading is not None else grading_calls(rp)
+    training = evaluation = 0.0
+    dollars: float | None = 0.0
+    todo = 0
+    matched: set[str] = set()
+
+    def add(usd: float | None) -> None:
+        nonlocal dollars
+        dollars = None if dollars is None or usd is None else dollars + usd
+
+    # Runs of one seed share requests through the request cache (engine/sharing.py): each part is counted
+    # once per seed and benchmark, finished runs first (what they paid is in the cache already).
+    new_share: dict[Path, dict[str, float]] = {}
+    for bench, group in cells.items():
+        configs = [RunConfig.model_validate(c.config) for c in group]
+        # A control matched to its paired DecoEvo run stops at that run's tokens, so it costs what that run
+        # costs, not what its own schedule (up to budget_step_cap × T steps) would.
+        paired = {c.seed: estimate_calls(get_method(c.method), c.hyper, c.splits) for c in configs
+                  if c.method == PAIRED}
+        for seed in dict.fromkeys(c.seed for c in configs):
+            rows = []
+            for cell, config in zip(group, configs, strict=True):
+                if config.seed != seed:
+                    continue
+                run_dir = cell.run_dir(rp.sweep_dir(bench))
+                method = get_method(config.method)
+                est = estimate_calls(method, config.hyper, config.splits)
+                if config.budget.match_run and config.seed in paired:
+                    est = paired[config.seed]
+                    matched.add(config.method)
+                share = run_share(method, config.hyper, config.splits,
+                                  est.expected if config.budget.match_run and seed in paired else None)
+                trained = (run_dir / "summary.json").is_file()
+                rows.append((not trained, list(METHODS).index(config.method), run_dir, config, est, share))
+            rows.sort(key=lambda r: (r[0], r[1]))
+            shares = [r[5] for r in rows]
+            paid_training = seed_training(shares)
+            tested = distinct_evaluations(shares)
+            main = distinct_evaluations([s for s in shares if s.method in MAIN])
+            tracked = [s for s in shares if s.method in TRACKED]
+            dynamics, aligned = distinct_checkpoints(tracked), distinct_generators(tracked)
+            for to_train, _, run_dir, config, est, share in rows:
+                new_share[run_dir.resolve()] = {"transfer": main.get(share.method, 1.0),
+                                                "dynamics": dynamics.get(share.method, 1.0),
+                                                "alignment": aligned.get(share.method, 1.0)}
+                if to_train:
+                    todo += 1
+                    calls = paid_training[share.method]
+                    training += calls
+                    usd = est.dollars(lambda role, p, c: solver_price(p, c))
+                    add(None if usd is None else usd * (calls / est.expected if est.expected else 0.0))
+                if not (run_dir / "eval" / "test.json").is_file():
+                    n = config.splits.test * tested[share.method]
+                    per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
+                    evaluation += n * per
+                    add(_eval_dollars(n * per, solver_price, grader_price))
+    for task in posts:
+        if task.done():
+            continue
+        n = _post_questions(task, cells, sizes or {}) * new_share.get(task.run_dir.resolve(), {}).get(task.kind, 1.0)
+        evaluation += n * _post_calls(task, cells, grading)
+        add(_eval_dollars(n * _post_calls(task, cells, grading), solver_price, grader_price))
+    by_table = {b: len(g) for b, g in cells.items()}
+    total = sum(by_table.values())
+    return Projection(total, todo, round(training), round(evaluation), dollars, by_table,
+                      tuple(m for m in METHODS if m in matched), unofficial_prompts(rp))
+
+
+def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
+    """The plan's benchmarks (sources and transfers) whose official grader prompt is known but not fetched:
+    `grader_prompt: auto` grades them with ours, which the plan says before anything is spent."""
+    from ..benchmarks import find
+    from ..benchmarks.templates import fetched
+
+    names = [*rp.benchmarks, *(TRANSFERS[b] for b in rp.benchmarks
+                               if "1" in rp.tables and b in TRANSFERS and TRANSFERS[b] in rp.data)]
+    out = []
+    for name in names:
+        bench = find(rp.data[name].format) if name in rp.data else None
+        if bench is not None and bench.official_prompts and bench.official is not None and not fetched(bench):
+            out.append(bench.name)
+    return tuple(out)
+
+
+def _eval_dollars(
+    n: float, solver_price: Callable[[int, int], float | None], grader_price: Callable[[int, int], float | None]
+) -> float | None:
+    solve, grade = solver_price(*TYPICAL_TOKENS["solve"]), grader_price(*TYPICAL_TOKENS["judge"])
+    return None if solve is None or grade is None else n * (solve + grade)
+
+
+def transfer_sizes(rp: ReproducePlan) -> dict[str, int]:
+    """Questions per transfer file, loaded now: a missing or malformed transfer file, or one without gold
+    rubrics, is refused before any run is paid for rather than after training."""
+    from ..engine.config import DataConfig
+    from ..tasks.load import load_questions
+
+    out: dict[str, int] = {}
+    for bench in rp.benchmarks:
+        choice = rp.transfer_for(bench)
+        if choice is None:
+            continue
+        questions = load_questions(DataConfig.model_validate(choice.config()))
+        missing = [q.id for q in questions if q.gold is None]
+        if missing:
+            raise ConfigError(
+                f"{choice.path}: {len(missing)} question(s) have no gold rubric (first: {missing[0]}); "
+                f"the {TRANSFERS[bench]} transfer is graded against gold rubrics"
+            )
+        out[choice.path] = len(questions)
+    return out
+
+
+def grading_calls(rp: ReproducePlan) -> dict[str, float]:
+    """Mean grader calls to grade one answer, per data file of the plan, by its benchmark's official rule
+    (HealthBench: one per rubric item, about 14 per conversation in the bundled sample)."""
+    from ..benchmarks.graders import grading_calls as calls_of
+    from ..engine.config import DataConfig
+    from ..tasks.load import load_questions
+
+    out: dict[str, float] = {}
+    for choice in rp.data.values():
+        if choice.path in out:
+            continue
+        questions = load_questions(DataConfig.model_validate(choice.config()))
+        out[choice.path] = sum(calls_of(q) for q in questions) / len(questions) if questions else 0.0
+    return out
+
+
+def _bench_config(task: PostTask, cells: Mapping[str, list[Cell]]) -> RunConfig | None:
+    """A configuration of the task's benchmark (RUN is sweeps/<bench>/runs/<bench>/<cell>; split sizes and
+    hyperparameters are the same for every method there)."""
+    group = cells.get(task.run_dir.parent.name) or next(iter(cells.values()), [])
+    return RunConfig.model_validate(group[0].config) if group else None
+
+
+def _post_calls(task: PostTask, cells: Mapping[str, list[Cell]], grading: Mapping[str, float]) -> float:
+    """Paid calls per question of one evaluation after training."""
+    config = _bench_config(task, cells)
+    if task.kind == "transfer":
+        return 1 + (grading.get(task.data.path, 1.0) if task.data is not None else 1.0)
+    source = grading.get(config.data.path, 1.0) if config is not None else 1.0
+    if task.kind == "dynamics":  # per checkpoint: a solve, the proxy's rubric and judge, the gold grader's calls
+        return 3 + source
+    # alignment: the final generator's rubric, then one matcher call per generated criterion (at most K)
+    return 1 + (config.hyper.max_criteria if config is not None else 8)
+
+
+def _post_questions(task: PostTask, cells: Mapping[str, list[Cell]], sizes: Mapping[str, int]) -> int:
+    if task.kind == "transfer":
+        return sizes.get(task.data.path, 0) if task.data is not None else 0
+    config = _bench_config(task, cells)
+    if config is None:
+        return 0
+    if task.kind == "dynamics":  # every checkpoint on the diagnostic split: the first, then each accepted step
+        return round(config.splits.diagnostic * (1 + config.hyper.steps * (1 - REJECT_PROB)))
+    return config.splits.test
+

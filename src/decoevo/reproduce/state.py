@@ -1,0 +1,50 @@
+"""The state file `OUT/reproduce.yaml`: the plan an earlier invocation stored, read back so a rerun resumes it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..engine.config import deep_merge
+from ..errors import ConfigError
+from ..lm import ModelSpec
+from .plan import PAPER_SEEDS, SAMPLE_SEED, SOURCES, TABLES, DataChoice, ReproducePlan
+
+STATE_FILE = "reproduce.yaml"
+
+
+def load_state(out: Path) -> dict[str, Any] | None:
+    """The plan an earlier `decoevo reproduce OUT` stored (its flags), for a rerun that resumes it."""
+    path = out / STATE_FILE
+    if not path.is_file():
+        return None
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a reproduce plan; remove it or pick another directory")
+    return data
+
+
+def plan_from_state(out: Path, state: Mapping[str, Any], **overrides: Any) -> ReproducePlan:
+    merged = deep_merge(dict(state), {k: v for k, v in overrides.items() if v is not None})
+    try:
+        return ReproducePlan(
+            out=out,
+            solver=ModelSpec.model_validate(merged["solver"]),
+            grader=ModelSpec.model_validate(merged["grader"]) if merged.get("grader") else None,
+            data={k: DataChoice(**v) for k, v in (merged.get("data") or {}).items()},
+            seeds=tuple(merged.get("seeds") or PAPER_SEEDS),
+            benchmarks=tuple(merged.get("benchmarks") or SOURCES),
+            tables=tuple(merged.get("tables") or TABLES),
+            preset=merged.get("preset") or "paper",
+            shared=merged.get("shared") or {},
+            allow_self_grading=bool(merged.get("allow_self_grading")),
+            transfer_limit=merged.get("transfer_limit"),
+            # a stored plan without the key predates sampling: it keeps taking the first N ids
+            sample_seed=merged.get("sample_seed", None if state.get("solver") is not None else SAMPLE_SEED),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{out / STATE_FILE}: {exc}") from None
+
