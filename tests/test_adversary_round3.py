@@ -106,6 +106,7 @@ def _billed(calls: Path) -> tuple[int, int]:
     return len(paid), sum(1 for c in paid if c.get("estimated"))
 
 
+@pytest.mark.slow  # ~18 s; tests/test_billed_everywhere.py kills eval and pilot three times each (a superset)
 def test_an_evaluation_and_a_pilot_killed_with_requests_in_flight_count_every_request_received(
     tmp_path: Path,
 ) -> None:

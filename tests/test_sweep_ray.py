@@ -67,6 +67,7 @@ def test_a_sweep_on_ray_matches_the_local_executor(tmp_path, server, ray_address
     assert all(c["action"] == "skip" for c in status(tmp_path / "RAY").values())
 
 
+@pytest.mark.slow  # ~19 s; the shared slots themselves: tests/test_sweep_slots.py (local cells, the same files)
 def test_cells_on_ray_share_the_endpoint_limit(tmp_path, ray_address):
     """4 cells as Ray tasks (1/8 CPU each: they only call a server) keep the endpoint within its limit."""
     from decoevo.testing.server import serve_app
