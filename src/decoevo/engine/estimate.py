@@ -152,11 +152,13 @@ def fresh_share(steps: int, drawn: float, reject_prob: float) -> float:
     probability reject_prob^k (1 − reject_prob), k at most the steps taken."""
     if steps <= 0:
         return 1.0
-    total = 0.0
-    for s in range(steps):
-        total += sum(reject_prob ** k * (1 - reject_prob) * (1 - drawn) ** k for k in range(s))
-        total += reject_prob ** s * (1 - drawn) ** s
-    return total / steps
+    # In closed form (a sum over s < steps of Σ_{k<s} (1−r) x^k + x^s, x = r(1−d)): constant time, since
+    # nothing sized by a configured step count may run before the first budget check (10^7 steps allowed).
+    r, x = reject_prob, reject_prob * (1 - drawn)
+    if abs(1 - x) < 1e-12:  # r = 1 and d = 0: every earlier step kept the skill and missed the question
+        return ((1 - r) * (steps - 1) / 2) + 1
+    geometric = (1 - x ** steps) / (1 - x)  # Σ_{s<steps} x^s
+    return ((1 - r) / (1 - x) * (steps - geometric) + geometric) / steps
 
 
 def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: float, first_decisive: float,
