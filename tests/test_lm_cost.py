@@ -148,3 +148,26 @@ def test_a_plain_install_prices_a_known_provider_offline_and_not_a_self_hosted_n
     mine = ModelSpec(backend="openai", model="gpt-4o", base_url="https://api.openai.com/v1", input_price_per_mtok=1.0,
                      output_price_per_mtok=4.0)
     assert price_for(mine) == Price(1.0, 4.0)
+
+
+async def test_an_experiments_cap_is_shared_by_every_lm_and_cached_answers_pass_it(cache, tmp_path, monkeypatch):
+    """Issue 25 item 3: with DECOEVO_SPEND_FILE and DECOEVO_MAX_COST set (as `reproduce --max-cost` sets them
+    for its cells and grading), LMs of separate runs add their paid dollars to one file and each stops at the
+    shared sum, as a budget stop; answers from the cache cost nothing and are never refused."""
+    from decoevo.lm.spend import CAP_ENV, FILE_ENV, SpendCapReached, read_spend
+
+    each = (1000 * 2.0 + 500 * 8.0) / 1e6  # $0.006
+    spend = tmp_path / "spend.log"
+    monkeypatch.setenv(FILE_ENV, str(spend))
+    monkeypatch.setenv(CAP_ENV, repr(5 * each - 1e-9))
+    first, second = SlowBackend(max_concurrency=1), SlowBackend(max_concurrency=1)
+    lm_a, lm_b = lm_with(first, cache), lm_with(second, cache)  # no budget of their own
+    assert not any(isinstance(r, Exception) for r in await run_many(lm_a, 3))
+    results = await run_many(lm_b, 6)  # q0-q2 are lm_a's answers in the cache: free, not refused
+    assert first.paid == 3 and second.paid == 2
+    assert not any(isinstance(r, Exception) for r in results[:5])
+    assert isinstance(results[5], SpendCapReached) and isinstance(results[5], BudgetExceeded)
+    assert read_spend(spend) == pytest.approx(5 * each) and len(spend.read_text().split()) == 5
+    monkeypatch.setenv(CAP_ENV, "-1")
+    with pytest.raises(ConfigError, match="positive number of dollars"):
+        lm_with(first, cache)

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from decoevo.cli import app
 from decoevo.errors import ConfigError
 from decoevo.lm import ModelSpec
+from decoevo.lm.spend import CAP_STOP
 from decoevo.reproduce import ABLATIONS, CONTROLS, MAIN, DataChoice, ReproducePlan
 
 pytest.importorskip("uvicorn")
@@ -247,3 +248,51 @@ def test_plan_only_prints_the_plan_before_any_data_and_writes_nothing(tmp_path, 
     assert "about $" in text and "expected training wall time" in text and "4 run(s) at once" in text
     assert "data not fetched yet: healthbench" in text
     assert not out.exists()
+
+
+def test_max_cost_stops_the_whole_experiment_and_a_raised_cap_finishes_it(tmp_path, sim, monkeypatch):
+    """Issue 25 item 3: `--max-cost` is the whole experiment's cap (every cell's process and the driver's
+    grading add to OUT/spend.log); reached mid-experiment it stops every run as a budget stop, a rerun at it
+    says so in one line and pays nothing, and a raised cap continues to the end without paying twice."""
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))  # none of the other tests' answers
+    priced = {"backend": "openai", "base_url": f"{sim.url}/v1", "input_price_per_mtok": 50.0,
+              "output_price_per_mtok": 50.0}
+    models = tmp_path / "models.yaml"
+    models.write_text(json.dumps({"solver": {**priced, "model": "sim"}, "grader": {**priced, "model": "sim-grader"}}))
+    spend = tmp_path / "out" / "spend.log"
+
+    def lines() -> list[float]:
+        return [float(x) for x in spend.read_text().split()] if spend.is_file() else []
+
+    runs = tmp_path / "out" / "sweeps" / "healthbench" / "runs" / "healthbench"
+    before = sim.stats.requests
+    cap = 0.5
+    code, out = invoke(tmp_path, sim.url, "--models", str(models), "--yes", "--workers", "2", "--max-cost", str(cap))
+    said = " ".join(out.split())
+    assert code == 2 and "at its cost cap" in said and "--max-cost" in said, out
+    paid = lines()
+    # every request the server received was counted once, and the sum passed the cap by at most one
+    # request per process paying at once (two cells, or the driver's grading)
+    assert len(paid) == sim.stats.requests - before
+    assert cap <= sum(paid) <= cap + 2 * max(paid)
+    assert not all((runs / f"{m}-s0" / "eval" / "test.json").is_file() for m in MAIN)
+    stops = [json.loads(p.read_text()).get("stopped") or "" for p in runs.glob("*/summary.json")]
+    assert any(s.startswith(CAP_STOP) for s in stops), stops
+    # the same (stored) cap: one line, nothing paid, nothing run
+    requests = sim.stats.requests
+    code, out = invoke(tmp_path, sim.url, "--models", str(models), "--yes")
+    said = " ".join(out.split())
+    assert code == 2 and out.count("error:") == 1 and "at its cost cap, $" in said, out
+    assert "projected paid calls" not in said and f"${sum(paid):,.4f} spent of --max-cost 0.5" in said
+    assert sim.stats.requests == requests
+    # raised: the stopped runs continue from their last step and the experiment finishes
+    code, out = invoke(tmp_path, sim.url, "--models", str(models), "--yes", "--workers", "2", "--max-cost", "1000")
+    assert code == 0, out
+    assert len(lines()) == sim.stats.requests - before  # nothing paid twice: the cache answered the rest
+    for method in MAIN:
+        assert (runs / f"{method}-s0" / "eval" / "transfer-llmeval_med.json").is_file()
+        summary = json.loads((runs / f"{method}-s0" / "summary.json").read_text())
+        # a topped-up control ends at its own (token) budget; none ends at the experiment's cap
+        assert summary["status"] == "finished" or not summary["stopped"].startswith(CAP_STOP), summary
+        assert summary["status"] == "finished" or method == "sc_coevo", summary
+    assert "max_cost: 1000" in (tmp_path / "out" / "reproduce.yaml").read_text()

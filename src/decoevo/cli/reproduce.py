@@ -4,8 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import math
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -13,9 +18,14 @@ from rich.markup import escape
 from ..errors import ConfigError, validation_summary
 from ..fileio import atomic_write_text
 from ..lm import ModelSpec
+from ..lm.spend import CAP_ENV, read_spend
+from ..lm.spend import FILE_ENV as SPEND_FILE_ENV
 from . import reproduce_args as ra
 from .boundary import printable
 from .common import console, err_console, guarded
+
+if TYPE_CHECKING:
+    from ..reproduce import PostTask, ReproducePlan
 
 
 def _spec(model: str | None, base_url: str | None, flags: str = "--base-url/--model") -> ModelSpec | None:
@@ -63,6 +73,8 @@ def reproduce_command(
         "--allow-self-grading",
         help="Grade with the backbone itself (results labelled self-graded, not independent).",
     ),
+    max_cost: float = typer.Option(None, "--max-cost", help="Stop the whole experiment (every run, grading "
+                                   "included) at this many USD; kept in the plan, raise it to continue."),
 ) -> None:
     """The paper's whole experiment: Tables 1-5 and Figure 3, graded independently, with the report."""
     guarded(_reproduce)(
@@ -84,6 +96,7 @@ def reproduce_command(
         workers,
         allow_self_grading,
         plan_only,
+        max_cost,
     )
 
 
@@ -106,13 +119,14 @@ def _reproduce(
     workers: int | None,
     allow_self_grading: bool,
     plan_only: bool = False,
+    max_cost: float | None = None,
 ) -> None:
     from .. import reproduce as rp_mod
     from ..report import build_report, write
-    from ..sweep import run_sweep
-    from .sweep_progress import sweep_bars
 
     out = out.resolve()
+    if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
+        raise ConfigError(f"--max-cost {max_cost:g}: the cap is a positive number of US dollars")
     state = ra.read_state(out, rp_mod.STATE_FILE) or {}
     solver, grader = _spec(model, base_url), _spec(grader_model, grader_base_url, "--grader-base-url/--grader-model")
     if models_file is not None:
@@ -142,10 +156,13 @@ def _reproduce(
         shared=ra.sets(sets),
         transfer_limit=transfer_limit,
         allow_self_grading=allow_self_grading or None,
+        max_cost=max_cost,
     )
     if plan_only:  # before any data is read or a file written
         for line in rp_mod.outline(rp, workers):
             console.print(line, highlight=False)
+        if rp.max_cost is not None:
+            console.print(f"cost cap: ${rp.max_cost:,.2f} for the whole experiment (--max-cost)", highlight=False)
         return
     console.print(f"grading: {rp.check_grader()}")
     cells = rp_mod.plan_cells(rp)
@@ -158,14 +175,71 @@ def _reproduce(
     ra.check_report(out)
     posts = rp_mod.post_tasks(rp)
     projection = rp_mod.project(rp, cells, posts, rp_mod.transfer_sizes(rp))
+    remaining = bool(projection.cells_to_run or any(not t.done() for t in posts))
+    spend_file = out / rp_mod.SPEND_FILE
+    spent = read_spend(spend_file)
+    if remaining and rp.max_cost is not None and spent >= rp.max_cost:
+        raise ConfigError(_at_cap(out, spent, rp.max_cost))
     console.print(projection.describe())
-    if (projection.cells_to_run or any(not t.done() for t in posts)) and not yes:
+    if rp.max_cost is not None:
+        console.print(f"cost cap: ${rp.max_cost:,.2f} for the whole experiment, ${spent:,.2f} spent so far")
+    if remaining and not yes:
         if not sys.stdin.isatty():
             raise ConfigError("this would spend model calls; pass --yes to run without asking")
         if not typer.confirm("Proceed?", default=False):
             raise typer.Exit(1)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / rp_mod.STATE_FILE, rp.to_yaml())  # replaced, never written through a link
+    with _spend_env(spend_file, rp.max_cost):
+        failed = _run(rp, out, workers, ray_address, posts)
+    report = build_report([rp.sweep_dir(b) for b in rp.benchmarks], title="DecoEvo: the paper's experiment")
+    ra.check_report(out)  # not replaced if somebody put their own there meanwhile
+    path = write(report, out / ra.REPORT)
+    console.print(f"report: {path}")
+    for c in report.claims:
+        console.print(f"  {c.verdict:>15}  {c.claim.id}")
+    if failed:
+        for line in failed:
+            err_console.print(f"[red]failed[/] {escape(printable(line))}", highlight=False)
+        if rp.max_cost is not None and read_spend(spend_file) >= rp.max_cost:
+            raise ConfigError(_at_cap(out, read_spend(spend_file), rp.max_cost))
+        console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
+        raise typer.Exit(1)
+
+
+def _at_cap(out: Path, spent: float, cap: float) -> str:
+    return (f"{out}: the experiment is at its cost cap, ${spent:,.4f} spent of --max-cost {cap:g}; "
+            "run it again with a higher --max-cost USD to continue (nothing paid is paid again)")
+
+
+@contextlib.contextmanager
+def _spend_env(path: Path, cap: float | None) -> Iterator[None]:
+    """Every LM of the experiment (its cells' processes inherit DECOEVO_*) records its dollars in `path`
+    and, with a cap, stops at it (lm/spend.py); restored afterwards for a caller in the same process."""
+    wanted = {SPEND_FILE_ENV: str(path), CAP_ENV: repr(cap) if cap is not None else None}
+    before = {k: os.environ.get(k) for k in wanted}
+    _set_env(wanted)
+    try:
+        yield
+    finally:
+        _set_env(before)
+
+
+def _set_env(values: dict[str, str | None]) -> None:
+    for key, value in values.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+def _run(rp: ReproducePlan, out: Path, workers: int | None, ray_address: str | None,
+         posts: list[PostTask]) -> list[str]:
+    """The sweeps, then the evaluations after training; returns what failed."""
+    from .. import reproduce as rp_mod
+    from ..sweep import run_sweep
+    from .sweep_progress import sweep_bars
+
     failed: list[str] = []
     for bench in rp.benchmarks:
         book = run_sweep(
@@ -179,20 +253,9 @@ def _reproduce(
         )
         failed += [f"{cell}: {s.error}" for cell, s in book.failed().items()]
 
-    def said(task: rp_mod.PostTask, error: str | None) -> None:
+    def said(task: PostTask, error: str | None) -> None:
         where = task.run_dir.relative_to(out) if task.run_dir.is_relative_to(out) else task.run_dir
         console.print(f"{task.kind} {where}: " + ("done" if error is None else "[red]failed[/] (below)"))
 
     failures = asyncio.run(rp_mod.run_post(posts, on_done=said))
-    failed += [f"{t.kind} {t.run_dir}: {msg}" for t, msg in failures]
-    report = build_report([rp.sweep_dir(b) for b in rp.benchmarks], title="DecoEvo: the paper's experiment")
-    ra.check_report(out)  # not replaced if somebody put their own there meanwhile
-    path = write(report, out / ra.REPORT)
-    console.print(f"report: {path}")
-    for c in report.claims:
-        console.print(f"  {c.verdict:>15}  {c.claim.id}")
-    if failed:
-        for line in failed:
-            err_console.print(f"[red]failed[/] {escape(printable(line))}", highlight=False)
-        console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
-        raise typer.Exit(1)
+    return failed + [f"{t.kind} {t.run_dir}: {msg}" for t, msg in failures]

@@ -22,7 +22,8 @@ def run_cell(request: CellRequest) -> CellOutcome:
     """Train the cell's run if it is not finished, then run its missing post-run steps. Failures become
     an outcome with a one-paragraph error; the traceback of an unexpected one goes to the log."""
     from ..errors import UserError
-    from ..lm import LMError
+    from ..lm import BudgetExceeded, LMError
+    from ..sweep.plan import cap_stopped
     from ..sweep.steps import StepFailed
 
     started = time.monotonic()
@@ -30,6 +31,8 @@ def run_cell(request: CellRequest) -> CellOutcome:
     trained, steps_run = "none", []
     try:
         trained = _train(request, run_dir)
+        if cap_stopped(run_dir):  # grading a run cut short would be kept once training continues
+            raise BudgetExceeded("training stopped at the experiment's cost cap; it continues when the cap is raised")
         steps_run = _post_steps(request, run_dir)
         error = None
     except UserError as exc:
@@ -38,6 +41,8 @@ def run_cell(request: CellRequest) -> CellOutcome:
         error = f"a model call failed ({failure_label(exc)}): {exc}; the run resumes from its last step next time"
     except StepFailed as exc:
         error = str(exc)
+    except BudgetExceeded as exc:  # the experiment's cap, met in a post-run step: it runs again next time
+        error = f"{exc}; the step runs again when the cap is raised"
     except Exception as exc:
         print(redact("".join(traceback.format_exception(exc))), file=sys.stderr, flush=True)
         error = f"{type(exc).__name__}: {exc} (traceback in {run_dir / LOG_FILE})"
@@ -52,11 +57,11 @@ def _train(request: CellRequest, run_dir: Path) -> str:
     from rich.console import Console
 
     from ..engine.config import RunConfig, load_config
-    from ..sweep.plan import with_threads
+    from ..sweep.plan import cap_stopped, with_threads
     from ..tracking import tracker_from_env
     from .run_progress import run_with_progress
 
-    if (run_dir / "summary.json").is_file():
+    if (run_dir / "summary.json").is_file() and not cap_stopped(run_dir):
         print("training: finished earlier", flush=True)
         return "none"
     resume = (run_dir / "config.yaml").is_file()

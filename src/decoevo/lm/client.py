@@ -39,6 +39,7 @@ from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .shared_slots import FileSlots, SharedSlots
+from .spend import SharedSpend
 from .structured import parse_structured, repair_messages, schema_for, unusable_reply
 from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message, checked_completion
 
@@ -96,6 +97,8 @@ class LM:
         # A sweep's cells share each server's concurrency (DECOEVO_SHARED_SLOTS); None outside a sweep.
         self._shared = SharedSlots.from_env()
         self._slot_pools: dict[str, FileSlots | None] = {}
+        # An experiment's dollars across its processes, and its cap (DECOEVO_SPEND_FILE); None outside one.
+        self._spend = SharedSpend.from_env()
         if cache is None and self.config.use_cache:
             cache = RequestCache(self.config.cache_path or default_cache_path())
         self.cache = cache if self.config.use_cache else None
@@ -340,6 +343,8 @@ class LM:
                     try:  # before paying, counting the calls already paying; cache hits are never refused
                         if self.budget.limited:
                             self.budget.check(self.ledger, self._in_flight())
+                        if self._spend is not None:
+                            self._spend.check(self._in_flight().cost_usd)
                     except BudgetExceeded:
                         limiter.release(tokens_reserved=tokens, tokens_used=0)
                         raise
@@ -397,12 +402,15 @@ class LM:
                 self._reached.add(model_name)
                 used = completion.prompt_tokens + completion.completion_tokens
                 limiter.release(tokens_reserved=tokens, tokens_used=used, rate=completion.rate)
+                cost = self._cost(model_name, completion)
                 self.ledger.record_call(
                     role, model_name, completion.prompt_tokens, completion.completion_tokens,
                     time.monotonic() - started, truncated=completion.truncated,
                     reasoning_tokens=completion.reasoning_tokens, reasoning_chars=completion.reasoning_chars,
-                    cost_usd=self._cost(model_name, completion),
+                    cost_usd=cost,
                 )
+                if self._spend is not None:
+                    self._spend.add(cost)
                 return completion if sent is None else replace(completion, request_id=sent)
         finally:
             if reserved:
@@ -426,6 +434,8 @@ class LM:
         prompt, out = prompt_token_bound(request), request.params.max_tokens
         cost = self.cost_of(model_name, prompt, out)
         self.ledger.record_call(role, model_name, prompt, out, 0.0, cost_usd=cost, estimated=True)
+        if self._spend is not None:
+            self._spend.add(cost)
         if self.on_call is not None:  # the call log completes the record
             self.on_call(CallRecord(role, model_name, key, False, prompt, out, request, None, cost_usd=cost,
                                     request_id=sent, estimated=True))

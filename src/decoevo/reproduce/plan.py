@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ class ReproducePlan:
     # `--transfer-limit` and `@N` draw a sample stratified by category by this seed (recorded in the plan);
     # None, in a plan stored before there was one: the first N ids, so that experiment still resumes
     sample_seed: int | None = SAMPLE_SEED
+    # `--max-cost`: the whole experiment's dollars (training and grading, every process) stop here (lm/spend.py)
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.tables if t not in TABLES]
@@ -87,6 +90,9 @@ class ReproducePlan:
             )
         if not self.seeds:
             raise ConfigError("--seeds: at least one seed")
+        cap = self.max_cost
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 < cap < math.inf):
+            raise ConfigError(f"max_cost {cap!r}: the experiment's cap is a positive number of US dollars")
 
     # ---- what runs ----------------------------------------------------------------------------------
     def methods_for(self, bench: str) -> list[str]:
@@ -188,6 +194,7 @@ class ReproducePlan:
                 "allow_self_grading": self.allow_self_grading,
                 "transfer_limit": self.transfer_limit,
                 "sample_seed": self.sample_seed,
+                "max_cost": self.max_cost,
             },
             sort_keys=False,
             allow_unicode=True,

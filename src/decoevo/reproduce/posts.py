@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..sweep.plan import run_dir_of
+from ..sweep.plan import cap_stopped, run_dir_of
 from .plan import HEALTHBENCH, MAIN, TRACKED, TRANSFERS, DataChoice, ReproducePlan
 
 
@@ -64,7 +64,7 @@ async def run_post(
     async def one(task: PostTask) -> None:
         if task.done():
             return
-        if not (task.run_dir / "summary.json").is_file():
+        if not (task.run_dir / "summary.json").is_file() or cap_stopped(task.run_dir):
             failures.append((task, f"{task.run_dir} did not finish training"))
             return
         async with gate:

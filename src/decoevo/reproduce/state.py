@@ -14,6 +14,8 @@ from ..lm import ModelSpec
 from .plan import PAPER_SEEDS, SAMPLE_SEED, SOURCES, TABLES, DataChoice, ReproducePlan
 
 STATE_FILE = "reproduce.yaml"
+# The experiment's dollars, one paid request's cost a line, from every process (lm/spend.py)
+SPEND_FILE = "spend.log"
 
 
 def load_state(out: Path) -> dict[str, Any] | None:
@@ -43,6 +45,7 @@ def plan_from_state(out: Path, state: Mapping[str, Any], **overrides: Any) -> Re
             allow_self_grading=bool(merged.get("allow_self_grading")),
             transfer_limit=merged.get("transfer_limit"),
             # a stored plan without the key predates sampling: it keeps taking the first N ids
+            max_cost=merged.get("max_cost"),
             sample_seed=merged.get("sample_seed", None if state.get("solver") is not None else SAMPLE_SEED),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -8,6 +8,7 @@ split is a function of the data, the split sizes and the seed (`tasks.splits.mak
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from ..engine.config import RunConfig, config_from_dict, deep_merge, with_backen
 from ..engine.estimate import planned_steps
 from ..engine.run import build_splits
 from ..lm.errors import ConfigError
+from ..lm.spend import CAP_STOP
 from ..methods import get_method
 from ..rundir import RunReader
 from ..tasks.load import load_questions
@@ -148,6 +150,17 @@ class CellConflict(ConfigError):
     """The cell's directory holds a run of another configuration; it is neither rerun nor overwritten."""
 
 
+def cap_stopped(run_dir: Path) -> bool:
+    """A run that an experiment's shared dollar cap stopped (lm/spend.py): it continues when run again, which
+    `decoevo reproduce` allows only once the cap is raised. A run's own budget stop stays finished."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(summary, dict) and summary.get("status") == "budget_stop"
+            and str(summary.get("stopped") or "").startswith(CAP_STOP))
+
+
 def action_for(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> Action:
     """What a cell still needs, read from its run directory: nothing, its post-run steps, a resume, or a run."""
     run_dir = cell.run_dir(sweep_dir)
@@ -159,6 +172,6 @@ def action_for(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> Action:
     if diff:
         raise CellConflict(f"{run_dir} holds a run with a different configuration (differs at: "
                            f"{', '.join(diff[:5])}); move it away or use another sweep directory")
-    if not (run_dir / "summary.json").is_file():
+    if not (run_dir / "summary.json").is_file() or cap_stopped(run_dir):
         return "resume"
     return "evaluate" if pending_steps(run_dir, evaluate) else "skip"
