@@ -62,3 +62,30 @@ def test_three_identical_runs_at_once_pay_each_request_once(tmp_path: Path) -> N
     totals = [RunReader(tmp_path / "runs" / f"r{i}").ledger()["total"] for i in range(3)]
     # each run's effective usage is the whole run's, whoever paid: the three runs cost the same
     assert len({t["calls"] + t["inherited_calls"] for t in totals}) == 1
+
+
+def _open_cache(path: str, start: float) -> str:
+    import time
+
+    from decoevo.lm.cache import RequestCache
+
+    time.sleep(max(0.0, start - time.time()))  # every process opens the new file at the same moment
+    try:
+        RequestCache(path).get("k")
+    except Exception as exc:  # reported, not raised: the parent names what failed
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def test_processes_opening_a_new_cache_at_once_all_open_it(tmp_path) -> None:
+    """Four sweep cells starting together: one failed with 'database is locked' (SQLite answers it at once,
+    without its busy handler, while another connection switches the new file to WAL)."""
+    import multiprocessing as mp
+    import time
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(8) as pool:
+        for trial in range(3):
+            start = time.time() + 1.5
+            path = str(tmp_path / f"c{trial}" / "requests.sqlite")
+            assert pool.starmap(_open_cache, [(path, start)] * 8) == ["ok"] * 8

@@ -20,6 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,23 @@ def request_key(model_identity: str, request: BackendRequest) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _while_locked(step: Callable[[], object], limit_s: float = 30.0) -> None:
+    """Run `step`, again while SQLite says the database is locked. Switching a new file to WAL (and creating
+    its tables) needs the whole file, and SQLite answers "database is locked" at once, without its busy
+    handler, when several processes open a new cache together (four sweep cells starting at one moment)."""
+    deadline = time.monotonic() + limit_s
+    pause = 0.01
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
 class RequestCache:
     """Thread-safe; one connection per thread, WAL so readers never block the writer."""
 
@@ -95,15 +113,18 @@ class RequestCache:
         self._local = threading.local()
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:8]}"
-        with self._conn() as conn:
-            conn.execute(_SCHEMA)
-            conn.execute(_LEASES)
+        def create() -> None:
+            with self._conn() as conn:
+                conn.execute(_SCHEMA)
+                conn.execute(_LEASES)
+
+        _while_locked(create)
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
