@@ -271,10 +271,11 @@ def test_max_cost_stops_the_whole_experiment_and_a_raised_cap_finishes_it(tmp_pa
     said = " ".join(out.split())
     assert code == 2 and "at its cost cap" in said and "--max-cost" in said, out
     paid = lines()
-    # every request the server received was counted once, and the sum passed the cap by at most one
-    # request per process paying at once (two cells, or the driver's grading)
+    # every request the server received was counted once; the sum passes the cap by at most the requests
+    # already in flight when it was reached (they are not recalled): 2 cells × 8 questions at once (quick's
+    # hyper.concurrency). Seen: $0.61–0.98 for this $0.50 cap, the largest request $0.14.
     assert len(paid) == sim.stats.requests - before
-    assert cap <= sum(paid) <= cap + 2 * max(paid)
+    assert cap <= sum(paid) <= cap + 2 * 8 * max(paid)
     assert not all((runs / f"{m}-s0" / "eval" / "test.json").is_file() for m in MAIN)
     stops = [json.loads(p.read_text()).get("stopped") or "" for p in runs.glob("*/summary.json")]
     assert any(s.startswith(CAP_STOP) for s in stops), stops
@@ -289,6 +290,7 @@ def test_max_cost_stops_the_whole_experiment_and_a_raised_cap_finishes_it(tmp_pa
     code, out = invoke(tmp_path, sim.url, "--models", str(models), "--yes", "--workers", "2", "--max-cost", "1000")
     assert code == 0, out
     assert len(lines()) == sim.stats.requests - before  # nothing paid twice: the cache answered the rest
+    assert sum(paid) < 0.8 * sum(lines())  # the cap stopped the experiment well short of its whole cost
     for method in MAIN:
         assert (runs / f"{method}-s0" / "eval" / "transfer-llmeval_med.json").is_file()
         summary = json.loads((runs / f"{method}-s0" / "summary.json").read_text())
