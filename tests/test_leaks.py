@@ -318,3 +318,15 @@ def test_a_report_over_an_older_runs_unmasked_key_masks_the_key_of_the_environme
     assert report.returncode == 0, report.stdout + report.stderr
     html = (tmp_path / "report.html").read_text()
     assert "The key is" in html and key not in html
+
+
+def test_an_environment_path_to_a_credential_is_not_masked(tmp_path: Path) -> None:
+    """A variable naming where a credential lives is not the credential: registered, its path (and through the
+    cut-copy rule every path sharing its first characters, e.g. the checkout's) was masked in every error."""
+    creds = tmp_path / "service-account.json"
+    creds.write_text("{}", encoding="utf-8")
+    token = secret("env")
+    register_environment_secrets({"GOOGLE_APPLICATION_CREDENTIALS": str(creds), "HF_TOKEN_PATH": str(tmp_path / "t"),
+                                  "SERVICE_API_KEY_FILE": "relative/key.txt", "SERVICE_TOKEN": token})
+    shown = f"cannot read {tmp_path / 'questions.jsonl'} (see {creds}); relative/key.txt"
+    assert mask_secrets(f"{shown}; {token}") == f"{shown}; {MASK}"

@@ -45,6 +45,7 @@ PARTIAL = 12
 # `register_environment_secrets` (a provider's key LiteLLM reads itself, a token a library sends).
 _CREDENTIAL_NAMES = re.compile(r"API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY|CREDENTIAL", re.IGNORECASE)
 _MIN_ENV_SECRET = 12  # an environment value this long under such a name is no flag or small number
+_PATH_NAMES = re.compile(r"(_FILE|_PATH|_DIR|_HOME)$", re.IGNORECASE)
 
 # A URL runs to the next space or quote; punctuation that ends a sentence or a bracket is not part of it.
 _URL = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s'\"<>`]*[^\s'\"<>`:,.;)])")
@@ -78,8 +79,18 @@ def register_environment_secrets(environ: dict[str, str] | None = None) -> None:
     """Register the values of environment variables named like credentials (`OPENAI_API_KEY`,
     `ANTHROPIC_API_KEY`, `HF_TOKEN`, `AWS_SECRET_ACCESS_KEY`, ...)."""
     for name, value in (os.environ if environ is None else environ).items():
-        if _CREDENTIAL_NAMES.search(name) and len(value.strip()) >= _MIN_ENV_SECRET and " " not in value.strip():
+        if _CREDENTIAL_NAMES.search(name) and len(value.strip()) >= _MIN_ENV_SECRET and " " not in value.strip() \
+                and not _names_a_path(name, value.strip()):
             register_secret(value)
+
+
+def _names_a_path(name: str, value: str) -> bool:
+    """A variable that holds where a credential is (`GOOGLE_APPLICATION_CREDENTIALS`, `HF_TOKEN_PATH`,
+    `*_KEY_FILE`), not the credential: registering it would mask that path, and through the cut-copy rule
+    every path sharing its first PARTIAL characters (a checkout, a temp folder) in every message."""
+    if _PATH_NAMES.search(name):
+        return True
+    return value.startswith(("/", "~", "./", "../")) and os.path.exists(os.path.expanduser(value))
 
 
 def register_url_secrets(url: str) -> None:
