@@ -407,3 +407,6 @@ def test_sweep_on_the_cluster_ray_last_recorded_gives_up_in_bounded_time_when_it
     assert took < 30
     assert lines[-1].startswith("error: cannot connect to the Ray cluster: no Ray head answers at ")
     assert "its head is gone" in lines[-1] and "Failed to connect to GCS" not in proc.stderr
+    # a sweep that could not start wrote nothing: its directory is not left holding a sweep.yaml (or a .lock
+    # that would make the next attempt refuse it as somebody's own folder)
+    assert not (tmp_path / "SW").exists()

@@ -98,15 +98,17 @@ def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec
     check_available(spec.evaluate)
     check_sweep_dir(sweep_dir)
     cells = plan(spec, sweep_dir, source)
+    # The executor first (a Ray cluster that refuses the connection stops here): a sweep that cannot start
+    # writes nothing, so its directory is not left looking like somebody's own files to the next attempt.
+    todo = sum(1 for c in cells if _planned_action(c, sweep_dir, spec.evaluate) != "skip")
+    io_bound = all(waits_on_servers(c.config) for c in cells)
+    executor: Executor
+    if use_ray or ray_address:
+        executor = RayExecutor(todo, ray_address, workers or spec.workers, threads, io_bound)
+    else:
+        executor = LocalExecutor(todo, workers or spec.workers, threads, io_bound=io_bound)
     with sweep_lock(sweep_dir):
         (sweep_dir / SPEC_FILE).write_text(spec.to_yaml(), encoding="utf-8")
-        todo = sum(1 for c in cells if _planned_action(c, sweep_dir, spec.evaluate) != "skip")
-        io_bound = all(waits_on_servers(c.config) for c in cells)
-        executor: Executor
-        if use_ray or ray_address:
-            executor = RayExecutor(todo, ray_address, workers or spec.workers, threads, io_bound)
-        else:
-            executor = LocalExecutor(todo, workers or spec.workers, threads, io_bound=io_bound)
         console.print(f"sweep {sweep_dir}: {len(cells)} cells, {todo} to run "
                       f"({executor.describe()}); logs in each run directory's sweep.log")
         return execute_plan(cells, sweep_dir, executor, spec.evaluate, observer)
