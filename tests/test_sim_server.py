@@ -22,7 +22,7 @@ from decoevo.roles.rewrite_solver import SkillOut
 from decoevo.roles.structural_audit import StructuralOut
 from decoevo.testing.server import serve_app
 from decoevo.testing.sim_backend import SimBackend, run_virtual
-from decoevo.testing.sim_model import LatencyModel, SimModel, role_of
+from decoevo.testing.sim_model import LatencyModel, SimModel, SimWorld, role_of
 from decoevo.testing.sim_server import SimServer, SimServerConfig
 from decoevo.testing.toy_server import write_toy_questions
 
@@ -74,6 +74,21 @@ def test_answer_lengths_follow_the_table_and_judge_levels_vary():
     assert len(levels) > 20  # different responses are judged differently
     same = [model.reply(judge_body("the same answer")).content for _ in range(3)]
     assert len(set(same)) == 1
+
+
+def test_an_answer_past_its_token_limit_is_cut_there_as_a_server_cuts_it():
+    """The text a capped answer comes back with is what its billed tokens are (a prompt quoting it later, a
+    judge's or an audit's, is as long as on a real server); before, the whole text came back."""
+    model = SimModel(seed=0)
+    capped = [model.reply({**body(f"question {k}"), "max_tokens": 50}) for k in range(60)]
+    assert all(len(r.content) <= 50 * 4 for r in capped)
+    assert sum(r.finish_reason == "length" for r in capped) > 40  # most HealthBench answers run past 200 chars
+    assert all(r.completion_tokens <= 50 for r in capped)
+    k = next(k for k, r in enumerate(capped) if r.finish_reason == "length")
+    whole = SimModel(seed=0, world=SimWorld(cut_at_limit=False)).reply({**body(f"question {k}"), "max_tokens": 50})
+    assert len(whole.content) > 50 * 4 and whole.completion_tokens == 50  # the simulator as it was
+    judged = model.reply({**judge_body("an answer"), "max_tokens": 5})  # a structured reply stays whole
+    assert json.loads(judged.content)["verdicts"] and judged.finish_reason == "stop"
 
 
 def test_long_tail_is_bounded_and_reproducible():

@@ -124,11 +124,12 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
 # ---- the driver -------------------------------------------------------------------------------------
 def _serve_forever(config: dict[str, Any], urls: Any, stop: Any) -> None:
     from decoevo.testing.server import serve_app
-    from decoevo.testing.sim_model import LatencyModel
+    from decoevo.testing.sim_model import LatencyModel, SimWorld
     from decoevo.testing.sim_server import SimServer, SimServerConfig
 
+    world = SimWorld(**config["world"]) if config.get("world") else None
     server = SimServer(SimServerConfig(seed=config["sim_seed"], slots=config["slots"],
-                                       latency=LatencyModel(**config["latency"])))
+                                       latency=LatencyModel(**config["latency"]), world=world))
     with serve_app(server.app()) as url:
         urls.put(url)
         stop.wait()

@@ -59,7 +59,7 @@ class SimBackend:
         finally:
             self.in_flight -= 1
         return Completion(text=reply.content, prompt_tokens=reply.prompt_tokens,
-                          completion_tokens=reply.completion_tokens)
+                          completion_tokens=reply.completion_tokens, finish_reason=reply.finish_reason)
 
     async def aclose(self) -> None:
         return None

@@ -74,6 +74,10 @@ class SimWorld:
     equivalent_gap: float = 0.1  # a blind comparison says "equivalent" below this quality gap
     position_flip: float = 0.1  # share of decisive orders answered the other way
     adequacy_noise: float = 1.0  # s.d. of a structural adequacy (0-10) around 10 × the rubric's quality
+    # A free-text answer longer than the request's max_tokens is cut there (finish_reason "length"), as a
+    # real server cuts it; False: the whole text comes back and only its billed tokens are capped (the
+    # simulator before this option, for reproducing figures recorded with it).
+    cut_at_limit: bool = True
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class SimReply:
     completion_tokens: int
     latency_s: float
     role: str
+    finish_reason: str = "stop"
 
 
 def schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -131,9 +136,13 @@ class SimModel:
             content = json.dumps(self._structured(role, schema, user, rng), ensure_ascii=False)
         prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
         tokens = max(1, len(content) // CHARS_PER_TOKEN)
-        if body.get("max_tokens"):
-            tokens = min(tokens, int(body["max_tokens"]))
-        return SimReply(content, max(1, prompt_chars // CHARS_PER_TOKEN), tokens, self.latency.draw(tokens, rng), role)
+        finish = "stop"
+        if body.get("max_tokens") and tokens > int(body["max_tokens"]):
+            tokens = int(body["max_tokens"])
+            if schema is None and self.world.cut_at_limit:  # a structured reply stays whole: cut, it would not parse
+                content, finish = content[:tokens * CHARS_PER_TOKEN].rstrip(), "length"
+        return SimReply(content, max(1, prompt_chars // CHARS_PER_TOKEN), tokens, self.latency.draw(tokens, rng), role,
+                        finish)
 
     # ---- structured replies ------------------------------------------------------------------------
     def _structured(self, role: str, schema: dict[str, Any], user: str, rng: random.Random) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 
 from .fake_openai import chat_body
 from .server import read_body
-from .sim_model import LatencyModel, SimModel
+from .sim_model import LatencyModel, SimModel, SimWorld
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -39,6 +39,7 @@ class SimServerConfig:
     burst: int = 64
     max_queue: int | None = None  # 429 when more requests than this already wait for a slot
     retry_after_s: float = 1.0
+    world: SimWorld | None = None  # the simulated world's parameters (SimModel's defaults when None)
 
 
 @dataclass
@@ -83,7 +84,7 @@ class SimServer:
 
     def __init__(self, config: SimServerConfig | None = None) -> None:
         self.config = config or SimServerConfig()
-        self.model = SimModel(self.config.seed, self.config.latency)
+        self.model = SimModel(self.config.seed, self.config.latency, self.config.world)
         self.stats = SimStats()
         self._slots: asyncio.Semaphore | None = None
         self._tokens = float(self.config.burst)
@@ -129,7 +130,8 @@ class SimServer:
         stats.by_role[reply.role] += 1
         stats.prompt_tokens += reply.prompt_tokens
         stats.completion_tokens += reply.completion_tokens
-        text = chat_body(reply.content, str(body.get("model", "")), reply.prompt_tokens, reply.completion_tokens)
+        text = chat_body(reply.content, str(body.get("model", "")), reply.prompt_tokens, reply.completion_tokens,
+                         finish_reason=reply.finish_reason)
         return 200, text.encode(), []
 
     def app(self) -> Callable[[dict[str, Any], Receive, Send], Awaitable[None]]:
