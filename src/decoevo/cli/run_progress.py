@@ -70,7 +70,7 @@ class Plan:
         from ..engine.estimate import estimate_calls
         from ..methods import get_method
 
-        est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+        est = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
         return cls(total_steps, 0, est.expected_rounds, est.expected)
 
     def from_step(self, first_step: int) -> Plan:
@@ -212,25 +212,38 @@ class RunProgress:
         self._refresh()
 
 
-def describe_estimate(config: Any) -> str:
-    """The line printed before a run: expected paid calls, cached answers and, when every model that
-    serves a role is priced, dollars (an order of magnitude: typical tokens per call, see estimate.py)."""
+def expected_calls(config: Any) -> int:
+    """The calls a run's "expected" line names: its paired run's effective calls when it is matched to one
+    that has run, else the estimate's expected paid calls."""
     from ..engine.estimate import estimate_calls
     from ..engine.run import paired_calls
+    from ..methods import get_method
+
+    matched = paired_calls(config, get_method(config.method))
+    return matched if matched is not None else estimate_calls(get_method(config.method), config.hyper,
+                                                              config.splits, seed=config.seed).expected
+
+
+def describe_estimate(config: Any) -> str:
+    """The line printed before a run: expected paid calls, cached answers and, when every model that
+    serves a role is priced, dollars (tokens per call at the run's sizes, engine/tokens.py)."""
+    from ..engine.estimate import estimate_calls
+    from ..engine.run import paired_calls
+    from ..engine.tokens import role_tokens
     from ..lm.pricing import price_for
     from ..methods import get_method
 
-    est = estimate_calls(get_method(config.method), config.hyper, config.splits)
+    est = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
     matched = paired_calls(config, get_method(config.method))
     if matched is not None:  # it stops at the paired run's usage, not at budget_step_cap × T steps
         return (f"expected: ~{matched:,} model calls, paid or inherited from the cache: those of the paired run "
                 f"{config.budget.match_run}, whose {config.budget.match_on} it is matched to")
 
-    def price_of(role: str, prompt: int, completion: int) -> float | None:
+    def price_of(role: str, prompt: float, completion: float) -> float | None:
         price = price_for(config.lm.models[config.lm.model_for(role)])
         return None if price is None else price.cost(prompt, completion)
 
-    usd = est.dollars(price_of)
+    usd = est.dollars(price_of, role_tokens(config.hyper))
     money = f", about ${usd:,.2f}" if usd else ""  # free (embedded) models print no dollars
     return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
             f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits)")

@@ -12,19 +12,23 @@ With the decision short cuts (`hyper.decision_shortcuts`, the default), a blind 
 is asked for a share `FIRST_ORDER_DECISIVE` of pairs, and V_g's frozen set is drawn in a share
 1 − `SETTLED_BY_STRUCTURAL` of verifications; the high estimate assumes every first order decisive and no
 verification settled by the structural objective.
-Dollars use typical tokens per call of each role (`TYPICAL_TOKENS`): an order of magnitude, not a quote.
+Dollars use the expected tokens per call of each role at the run's sizes (engine/tokens.py), or those a
+previous run measured.
 The cost options of `Hyper` (reuse, early stop) are not modelled: with them on, a run pays less.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from math import comb
 
 from ..methods import MethodSpec
 from ..policies import VerifyByAudits, VerifyBySolverScore, should_audit
 from ..tasks.splits import SplitSizes
+from .batches import repeats
 from .config import Hyper
+from .tokens import CallTokens
 
 # Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/scale/paper_scale.py) a
 # stall-triggered round ran in most 4-step blocks. An assumption, stated in the printed line.
@@ -38,18 +42,11 @@ DECIDED_FRACTION = 0.35
 FIRST_ORDER_DECISIVE = 0.4
 SETTLED_BY_STRUCTURAL = 0.7
 
-# (prompt, completion) tokens per call by role: means of a DecoEvo run at the `paper` preset on the
-# simulated server, whose reply lengths follow HealthBench (decoevo.testing.sim_lengths).
-TYPICAL_TOKENS: dict[str, tuple[int, int]] = {
-    "solve": (450, 450), "generate_rubric": (480, 360), "judge": (1330, 270), "rewrite_solver": (4100, 370),
-    "structural_audit": (910, 70), "contrastive_audit_blind": (1010, 40), "contrastive_audit_reveal": (2260, 70),
-    "rewrite_generator": (3300, 360),
-}
 
 
 @dataclass(frozen=True)
 class CallEstimate:
-    inner_per_step: int  # paid calls of one inner step
+    inner_per_step: float  # expected paid calls of one inner step
     outer_per_round: int  # paid calls of one outer round
     steps: int
     scheduled_rounds: int  # every K steps
@@ -58,7 +55,7 @@ class CallEstimate:
     once: int = 0  # paid once per run (the incumbent's first gate scores, rubrics of the splits)
     cached_per_step: int = 0
     cached_per_round: int = 0
-    by_role_step: dict[str, int] = field(default_factory=dict)
+    by_role_step: dict[str, float] = field(default_factory=dict)
     by_role_round: dict[str, int] = field(default_factory=dict)
     by_role_once: dict[str, int] = field(default_factory=dict)
     high_per_round: int = 0  # paid calls of a round in which the blind auditor decides every pair
@@ -70,8 +67,8 @@ class CallEstimate:
 
     @property
     def upper_bound(self) -> int:
-        return self.once + self.inner_per_step * self.steps + max(self.high_per_round,
-                                                                  self.outer_per_round) * self.max_rounds
+        return round(self.once + self.inner_per_step * self.steps
+                     + max(self.high_per_round, self.outer_per_round) * self.max_rounds)
 
     @property
     def cached(self) -> int:
@@ -86,12 +83,14 @@ class CallEstimate:
                 out[role] = out.get(role, 0.0) + n * times
         return out
 
-    def dollars(self, price_of: Callable[[str, int, int], float | None]) -> float | None:
-        """Expected USD, given `price_of(role, prompt_tokens, completion_tokens)` (None: unpriced)."""
+    def dollars(self, price_of: Callable[[str, float, float], float | None],
+                tokens: Mapping[str, CallTokens]) -> float | None:
+        """Expected USD, given `price_of(role, prompt_tokens, completion_tokens)` (None: unpriced) and the
+        tokens per call of each role (`tokens.role_tokens`, or a previous run's `measured_tokens`)."""
         total = 0.0
         for role, n in self.calls_by_role().items():
-            prompt, completion = TYPICAL_TOKENS.get(role, (1000, 300))
-            cost = price_of(role, prompt, completion)
+            per = tokens.get(role, CallTokens(1000.0, 300.0))
+            cost = price_of(role, per.prompt, per.completion)
             if cost is None:
                 return None
             total += n * cost
@@ -225,20 +224,31 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
 
 
 def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
-                   reject_prob: float = REJECT_PROB) -> CallEstimate:
-    """Expected paid and cached calls, one call per judge request in joint mode; repairs not included."""
+                   reject_prob: float = REJECT_PROB, seed: int | None = None) -> CallEstimate:
+    """Expected paid and cached calls, one call per judge request in joint mode; repairs not included.
+    With the run's `seed`, the repeats of its batches are counted from its own draws (engine/batches.py)."""
     if not method.optimize_solver:
         return CallEstimate(0, 0, 0, 0, 0)
     b, vs = hyper.batch_size, sizes.solver_gate
     steps = planned_steps(method, hyper)
-    # A batch question drawn again while the solver skill is unchanged is answered by the cache
-    fresh = round(b * fresh_share(steps, min(b, sizes.train) / max(sizes.train, 1), reject_prob))
-    step = {"solve": fresh + vs, "judge": fresh + vs, "rewrite_solver": 1}  # the batch; the challenger on V_s
-    # Once: the incumbent's first V_s scores, and one rubric per question the run touches (train
-    # questions drawn in some batch, V_s); later steps reuse them while the generator is unchanged.
-    seen = round(sizes.train * (1 - (1 - min(b, sizes.train) / max(sizes.train, 1)) ** steps))
+    # A batch question drawn again while the solver skill is unchanged is answered by the cache; a whole
+    # batch drawn again (likely with few train questions) repeats the rewrite too, so its candidate and the
+    # candidate's V_s scores are cached as well.
+    drawn = min(b, sizes.train)
+    exact = repeats(seed, steps, sizes.train, b, reject_prob) if seed is not None else None
+    if exact is not None:
+        fresh, new_batch, seen = exact.fresh, exact.new_batch, exact.touched
+    else:
+        fresh = b * fresh_share(steps, drawn / max(sizes.train, 1), reject_prob)
+        new_batch = fresh_share(steps, 1 / comb(max(sizes.train, drawn), drawn), reject_prob)
+        # train questions drawn in some batch
+        seen = round(sizes.train * (1 - (1 - drawn / max(sizes.train, 1)) ** steps))
+    step = {"solve": fresh + vs * new_batch, "judge": fresh + vs * new_batch, "rewrite_solver": new_batch}
+    # Once: the incumbent's first V_s scores, and one rubric per question the run touches (the train
+    # questions drawn, V_s); later steps reuse them while the generator is unchanged.
     once = {"solve": vs, "judge": vs, "generate_rubric": seen + vs}
-    cached_step = 2 * vs + 2 * (b - fresh)  # the incumbent's V_s answers and judgements, repeated questions
+    # the incumbent's V_s answers and judgements, repeated questions, repeated batches' rewrites and challengers
+    cached_step = round(2 * vs + 2 * (b - fresh) + (1 + 2 * vs) * (1 - new_batch))
     if not method.runs_audits:
         return CallEstimate(sum(step.values()), 0, steps, 0, 0, 0.0, sum(once.values()), cached_step, 0,
                             step, {}, once)

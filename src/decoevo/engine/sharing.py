@@ -65,7 +65,7 @@ class RunShare:
     alone: float  # expected paid calls of the run on its own (estimate_calls, or its paired run's if matched)
     family: str  # runs of one family start alike: the initial generator skill, or Task-Prior's
     start: Shared  # the start of the run (by role)
-    step_calls: int  # paid calls of one inner step
+    step_calls: float  # expected paid calls of one inner step
     steps_on: float  # expected inner steps taken on SkillOpt's trajectory
     rounds_on: float  # expected outer rounds taken on it
     round_calls: Shared  # paid calls of one round, by what makes them equal
@@ -78,9 +78,10 @@ class RunShare:
                 + sum(self.round_calls.values()) * self.rounds_on + sum(self.once.values()) * (self.rounds_on > 0))
 
 
-def run_share(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, alone: float | None = None) -> RunShare:
+def run_share(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, alone: float | None = None,
+              seed: int | None = None) -> RunShare:
     """The parts of a run of `method` that repeat its seed's other runs' requests while they agree."""
-    est = estimate_calls(method, hyper, sizes)
+    est = estimate_calls(method, hyper, sizes, seed=seed)
     family = "task_prior" if method.task_prior else "initial"
     if not method.optimize_solver:
         return RunShare(method.name, 0.0, family, {}, 0, 0.0, 0.0, {}, {}, 1.0, 0)

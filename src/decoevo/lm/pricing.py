@@ -27,7 +27,7 @@ class Price:
     output_per_mtok: float  # USD per 1,000,000 completion tokens
     source: str = "config"
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
         return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
 
 

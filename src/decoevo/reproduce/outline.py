@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from ..engine.config import deep_merge
 from ..engine.estimate import estimate_calls
 from ..engine.sharing import run_share, seed_training
+from ..engine.tokens import role_tokens
 from ..methods import get_method
 from .plan import (
     ABLATIONS,
@@ -74,7 +75,7 @@ def outline(rp: ReproducePlan, workers: int | None = None) -> list[str]:
         for est, share in rows:
             runs += len(rp.seeds)
             training += round(paid[share.method] * len(rp.seeds))
-            usd = est.dollars(lambda role, p, c: price(p, c))
+            usd = est.dollars(lambda role, p, c: price(p, c), role_tokens(config.hyper))
             if usd is not None and est.expected:
                 usd *= paid[share.method] / est.expected
             dollars = None if dollars is None or usd is None else dollars + usd * len(rp.seeds)

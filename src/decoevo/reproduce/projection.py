@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.config import RunConfig
-from ..engine.estimate import REJECT_PROB, TYPICAL_TOKENS, estimate_calls
+from ..engine.estimate import REJECT_PROB, estimate_calls
 from ..engine.sharing import (
     distinct_checkpoints,
     distinct_evaluations,
@@ -21,6 +21,7 @@ from ..lm import ModelSpec
 from ..lm.pricing import price_for
 from ..methods import METHODS, get_method
 from ..sweep.plan import Cell
+from .bill import Bill, bench_bill, expected_criteria
 from .plan import MAIN, PAIRED, TRACKED, TRANSFERS, ReproducePlan
 from .posts import PostTask
 
@@ -61,7 +62,7 @@ class Projection:
         )
 
 
-def price_of(spec: ModelSpec) -> Callable[[int, int], float | None]:
+def price_of(spec: ModelSpec) -> Callable[[float, float], float | None]:
     price = price_for(spec)
     return lambda p, c: None if price is None else price.cost(p, c)
 
@@ -91,11 +92,13 @@ def project(
     # Runs of one seed share requests through the request cache (engine/sharing.py): each part is counted
     # once per seed and benchmark, finished runs first (what they paid is in the cache already).
     new_share: dict[Path, dict[str, float]] = {}
+    bills: dict[str, Bill] = {}
     for bench, group in cells.items():
         configs = [RunConfig.model_validate(c.config) for c in group]
+        bill = bills[bench] = bench_bill(rp, bench, configs[0].hyper, solver_price, grader_price)
         # A control matched to its paired DecoEvo run stops at that run's tokens, so it costs what that run
         # costs, not what its own schedule (up to budget_step_cap × T steps) would.
-        paired = {c.seed: estimate_calls(get_method(c.method), c.hyper, c.splits) for c in configs
+        paired = {c.seed: estimate_calls(get_method(c.method), c.hyper, c.splits, seed=c.seed) for c in configs
                   if c.method == PAIRED}
         for seed in dict.fromkeys(c.seed for c in configs):
             rows = []
@@ -104,12 +107,12 @@ def project(
                     continue
                 run_dir = cell.run_dir(rp.sweep_dir(bench))
                 method = get_method(config.method)
-                est = estimate_calls(method, config.hyper, config.splits)
+                est = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
                 if config.budget.match_run and config.seed in paired:
                     est = paired[config.seed]
                     matched.add(config.method)
                 share = run_share(method, config.hyper, config.splits,
-                                  est.expected if config.budget.match_run and seed in paired else None)
+                                  est.expected if config.budget.match_run and seed in paired else None, seed)
                 trained = (run_dir / "summary.json").is_file()
                 rows.append((not trained, list(METHODS).index(config.method), run_dir, config, est, share))
             rows.sort(key=lambda r: (r[0], r[1]))
@@ -127,19 +130,20 @@ def project(
                     todo += 1
                     calls = paid_training[share.method]
                     training += calls
-                    usd = est.dollars(lambda role, p, c: solver_price(p, c))
+                    usd = est.dollars(lambda role, p, c: solver_price(p, c), bill.training)
                     add(None if usd is None else usd * (calls / est.expected if est.expected else 0.0))
                 if not (run_dir / "eval" / "test.json").is_file():
                     n = config.splits.test * tested[share.method]
                     per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
                     evaluation += n * per
-                    add(_eval_dollars(n * per, solver_price, grader_price))
+                    add(bill.answer(n, rp.data[bench].path, grading[rp.data[bench].path]))
     for task in posts:
         if task.done():
             continue
         n = _post_questions(task, cells, sizes or {}) * new_share.get(task.run_dir.resolve(), {}).get(task.kind, 1.0)
         evaluation += n * _post_calls(task, cells, grading)
-        add(_eval_dollars(n * _post_calls(task, cells, grading), solver_price, grader_price))
+        bill = bills.get(task.run_dir.parent.name) or next(iter(bills.values()))
+        add(_post_dollars(task, n, bill, cells, grading))
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
     return Projection(total, todo, round(training), round(evaluation), dollars, by_table,
@@ -162,11 +166,17 @@ def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _eval_dollars(
-    n: float, solver_price: Callable[[int, int], float | None], grader_price: Callable[[int, int], float | None]
-) -> float | None:
-    solve, grade = solver_price(*TYPICAL_TOKENS["solve"]), grader_price(*TYPICAL_TOKENS["judge"])
-    return None if solve is None or grade is None else n * (solve + grade)
+def _post_dollars(task: PostTask, n: float, bill: Bill, cells: Mapping[str, list[Cell]],
+                  grading: Mapping[str, float]) -> float | None:
+    """Dollars of one evaluation after training, `n` questions (or checkpoint answers)."""
+    config = _bench_config(task, cells)
+    if task.kind == "transfer":
+        path = task.data.path if task.data is not None else ""
+        return bill.answer(n, path, grading.get(path, 1.0))
+    source = config.data.path if config is not None else ""
+    if task.kind == "dynamics":  # a solve, the proxy's rubric and judge, the gold grader's calls
+        return bill.checkpoint(n, source, grading.get(source, 1.0))
+    return bill.alignment(n, source)
 
 
 def transfer_sizes(rp: ReproducePlan) -> dict[str, int]:
@@ -222,8 +232,8 @@ def _post_calls(task: PostTask, cells: Mapping[str, list[Cell]], grading: Mappin
     source = grading.get(config.data.path, 1.0) if config is not None else 1.0
     if task.kind == "dynamics":  # per checkpoint: a solve, the proxy's rubric and judge, the gold grader's calls
         return 3 + source
-    # alignment: the final generator's rubric, then one matcher call per generated criterion (at most K)
-    return 1 + (config.hyper.max_criteria if config is not None else 8)
+    # alignment: the final generator's rubric, then one matcher call per criterion it writes (at most K)
+    return 1 + (expected_criteria(config.hyper) if config is not None else 8)
 
 
 def _post_questions(task: PostTask, cells: Mapping[str, list[Cell]], sizes: Mapping[str, int]) -> int:
