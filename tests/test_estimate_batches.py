@@ -50,3 +50,16 @@ def test_repeats_follow_the_closed_form_on_average_and_stop_at_their_bound():
 
     assert abs(mean_new - fresh_share(8, 1 / 6, 0.8)) < 0.03  # 6 possible batches of 2 among 4
     assert repeats(0, 10**7, 60, 6, 0.8) is None  # past EXACT_STEPS: nothing sized by the step count runs
+
+
+def test_a_run_drawing_its_batches_again_is_more_likely_to_end_on_the_initial_skill():
+    from decoevo.engine.sharing import distinct_evaluations, run_share
+
+    config = config_from_dict(deep_merge(PRESETS["quick"], {"method": "skillopt", "data": {"path": "q.jsonl"},
+                                                            "hyper": {"steps": 6}}))
+    h, sizes = config.hyper, config.splits
+    zero = run_share(get_method("zero_shot"), h, sizes)
+    # seed 0 draws one batch at steps 2-5: 3 distinct rewrites, not 6, so more runs end where zero-shot is
+    by_draws = distinct_evaluations([zero, run_share(get_method("skillopt"), h, sizes, seed=0)])["skillopt"]
+    closed = distinct_evaluations([zero, run_share(get_method("skillopt"), h, sizes)])["skillopt"]
+    assert by_draws < closed - 0.05  # 0.55 and 0.65: the share of its test answers it pays for

@@ -72,6 +72,7 @@ class RunShare:
     once: Shared  # the incumbent's verification set, paid once per run, by what makes it equal
     on_at_end: float  # probability the run ends on the trajectory (its final skills are SkillOpt's)
     steps: int
+    trials: float = 0.0  # expected rewrites that could be accepted: steps whose batch is new under the skill
 
     def shared_part(self) -> float:
         return (sum(self.start.values()) + self.step_calls * self.steps_on
@@ -84,7 +85,7 @@ def run_share(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, alone: float 
     est = estimate_calls(method, hyper, sizes, seed=seed)
     family = "task_prior" if method.task_prior else "initial"
     if not method.optimize_solver:
-        return RunShare(method.name, 0.0, family, {}, 0, 0.0, 0.0, {}, {}, 1.0, 0)
+        return RunShare(method.name, 0.0, family, {}, 0, 0.0, 0.0, {}, {}, 1.0, 0, 0.0)
     steps = planned_steps(method, hyper)
     leave = leaves_trajectory(method)
     # P(on the trajectory at step s) = (1 - leave)^(rounds before s), with the expected rounds of the schedule
@@ -111,7 +112,8 @@ def run_share(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, alone: float 
         start[("start", role)] -= n
     return RunShare(method.name, float(est.expected if alone is None else alone), family, start,
                     est.inner_per_step, steps_on, rounds_on, round_calls, once,
-                    (1 - leave) ** rounds if method.runs_audits else on_at_end, steps)
+                    (1 - leave) ** rounds if method.runs_audits else on_at_end, steps,
+                    est.by_role_step.get("rewrite_solver", 0.0) * steps)
 
 
 def seed_training(shares: Sequence[RunShare]) -> dict[str, float]:
@@ -151,7 +153,8 @@ def distinct_evaluations(shares: Sequence[RunShare]) -> dict[str, float]:
             out[share.method] = 0.0 if initial_paid else 1.0
             initial_paid = True
             continue
-        changed = 1 - REJECT_PROB ** share.steps if initial_paid else 1.0  # some rewrite was accepted
+        # some rewrite was accepted; a batch drawn again under the same skill is the same rewrite, rejected again
+        changed = 1 - REJECT_PROB ** share.trials if initial_paid else 1.0
         paid = trajectory_paid.get(share.family, 0.0)
         on = share.on_at_end
         out[share.method] = changed * (on * (1 - paid) + (1 - on))
