@@ -19,6 +19,7 @@ nothing about quality: the verdicts are whatever this run produced, shown as the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -78,12 +79,17 @@ def stats(url: str) -> dict[str, Any]:
         return out
 
 
-def ledger_calls(out: Path) -> tuple[int, int]:
-    """(training, evaluation) paid calls over every run of the experiment, from the ledgers: the
-    projection's two phases."""
-    train = sum(json.loads(p.read_text())["total"]["calls"] for p in out.glob("sweeps/*/runs/*/*/ledger.json"))
-    evaluate = sum(json.loads(p.read_text())["total"]["calls"]
-                   for p in out.glob("sweeps/*/runs/*/*/eval/ledger-*.json"))
+def _runs(out: Path, seed: int | None) -> list[Path]:
+    return [p for p in out.glob("sweeps/*/runs/*/*") if p.is_dir() and (seed is None or p.name.endswith(f"-s{seed}"))]
+
+
+def ledger_calls(out: Path, seed: int | None = None) -> tuple[int, int]:
+    """(training, evaluation) paid calls over every run of the experiment (or of one seed), from the
+    ledgers: the projection's two phases."""
+    runs = _runs(out, seed)
+    train = sum(json.loads((r / "ledger.json").read_text())["total"]["calls"] for r in runs
+                if (r / "ledger.json").is_file())
+    evaluate = sum(json.loads(p.read_text())["total"]["calls"] for r in runs for p in r.glob("eval/ledger-*.json"))
     return train, evaluate
 
 
@@ -100,14 +106,53 @@ def parity(out: Path) -> dict[str, float]:
     return ratios
 
 
-def ledger_dollars(out: Path) -> tuple[float, float]:
-    """(training, evaluation) effective dollars over every run of the experiment."""
+def ledger_dollars(out: Path, seed: int | None = None) -> tuple[float, float]:
+    """(training, evaluation) dollars paid over every run of the experiment (or of one seed)."""
     train = evaluate = 0.0
-    for ledger in out.glob("sweeps/*/runs/*/*/ledger.json"):
-        train += json.loads(ledger.read_text())["total"].get("cost_usd", 0.0)
-    for ledger in out.glob("sweeps/*/runs/*/*/eval/ledger-*.json"):
-        evaluate += json.loads(ledger.read_text())["total"].get("cost_usd", 0.0)
+    for run in _runs(out, seed):
+        if (run / "ledger.json").is_file():
+            train += json.loads((run / "ledger.json").read_text())["total"].get("cost_usd", 0.0)
+        for ledger in run.glob("eval/ledger-*.json"):
+            evaluate += json.loads(ledger.read_text())["total"].get("cost_usd", 0.0)
     return train, evaluate
+
+
+PLAN = re.compile(r"~([\d,]+) training \+ ~([\d,]+) evaluation = ~([\d,]+), about \$([\d,.]+)")
+
+
+def projected(text: str) -> dict[str, Any] | None:
+    """The projection the command printed before spending."""
+    match = PLAN.search(" ".join(text.split()))
+    if match is None:
+        return None
+    n = [float(match.group(i).replace(",", "")) for i in range(1, 5)]
+    return {"training_calls": int(n[0]), "evaluation_calls": int(n[1]), "calls": int(n[2]), "dollars": n[3]}
+
+
+def expected_lines(out: Path) -> list[dict[str, Any]]:
+    """Each run's "expected" line (what `decoevo run` prints before it starts, cli/run_progress.py) against
+    what the run used: its paid calls plus those it inherited from the seed's shared cache, i.e. what it
+    would have paid alone."""
+    from decoevo.cli.run_progress import expected_calls
+    from decoevo.engine.config import RunConfig
+
+    rows = []
+    for run in sorted(_runs(out, None)):
+        if not (run / "ledger.json").is_file():
+            continue
+        config = RunConfig.model_validate(yaml.safe_load((run / "config.yaml").read_text()))
+        total = json.loads((run / "ledger.json").read_text())["total"]
+        used = total["calls"] + total["inherited_calls"]
+        expected = expected_calls(config)
+        rows.append({"run": f"{run.parent.name}/{run.name}", "expected": expected, "used": used,
+                     "ratio": round(expected / used, 3) if used else None})
+    return rows
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    v = sorted(values)
+    return {"min": round(v[0], 3), "median": round(v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1]
+            + v[len(v) // 2]) / 2, 3), "max": round(v[-1], 3)} if v else {}
 
 
 def screenshot(report: Path, png: Path) -> bool:
@@ -138,7 +183,10 @@ def screenshot(report: Path, png: Path) -> bool:
     return png.is_file()
 
 
-def invoke(out: Path, models: Path, data: list[str], seeds: str, sets: list[str]) -> tuple[float, str, int]:
+def invoke(out: Path, models: Path, data: list[str], seeds: str, sets: list[str], yes: bool = True
+           ) -> tuple[float, str, int]:
+    """`decoevo reproduce` as a user types it; without `yes` it prints the plan and its projection and
+    stops before spending (stdin is not a terminal)."""
     cmd = [
         sys.executable,
         "-m",
@@ -152,12 +200,13 @@ def invoke(out: Path, models: Path, data: list[str], seeds: str, sets: list[str]
         "--preset",
         "quick",
         *(x for s in sets for x in ("--set", s)),
-        "--yes",
+        *(["--yes"] if yes else []),
         *data,
     ]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "160"}
     t0 = time.monotonic()
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600, check=False,
+                          stdin=subprocess.DEVNULL)
     return time.monotonic() - t0, done.stdout + done.stderr, done.returncode
 
 
@@ -177,15 +226,24 @@ def main() -> None:
     )
     parser.add_argument("--test", type=int, default=10, help="test questions per source benchmark")
     parser.add_argument("--keep", type=Path, help="keep the experiment directory here")
-    parser.add_argument("--out", type=Path, default=RESULTS / "reproduce_sim.json")
+    parser.add_argument("--world", default="default",
+                        help="the simulated world (bench/cost/cost_worlds.py: default, held_out, f<seed>w<i>)")
+    parser.add_argument("--out", type=Path, help="default: bench/results/reproduce_sim.json (world default), "
+                        "else reproduce_sim_<world>.json")
     parser.add_argument("--screenshot", type=Path, default=ROOT / "docs" / "reproduce-claims.png")
     args = parser.parse_args()
 
+    from bench.cost.cost_worlds import world
+
+    sim_world, sim_seed = world(args.world)
+    args.out = args.out or RESULTS / ("reproduce_sim.json" if args.world == "default"
+                                      else f"reproduce_sim_{args.world}.json")
     root = args.keep or Path(tempfile.mkdtemp(prefix="repro-"))
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    server = {"sim_seed": 0, "slots": 64, "latency": {"base_s": 0.03, "per_token_s": 0.0001, "tail_p": 0.05}}
+    server = {"sim_seed": sim_seed, "slots": 64, "latency": {"base_s": 0.03, "per_token_s": 0.0001, "tail_p": 0.05},
+              "world": dataclasses.asdict(sim_world) if sim_world is not None else None}
     with sim_server_process(server) as url:
         data = []
         for name in ("healthbench", "writingbench", "researchqa"):
@@ -204,15 +262,22 @@ def main() -> None:
         )
         out = root / "experiment"
         sets = ["splits.diagnostic=4", f"splits.test={args.test}", f"hyper.steps={args.steps}"]
+        seeds = [int(s) for s in args.seeds.split(",")]
+        # each seed's own projection (runs of different seeds share nothing), printed before spending
+        alone = {seed: projected(invoke(out, models, data, str(seed), sets, yes=False)[1]) for seed in seeds}
         wall, text, code = invoke(out, models, data, args.seeds, sets)
         served = stats(url)["requests"]
-        match = re.search(
-            r"~([\d,]+) training \+ ~([\d,]+) evaluation = ~([\d,]+), about \$([\d,.]+)", " ".join(text.split())
-        )
         again_wall, again_text, again_code = invoke(out, models, data, args.seeds, sets)
         resumed_requests = stats(url)["requests"] - served
     train_usd, eval_usd = ledger_dollars(out)
     train_calls, eval_calls = ledger_calls(out)
+    per_seed = {}
+    for seed in seeds:
+        (t_calls, e_calls), (t_usd, e_usd), plan = ledger_calls(out, seed), ledger_dollars(out, seed), alone[seed]
+        paid = {"training_calls": t_calls, "evaluation_calls": e_calls, "dollars": round(t_usd + e_usd, 4)}
+        per_seed[str(seed)] = {"projected": plan, "paid": paid, "ratio": None if plan is None else {
+            k: round(plan[k] / paid[k], 3) if paid[k] else None for k in paid}}
+    lines = expected_lines(out)
     verdicts = {
         m.group(2): m.group(1)
         for m in re.finditer(r"^\s*(supported|contradicted|not enough runs|not run)\s+(\S+)\s*$", text, re.M)
@@ -230,14 +295,8 @@ def main() -> None:
         "exit_code": code,
         "wall_s": round(wall, 1),
         "runs": len(list(out.glob("sweeps/*/runs/*/*/summary.json"))),
-        "projected": None
-        if match is None
-        else {
-            "training_calls": int(match.group(1).replace(",", "")),
-            "evaluation_calls": int(match.group(2).replace(",", "")),
-            "calls": int(match.group(3).replace(",", "")),
-            "dollars": float(match.group(4).replace(",", "")),
-        },
+        "world": {"name": args.world, "sim_seed": sim_seed, **(server["world"] or {})},
+        "projected": projected(text),
         "actual": {
             "calls": served,
             "training_calls": train_calls,
@@ -246,6 +305,13 @@ def main() -> None:
             "dollars_evaluation": round(eval_usd, 4),
             "dollars": round(train_usd + eval_usd, 4),
         },
+        "per_seed": per_seed,
+        "ratio_spread": {k: spread([r["ratio"][k] for r in per_seed.values() if r["ratio"] and r["ratio"][k]])
+                         for k in ("training_calls", "evaluation_calls", "dollars")},
+        "expected_lines": {"runs": len(lines), "within_25pct": sum(1 for r in lines if r["ratio"] is not None
+                                                                   and 0.75 <= r["ratio"] <= 1.25),
+                           "ratio": spread([r["ratio"] for r in lines if r["ratio"] is not None]),
+                           "rows": lines},
         "tokens_vs_decoevo": parity(out),
         "rerun": {"exit_code": again_code, "wall_s": round(again_wall, 1), "calls": resumed_requests},
         "verdicts": verdicts,
@@ -253,7 +319,8 @@ def main() -> None:
         "tail": text[-1500:],
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "tail"}, indent=2))
+    print(json.dumps({k: v for k, v in result.items() if k not in ("tail", "expected_lines", "tokens_vs_decoevo")},
+                     indent=2))
     if again_code != 0 or code != 0:
         print(again_text[-3000:], file=sys.stderr)
 
