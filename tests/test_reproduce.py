@@ -199,7 +199,7 @@ def test_evaluation_is_projected_with_each_graders_real_call_pattern(tmp_path):
     from decoevo.methods import get_method
 
     configs = [RunConfig.model_validate(c.config) for c in cells["healthbench"]]
-    new = distinct_evaluations([run_share(get_method(c.method), c.hyper, c.splits) for c in configs])
+    new = distinct_evaluations([run_share(get_method(c.method), c.hyper, c.splits, seed=c.seed) for c in configs])
     assert new["zero_shot"] == 1.0 and 0 < new["decoevo"] < 1
     answers = sum(c.splits.test * new[c.method] for c in configs)
     assert projection.evaluation_calls == round(answers * (1 + 334 / 24))
