@@ -26,9 +26,9 @@ from ..reply_lengths import ANSWER_CHARS, ASSUMED_CHARS, CRITERION_CHARS, RUBRIC
 from .config import Hyper
 
 CHARS_PER_TOKEN = 4
-# A question of the bundled HealthBench sample: mean characters of its turns (measured on the 24
-# conversations of decoevo/data/healthbench_sample.jsonl); used before the data are read.
-TYPICAL_QUESTION_CHARS = 1400.0
+# A question of the bundled HealthBench sample: mean characters of its text as the prompts quote it (121,
+# measured on the 24 conversations of decoevo/data/healthbench_sample.jsonl); used before the data are read.
+TYPICAL_QUESTION_CHARS = 121.0
 JSON_FIELD_CHARS = 12  # a field's quotes, name and separators
 
 
