@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from math import comb
 
 from ..methods import MethodSpec
-from ..policies import VerifyByAudits, VerifyBySolverScore, should_audit
+from ..policies import AcceptEveryCandidate, VerifyByAudits, VerifyBySolverScore, should_audit
 from ..tasks.splits import SplitSizes
 from .batches import repeats
 from .config import Hyper
@@ -47,18 +47,18 @@ SETTLED_BY_STRUCTURAL = 0.7
 @dataclass(frozen=True)
 class CallEstimate:
     inner_per_step: float  # expected paid calls of one inner step
-    outer_per_round: int  # paid calls of one outer round
+    outer_per_round: float  # expected paid calls of one outer round
     steps: int
     scheduled_rounds: int  # every K steps
     max_rounds: int  # if every rewrite is rejected and stalls trigger every round they can
     expected_rounds: float = 0.0  # under REJECT_PROB
-    once: int = 0  # paid once per run (the incumbent's first gate scores, rubrics of the splits)
+    once: float = 0  # paid once per run (the incumbent's first gate scores, rubrics of the splits)
     cached_per_step: int = 0
     cached_per_round: int = 0
     by_role_step: dict[str, float] = field(default_factory=dict)
-    by_role_round: dict[str, int] = field(default_factory=dict)
-    by_role_once: dict[str, int] = field(default_factory=dict)
-    high_per_round: int = 0  # paid calls of a round in which the blind auditor decides every pair
+    by_role_round: dict[str, float] = field(default_factory=dict)
+    by_role_once: dict[str, float] = field(default_factory=dict)
+    high_per_round: float = 0  # paid calls of a round in which the blind auditor decides every pair
 
     @property
     def expected(self) -> int:
@@ -142,7 +142,7 @@ def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: 
     return rounds
 
 
-Shared = dict[tuple[str, ...], int]  # calls by what makes their requests equal across methods (engine/sharing.py)
+Shared = dict[tuple[str, ...], float]  # calls by what makes their requests equal across methods (engine/sharing.py)
 
 
 def fresh_share(steps: int, drawn: float, reject_prob: float) -> float:
@@ -162,7 +162,7 @@ def fresh_share(steps: int, drawn: float, reject_prob: float) -> float:
 
 def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: float, first_decisive: float,
                  settled: float, shared: tuple[Shared, Shared] | None = None,
-                 ) -> tuple[dict[str, int], dict[str, int], int]:
+                 ) -> tuple[dict[str, float], dict[str, float], int]:
     """Paid calls of one round by role, paid once per run by role, and cached answers per round. `shared`,
     when given, receives the calls of a round (and of the run, once) whose requests depend only on the
     incumbent solver and generator and on the method flags named in their key, not on this method's own
@@ -172,11 +172,11 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
     orders = 1 + first_decisive if short else 2  # blind orders asked per pair
     drawn = 1 - settled if short and method.structural_audit else 1  # share of rounds that build Γ
     pairs = min(hyper.pairs_per_question, L // 2)
-    rnd: dict[str, int] = {}
-    once: dict[str, int] = {}
+    rnd: dict[str, float] = {}
+    once: dict[str, float] = {}
     cached = 0
 
-    def add(table: dict[str, int], role: str, n: int, *key: str) -> None:
+    def add(table: dict[str, float], role: str, n: float, *key: str) -> None:
         table[role] = table.get(role, 0) + n
         if key and shared is not None:
             into = shared[0] if table is rnd else shared[1]
@@ -197,29 +197,43 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
         add(rnd, "judge", p * L, "probe")
         add(rnd, "contrastive_audit_blind", round(orders * p * pairs), "probe", blind)
         add(rnd, "contrastive_audit_reveal", round(p * pairs * decided), "probe", blind)
+    # A round with no audit record (no structural audit, and no pair decided) rewrites nothing
+    records = 1.0 if method.structural_audit or not method.contrastive_audit else \
+        1 - (1 - decided) ** (p * pairs)
+
+    def add_g(table: dict[str, float], role: str, n: float, *key: str) -> None:
+        add(table, role, n * records, *key)
+
     if method.evolve_generator and not method.audit_to_solver:
-        add(rnd, "rewrite_generator", 1, cand)
+        add_g(rnd, "rewrite_generator", 1, cand)
         if isinstance(method.acceptance, VerifyByAudits):
             add(once, "generate_rubric", vg, "V_g")  # the incumbent's V_g rubrics; an accepted candidate's are cached
-            add(rnd, "generate_rubric", vg, cand)  # the candidate's
+            add_g(rnd, "generate_rubric", vg, cand)  # the candidate's
             if method.structural_audit:
                 add(once, "structural_audit", vg, "V_g")
-                add(rnd, "structural_audit", vg, cand)
+                add_g(rnd, "structural_audit", vg, cand)
                 cached += vg  # the incumbent's structural audits
             if method.contrastive_audit:
-                add(rnd, "solve", round(drawn * vg * L), "V_g")
+                add_g(rnd, "solve", round(drawn * vg * L), "V_g")
                 frozen = round(vg * pairs * decided)
                 # locating judgements, the candidate's margins
-                add(rnd, "judge", round(drawn * (vg * L + 2 * frozen)), "V_g", cand)
-                add(rnd, "contrastive_audit_blind", round(drawn * orders * vg * pairs), "V_g", blind)
+                add_g(rnd, "judge", round(drawn * (vg * L + 2 * frozen)), "V_g", cand)
+                add_g(rnd, "contrastive_audit_blind", round(drawn * orders * vg * pairs), "V_g", blind)
                 cached += round(drawn * 2 * frozen)  # the incumbent's margins are its locating judgements
         elif isinstance(method.acceptance, VerifyBySolverScore):
             add(once, "generate_rubric", vg, "V_g")
             add(once, "solve", vg, "V_g", verify)
             add(once, "judge", vg, "V_g", verify)
-            add(rnd, "generate_rubric", vg, cand)
-            add(rnd, "judge", vg, cand, verify)
+            add_g(rnd, "generate_rubric", vg, cand)
+            add_g(rnd, "judge", vg, cand, verify)
             cached += 2 * vg
+        elif isinstance(method.acceptance, AcceptEveryCandidate):
+            # A new generator every round: the rubrics of V_s and the incumbent's V_s scores under them are
+            # new, and so are those of the batch questions asked again (about half a batch; counted in the
+            # simulated reproduce: without them its expected line was 0.67-0.81 of the calls it used)
+            regrade = sizes.solver_gate + hyper.batch_size / 2
+            add_g(rnd, "generate_rubric", regrade)
+            add_g(rnd, "judge", regrade)
     return rnd, once, cached
 
 
@@ -246,7 +260,7 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
     step = {"solve": fresh + vs * new_batch, "judge": fresh + vs * new_batch, "rewrite_solver": new_batch}
     # Once: the incumbent's first V_s scores, and one rubric per question the run touches (the train
     # questions drawn, V_s); later steps reuse them while the generator is unchanged.
-    once = {"solve": vs, "judge": vs, "generate_rubric": seen + vs}
+    once: dict[str, float] = {"solve": vs, "judge": vs, "generate_rubric": seen + vs}
     # the incumbent's V_s answers and judgements, repeated questions, repeated batches' rewrites and challengers
     cached_step = round(2 * vs + 2 * (b - fresh) + (1 + 2 * vs) * (1 - new_batch))
     if not method.runs_audits:
