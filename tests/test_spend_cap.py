@@ -193,3 +193,20 @@ def test_a_stop_at_a_cap_holds_until_the_cap_is_raised_and_old_spend_files_still
         asyncio.run(gate.reserve(0.2))
     assert read_spend(spend) == pytest.approx(0.375)  # a refused request spends nothing
     assert at_cap(spend, 0.5) and at_cap(spend, 0.4) and not at_cap(spend, 0.6)
+
+
+def test_lms_that_write_the_spend_file_do_not_keep_its_descriptor_after_closing(tmp_path, monkeypatch):
+    """The spend file is kept open between requests (half the CPU it adds): each LM closes it."""
+    monkeypatch.setenv(FILE_ENV, str(tmp_path / "spend.log"))
+    monkeypatch.setenv(CAP_ENV, "1.0")
+
+    async def use_and_close() -> None:
+        lm = priced_lm(Quick())
+        await lm.complete([Message("user", "question")], role="solve")
+        await lm.aclose()
+
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        asyncio.run(use_and_close())
+    assert len(os.listdir("/proc/self/fd")) < before + 5
+    assert read_spend(tmp_path / "spend.log") == pytest.approx(20 * each_usd())

@@ -494,6 +494,7 @@ class LM:
             await backend.aclose()
         if self.cache is not None:
             self.cache.close()
-        if self._shared is not None:
-            self._shared.close()
+        for shared in (self._shared, self._spend):  # their lock files
+            if shared is not None:
+                shared.close()
 
