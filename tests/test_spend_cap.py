@@ -104,9 +104,9 @@ class Quick:
         return None
 
 
-def reservation(path: Path, usd: float, pid: int, host: str) -> str:
+def reservation(path: Path, usd: float, pid: int, host: str, at: float | None = None) -> str:
     with open(path, "a", encoding="utf-8") as f:
-        f.write(f"r foreign.1 {usd!r} {pid} {host}\n")
+        f.write(f"r foreign.1 {usd!r} {pid} {host} {time.time() if at is None else at}\n")
     return "foreign.1"
 
 
@@ -182,6 +182,13 @@ def test_another_hosts_reservation_is_waited_for_a_bounded_time(tmp_path, monkey
         asyncio.run(asyncio.wait_for(gate.reserve(0.004), 10))
     assert time.monotonic() - started >= 0.3  # it waited: that node's request may still settle for less
     assert "s foreign.1" not in spend.read_text()  # not settled for it: it may be alive
+    # one made longer ago than that (a node of a killed earlier run) is not waited for at all
+    again = tmp_path / "again.log"
+    reservation(again, 0.008, 1, "another-node", at=time.time() - 1.0)
+    started = time.monotonic()
+    with pytest.raises(SpendCapReached):
+        asyncio.run(asyncio.wait_for(SharedSpend(again, 0.01).reserve(0.004), 10))
+    assert time.monotonic() - started < 0.3
 
 
 def test_a_stop_at_a_cap_holds_until_the_cap_is_raised_and_old_spend_files_still_count(tmp_path):

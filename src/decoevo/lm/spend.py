@@ -5,7 +5,8 @@ LM and ledger, so no single ledger sees the experiment's bill. When `DECOEVO_SPE
 (reproduce sets it, and sweeps forward DECOEVO_* to their cells), every LM writes its paid requests to PATH,
 an append-only log written under an exclusive `flock`:
 
-    r ID USD PID HOST   a request about to be sent reserves USD, its worst case (`request_bound`)
+    r ID USD PID HOST T a request about to be sent at T (Unix time) reserves USD, its worst case
+                        (`request_bound`), for process PID on HOST
     s ID USD            ... and is settled at what it cost (its answer's usage; a bill we cannot see is
                         settled at its estimate, a request that cannot have been billed at 0)
     x CAP               a request was refused at the cap CAP: the experiment stopped there
@@ -17,7 +18,7 @@ while reservations in flight may still free room (a settled answer usually costs
 case), and is refused (`SpendCapReached`, a budget stop) when they cannot. So the experiment's spend never
 passes the cap, as long as a server bills no more than a request's bound. A reservation whose process died
 (on this host: its pid is gone) is settled at its estimate by whoever notices; one made on another host is
-waited for at most `HOST_WAIT_S`, then counted as spent for the decision. Cache hits reserve nothing.
+waited for until `HOST_WAIT_S` after it was made, then counted as spent for the decision. Cache hits reserve nothing.
 A model without a price reserves and adds nothing (the plan says its dollars are unknown).
 """
 
@@ -84,12 +85,12 @@ def admit(spent: float, held: float, freeable: float, estimate: float, cap: floa
 
 @dataclass(frozen=True)
 class Held:
-    """A reservation in flight, as the spend file says, and when this process first read it."""
+    """A reservation in flight, as the spend file says."""
 
     usd: float
     pid: int
     host: str
-    seen: float
+    at: float  # Unix time it was made
 
 
 @dataclass(frozen=True)
@@ -165,14 +166,13 @@ class SharedSpend:
         data = os.pread(fd, size - self._offset, self._offset)
         complete = data[: data.rfind(b"\n") + 1]  # writers hold LOCK_EX: only a torn tail can be partial
         self._offset += len(complete)
-        now = time.monotonic()
         for line in complete.splitlines():
-            self._apply(line.split(), now)
+            self._apply(line.split())
 
-    def _apply(self, f: list[bytes], now: float) -> None:
+    def _apply(self, f: list[bytes]) -> None:
         try:
-            if len(f) == 5 and f[0] == b"r":
-                self._held[f[1].decode()] = Held(float(f[2]), int(f[3]), f[4].decode(), now)
+            if len(f) == 6 and f[0] == b"r":
+                self._held[f[1].decode()] = Held(float(f[2]), int(f[3]), f[4].decode(), float(f[5]))
             elif len(f) == 3 and f[0] == b"s":
                 if self._held.pop(f[1].decode(), None) is not None:  # a second settlement counts nothing
                     self._spent += float(f[2])
@@ -229,7 +229,7 @@ class SharedSpend:
                 self._read(fd)  # the dead reservations' settlements, just written
             if verdict == "reserve":
                 rid = next(self._ids)
-                os.write(fd, f"r {rid} {usd!r} {self.pid} {self.host}\n".encode())
+                os.write(fd, f"r {rid} {usd!r} {self.pid} {self.host} {time.time():.3f}\n".encode())
                 return verdict, rid
             if verdict == "refuse":
                 os.write(fd, f"x {self.cap!r}\n".encode())
@@ -237,9 +237,9 @@ class SharedSpend:
 
     def _freeable(self) -> float:
         """Reservations that may still settle for less: on this host alive (or dead: settled when waiting),
-        on another host read less than HOST_WAIT_S ago."""
-        cutoff = time.monotonic() - HOST_WAIT_S
-        return sum(h.usd for h in self._held.values() if h.host == self.host or h.seen > cutoff)
+        on another host made less than HOST_WAIT_S ago (by its clock: hosts' clocks differ by far less)."""
+        cutoff = time.time() - HOST_WAIT_S
+        return sum(h.usd for h in self._held.values() if h.host == self.host or h.at > cutoff)
 
     def _settle_dead(self, fd: int) -> bool:
         """Settle at their estimates the reservations of this host's processes that are gone."""
