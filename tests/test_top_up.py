@@ -97,3 +97,33 @@ def test_steps_past_t_draw_fresh_rewrite_samples_and_idle_steps_do_not_count() -
     assert more_steps(6, 1, 6, topped_up=True)  # one of six steps spent nothing: one more
     assert not more_steps(6, 0, 6, topped_up=True)
     assert not more_steps(HARD_BOUND_FACTOR * 6, 10, 6, topped_up=True)  # idle or not, it ends
+
+
+def test_sweep_parity_flag_runs_the_controls_at_decoevos_tokens(tmp_path: Path, monkeypatch) -> None:
+    """`decoevo sweep --parity` (fails on the old code: no such option) applies the rule `reproduce` does:
+    SC-CoEvo topped up to, and Budget-Matched capped at, the paired DecoEvo run's tokens; written to
+    SWEEP/sweep.yaml, so a continued sweep keeps it."""
+    pytest.importorskip("uvicorn")
+    import yaml
+
+    from .sweep_helpers import served_toy, sweep, write_spec
+
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))  # cell processes inherit it
+    with served_toy() as server:
+        # the toy world's steps past T cost one short rewrite each (~30 tokens): room for enough of them
+        spec = write_spec(tmp_path / "grid.yaml", server.url, ["decoevo", "sc_coevo", "budget_matched"], [0],
+                          hyper={"steps": 2, "batch_size": 2, "audit_every": 1, "rollouts": 4,
+                                 "budget_step_cap": 50})
+        code, out = sweep(tmp_path / "SW", "--spec", spec, "--parity", "--workers", 1)
+    assert code == 0, out
+    stored = yaml.safe_load((tmp_path / "SW" / "sweep.yaml").read_text())
+    assert stored["top_up"] == ["sc_coevo"] and stored["budget"]["match_on"] == "tokens"
+    runs = tmp_path / "SW" / "runs" / "toy"
+    base = load_run_usage(runs / "decoevo-s0").total.effective_tokens
+    for control in ("sc_coevo-s0", "budget_matched-s0"):
+        budget = yaml.safe_load((runs / control / "config.yaml").read_text())["budget"]
+        assert budget["match_on"] == "tokens" and budget["match_run"].endswith("decoevo-s0")
+        ratio = load_run_usage(runs / control).total.effective_tokens / base
+        assert abs(ratio - 1) <= 0.05, (control, ratio)
+    code, out = sweep(tmp_path / "SW2", "--methods", "skillopt,sc_coevo", "--parity")
+    assert code == 2 and "add decoevo to methods" in " ".join(out.split()), out
