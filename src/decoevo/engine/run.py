@@ -126,7 +126,9 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
     if method.budget_matched and calls is None and tokens is None and cost is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
-    return Budget(calls, tokens, cost)
+    # Matched to the paired run's tokens, a control lands on them (nearest call) rather than stopping a
+    # call past them: one large call is several percent of a small run.
+    return Budget(calls, tokens, cost, land_on_tokens=bool(config.budget.match_run) and not config.budget.max_tokens)
 
 
 def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
