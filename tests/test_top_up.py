@@ -153,6 +153,6 @@ def test_controls_land_within_five_percent_in_every_cost_world() -> None:
     4,522-token judge call admitted with ~600 tokens left)."""
     from bench.reproduce.parity_worlds import WORLDS, one_seed
 
-    rows = [one_seed((w, 3, 40, 6)) for w in WORLDS]
+    rows = [one_seed((w, 3, 40, 6, "quick")) for w in WORLDS]
     off = {(r["world"], m): x for r in rows for m, x in r["ratios"].items() if abs(x - 1) > 0.05}
     assert not off, off

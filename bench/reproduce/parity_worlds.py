@@ -38,14 +38,14 @@ CONTROLS = ("sc_coevo", "direct_audit", "budget_matched")
 WORLDS = [*SELECTION, *CHECK]  # the cost benches' ten: default and held-out, each with a family of four
 
 
-def one_seed(args: tuple[str, int, int, int]) -> dict[str, Any]:
+def one_seed(args: tuple[str, int, int, int, str]) -> dict[str, Any]:
     """The cells of one world and seed, in plan order (DecoEvo before the controls matched to it)."""
-    wname, seed, questions, steps = args
+    wname, seed, questions, steps, preset = args
     sim_world, sim_seed = world(wname)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         data = write_toy_questions(root / "healthbench.jsonl", questions)
-        raw = at_token_parity({"methods": METHODS, "seeds": [seed], "preset": "quick", "evaluate": [],
+        raw = at_token_parity({"methods": METHODS, "seeds": [seed], "preset": preset, "evaluate": [],
                                "benchmarks": [{"name": "healthbench", "data": str(data), "format": "jsonl"}],
                                "splits": {"diagnostic": 4, "test": 10}, "hyper": {"steps": steps}}, "bench")
         spec = SweepSpec.model_validate(raw)
@@ -74,11 +74,12 @@ def main() -> None:
     parser.add_argument("--worlds", default=",".join(WORLDS))
     parser.add_argument("--questions", type=int, default=40)
     parser.add_argument("--steps", type=int, default=6, help="inner steps T (reproduce_sim.py's)")
+    parser.add_argument("--preset", default="quick", help="quick (reproduce_sim.py's) or paper")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "parity_worlds.json")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    tasks = [(w, s, args.questions, args.steps) for w in args.worlds.split(",") for s in seeds]
+    tasks = [(w, s, args.questions, args.steps, args.preset) for w in args.worlds.split(",") for s in seeds]
     t0 = time.monotonic()
     with ProcessPoolExecutor(args.workers) as pool:
         rows = list(pool.map(one_seed, tasks, chunksize=1))
@@ -86,7 +87,8 @@ def main() -> None:
     result = {
         "machine": machine(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "sizes": f"quick, hyper.steps={args.steps}, {args.questions} questions, splits.diagnostic=4, splits.test=10",
+        "sizes": f"{args.preset}, hyper.steps={args.steps}, {args.questions} questions, "
+                 "splits.diagnostic=4, splits.test=10",
         "rule": "decoevo.sweep.spec.at_token_parity (what reproduce and sweep --parity apply)",
         "seeds": seeds,
         "worlds": args.worlds.split(","),
