@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..redact import register_environment_secrets
 from .backend import Backend
-from .budget import Budget, BudgetExceeded, InFlight
+from .budget import Budget, BudgetExceeded, InFlight, expected_tokens, in_flight
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
@@ -252,8 +252,8 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                if key not in self.own_keys and self.budget.limited:  # inherited spend counts against the
-                    self.budget.check(self.ledger, self._in_flight())  # budget: a cached rerun stops at it
+                if key not in self.own_keys and self.budget.limited:  # inherited: a cached rerun stops at it
+                    self.budget.check(self.ledger, self._in_flight(), hit.prompt_tokens + hit.completion_tokens)
                 self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
@@ -340,7 +340,8 @@ class LM:
                 if not reserved:
                     try:  # before paying, counting the calls already paying; cache hits are never refused
                         if self.budget.limited:
-                            self.budget.check(self.ledger, self._in_flight())
+                            self.budget.check(self.ledger, self._in_flight(),
+                                              expected_tokens(self.ledger, role, model_name, request))
                     except BudgetExceeded:
                         limiter.release(tokens_reserved=tokens, tokens_used=0)
                         raise
@@ -462,14 +463,7 @@ class LM:
         return shared.pool(endpoint, backend.max_concurrency)
 
     def _in_flight(self) -> InFlight:
-        """The calls paying now, each expected to cost what a call has cost on average so far."""
-        if not self._paying:
-            return InFlight()
-        total = self.ledger.total()
-        if not total.effective_calls:
-            return InFlight(self._paying)
-        share = self._paying / total.effective_calls
-        return InFlight(self._paying, total.effective_tokens * share, total.effective_cost_usd * share)
+        return in_flight(self._paying, self.ledger)
 
     def price(self, model_name: str) -> Price | None:
         if model_name not in self._prices:
