@@ -84,12 +84,12 @@ def test_top_up_brings_a_cheaper_method_to_decoevos_usage(tmp_path):
     plain_ratio = rows["skillopt"].total.effective_tokens / base
     topped_ratio = rows["skillopt-topped"].total.effective_tokens / base
     assert plain_ratio < 0.85  # the comparison the report flags as not compute-matched
-    # topped up: it keeps taking solver steps past T, spending more, never past DecoEvo's caps (the toy
-    # world's rewrites repeat, and repeated requests are free cache hits, so it may reach the step cap first)
+    # topped up: it keeps taking solver steps past T until DecoEvo's budget stops it (each step past T asks
+    # for a fresh rewrite, so the toy world's repeating rewrites are not free cache hits that stall it)
     steps = [json.loads(x) for x in (topped / "events.jsonl").read_text().splitlines()]
     inner = sum(e["event"] == "inner_step" for e in steps)
-    assert inner > 2 and (inner == 80 or any(e["event"] == "budget_stop" for e in steps))
-    assert plain_ratio < topped_ratio <= 1.0, (plain_ratio, topped_ratio)
+    assert inner > 2 and any(e["event"] == "budget_stop" for e in steps)
+    assert plain_ratio < topped_ratio and abs(topped_ratio - 1) <= 0.05, (plain_ratio, topped_ratio)
 
 
 def test_top_up_needs_a_budget_and_a_sweep_names_known_methods(tmp_path):

@@ -4,7 +4,9 @@ seed), and whether the comparison is compute-matched.
 The paper's controls are matched in compute (its Table 4 has SC-CoEvo and Direct Audit at about 1.0x
 DecoEvo). A comparison whose method spent much less than DecoEvo confounds the method with its compute,
 so the report says so: outside ±`PARITY_TOLERANCE` (per paired seed's mean ratio) it is flagged
-"not compute-matched". `budget.top_up` with `budget.match_run` tops any method up to DecoEvo's caps.
+"not compute-matched". `budget.top_up` with `budget.match_run` tops any method up to DecoEvo's caps;
+`decoevo reproduce` and `decoevo sweep --parity` run the controls at DecoEvo's tokens that way
+(`decoevo.sweep.spec.at_token_parity`).
 """
 
 from __future__ import annotations

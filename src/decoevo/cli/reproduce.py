@@ -18,7 +18,7 @@ from rich.markup import escape
 from ..errors import ConfigError, validation_summary
 from ..fileio import atomic_write_text
 from ..lm import ModelSpec
-from ..lm.spend import CAP_ENV, read_spend
+from ..lm.spend import CAP_ENV, at_cap, read_spend
 from ..lm.spend import FILE_ENV as SPEND_FILE_ENV
 from . import reproduce_args as ra
 from .boundary import printable
@@ -178,7 +178,7 @@ def _reproduce(
     remaining = bool(projection.cells_to_run or any(not t.done() for t in posts))
     spend_file = out / rp_mod.SPEND_FILE
     spent = read_spend(spend_file)
-    if remaining and rp.max_cost is not None and spent >= rp.max_cost:
+    if remaining and rp.max_cost is not None and at_cap(spend_file, rp.max_cost):
         raise ConfigError(_at_cap(out, spent, rp.max_cost))
     console.print(projection.describe())
     if rp.max_cost is not None:
@@ -201,7 +201,7 @@ def _reproduce(
     if failed:
         for line in failed:
             err_console.print(f"[red]failed[/] {escape(printable(line))}", highlight=False)
-        if rp.max_cost is not None and read_spend(spend_file) >= rp.max_cost:
+        if rp.max_cost is not None and at_cap(spend_file, rp.max_cost):
             raise ConfigError(_at_cap(out, read_spend(spend_file), rp.max_cost))
         console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
         raise typer.Exit(1)

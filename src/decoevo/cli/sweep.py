@@ -44,6 +44,9 @@ def sweep(
     max_calls: int = typer.Option(None, help="Per-run budget of paid calls."),
     max_tokens: int = typer.Option(None, help="Per-run budget of paid tokens."),
     max_cost: float = MaxCost,
+    parity: bool = typer.Option(False, "--parity", help="Controls at DecoEvo's tokens, as `decoevo reproduce` "
+                                "runs them: sc_coevo and direct_audit topped up to, and budget_matched capped at, "
+                                "the paired decoevo run's tokens (top_up and budget.match_on in SWEEP/sweep.yaml)."),
     evaluate: str = typer.Option(None, help="Post-run steps, comma-separated (test, dynamics, alignment), "
                                  "or 'none'. Default: test."),
     workers: int = typer.Option(None, min=1, help="Cells at once (default: min(cells, cores); 8 per core when "
@@ -75,7 +78,7 @@ def sweep(
         bench = sweep_benchmark(data, fmt, task, benchmark, choose_data)
         built, source = build_spec(sweep_dir, spec, overrides=over, benchmark=bench, model=model, base_url=base_url,
                                    on_preset=lambda chosen: console.print(f"preset: {chosen.name} ({chosen.reason})",
-                                                                          highlight=False))
+                                                                          highlight=False), parity=parity)
         try:
             book = run_sweep(built, sweep_dir, source=source, workers=workers, threads=threads,
                              ray_address=ray_address, console=console, observer=sweep_bars(console))

@@ -62,7 +62,8 @@ class Hyper(BaseModel):
         "joint", description="joint: the judge scores every criterion of a rubric in one call; per_criterion: "
         "one call per criterion")
     max_criteria: int = Field(8, ge=1, le=64, description="most criteria a generated rubric may have")
-    budget_step_cap: int = Field(10, ge=1, le=MAX_PERIOD, description="budget-matched: at most this many times T steps")
+    budget_step_cap: int = Field(10, ge=1, le=MAX_PERIOD, description="budget-matched or topped up: at most this "
+                                 "many times T steps that spend something (twice that in all)")
     # The token limits' defaults fit the embedded model; unset, a role served by a server gets
     # SERVER_TOKEN_LIMITS below instead (see with_backend_token_limits).
     max_tokens_solve: int = Field(320, ge=16, le=MAX_TOKENS,

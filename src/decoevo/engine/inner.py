@@ -28,7 +28,8 @@ class InnerOutcome:
 
 async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Skill,
                      train: list[QuestionView], solver_gate: list[QuestionView],
-                     audit_notes: list[str] | None = None) -> InnerOutcome:
+                     audit_notes: list[str] | None = None, rewrite_index: int = 0) -> InnerOutcome:
+    """One inner step; `rewrite_index` is the rewrite's sample index (fresh per top-up step past T)."""
     h = ctx.hyper
     batch = ctx.rng("batch", step).sample(train, min(h.batch_size, len(train)))
     # Solve the batch with s_t; rubrics R_q(g_t); judge every criterion.
@@ -41,7 +42,7 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
                         by_id[qid].judgement, by_id[qid].score) for qid in chosen]
     # Consolidating rewrite into s'.
     out = await rewrite_solver(ctx.lm, solver, failures, extra_notes=audit_notes,
-                               params=ctx.params(h.max_tokens_rewrite))
+                               params=ctx.params(h.max_tokens_rewrite, sample_index=rewrite_index))
     candidate = Skill(kind="solver", version=solver.version + 1, text=out.skill, parent=solver.version,
                       reason=f"step {step}: {out.analysis}")
     validity = check_candidate(out.skill, solver.text, truncated=out.truncated, analysis=out.analysis)

@@ -48,6 +48,7 @@ from .outer import OuterOutcome, outer_step
 from .provenance import gather_provenance
 from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
+from .top_up import more_steps, rewrite_sample_index
 from .validity import Validity
 
 Observer = Callable[[RunEvent, LoopState], None]
@@ -125,7 +126,9 @@ def resolve_budget(config: RunConfig, method: MethodSpec) -> Budget:
     if method.budget_matched and calls is None and tokens is None and cost is None:
         raise ConfigError("method budget_matched needs a budget: set budget.match_run to the paired DecoEvo run "
                           "directory, or budget.max_calls / budget.max_tokens / budget.max_cost")
-    return Budget(calls, tokens, cost)
+    # Matched to the paired run's tokens, a control lands on them (nearest call) rather than stopping a
+    # call past them: one large call is several percent of a small run.
+    return Budget(calls, tokens, cost, land_on_tokens=bool(config.budget.match_run) and not config.budget.max_tokens)
 
 
 def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
@@ -316,6 +319,10 @@ class Engine:
     def total_steps(self) -> int:
         return planned_steps(self.method, self.config.hyper, top_up=self.config.budget.top_up)
 
+    @property
+    def topped_up(self) -> bool:
+        return self.method.budget_matched or self.config.budget.top_up
+
     async def run_async(self, resume: bool = False) -> RunResult:
         try:
             with RunLock(self.run.path):  # one writer per run directory, released even on a kill
@@ -338,12 +345,14 @@ class Engine:
         h = self.config.hyper
         committed = state.model_copy(deep=True)  # the state of the last checkpoint (or the start)
         try:
-            while state.next_step < self.total_steps():
+            while more_steps(state.next_step, state.idle_steps, self.total_steps(), topped_up=self.topped_up):
                 step = state.next_step
                 notes = state.audit_notes if self.method.audit_to_solver else None
                 self.phase = f"step {step}"
+                spent_before = self.lm.ledger.total().effective_calls
                 try:
-                    inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes)
+                    inner = await inner_step(self.ctx, step, state.solver, state.generator, train, gate_s, notes,
+                                             rewrite_index=rewrite_sample_index(step, h.steps))
                     if inner.candidate is not None:  # Direct Audit: the records reach this one rewrite only
                         state.audit_notes = []
                     self._after_inner(state, inner)
@@ -363,6 +372,8 @@ class Engine:
                         self._step_failed(state, "outer_round_failed", exc, round=state.outer_rounds)
                         state.outer_rounds += 1
                         state.consecutive_rejections = 0
+                if self.topped_up and self.lm.ledger.total().effective_calls == spent_before:
+                    state.idle_steps += 1  # all answers its own cache hits: not a step of its budget
                 state.next_step += 1
                 self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict())
                 committed = state.model_copy(deep=True)

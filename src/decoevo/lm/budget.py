@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .ledger import UsageLedger
+from .types import BackendRequest
 
 
 class BudgetExceeded(Exception):
@@ -27,13 +28,18 @@ class Budget:
     max_calls: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None  # USD, effective (paid + inherited), for priced models
+    # max_tokens is a level to land on (a control matched to its paired run's tokens), not a cap: a call is
+    # refused once the run ends nearer it without that call than with it (half the call's tokens left),
+    # so the run lands within half a call of it, either side, rather than up to a whole call over.
+    land_on_tokens: bool = False
 
     @property
     def limited(self) -> bool:
         return self.max_calls is not None or self.max_tokens is not None or self.max_cost is not None
 
-    def check(self, ledger: UsageLedger, in_flight: InFlight | None = None) -> None:
-        """Raise BudgetExceeded if one more paid call, on top of those in flight, would exceed a limit."""
+    def check(self, ledger: UsageLedger, in_flight: InFlight | None = None, next_tokens: float = 0.0) -> None:
+        """Raise BudgetExceeded if one more paid call, on top of those in flight, would exceed a limit
+        (`next_tokens`: that call's expected tokens, read with `land_on_tokens`)."""
         if not self.limited:
             return  # no limit: skip summing the ledger before every paid call
         pending = in_flight or InFlight()
@@ -43,11 +49,35 @@ class Budget:
         if self.max_calls is not None and calls >= self.max_calls:
             raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used"
                                  + (f", {pending.calls} in flight" if pending.calls else ""))
-        tokens = total.effective_tokens + pending.tokens
+        tokens = total.effective_tokens + pending.tokens + (next_tokens / 2 if self.land_on_tokens else 0.0)
         if self.max_tokens is not None and tokens >= self.max_tokens:
             raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used"
-                                 + (f", about {pending.tokens:.0f} in flight" if pending.calls else ""))
+                                 + (f", about {pending.tokens:.0f} in flight" if pending.calls else "")
+                                 + (f", the next call's ~{next_tokens:.0f} would land further from it"
+                                    if self.land_on_tokens and next_tokens else ""))
         cost = total.effective_cost_usd + pending.cost_usd
         if self.max_cost is not None and cost >= self.max_cost:
             raise BudgetExceeded(f"cost budget reached: ${total.effective_cost_usd:.4f} of ${self.max_cost:.4f} used"
                                  + (f", about ${pending.cost_usd:.4f} in flight" if pending.calls else ""))
+
+
+def in_flight(paying: int, ledger: UsageLedger) -> InFlight:
+    """The calls paying now, each expected to cost what a call has cost on average so far."""
+    if not paying:
+        return InFlight()
+    total = ledger.total()
+    if not total.effective_calls:
+        return InFlight(paying)
+    share = paying / total.effective_calls
+    return InFlight(paying, total.effective_tokens * share, total.effective_cost_usd * share)
+
+
+def expected_tokens(ledger: UsageLedger, role: str, model: str, request: BackendRequest) -> float:
+    """A paid call's expected tokens, to land on a token target: its prompt at about 4 characters a token,
+    and the completion its role's paid calls have averaged in this run (before the first, what any call
+    has averaged; before any, its allowance), never more than its allowance (often several times the use)."""
+    allowance = request.params.max_tokens
+    row = ledger.rows.get((role, model))
+    seen = row if row is not None and row.calls else ledger.total()
+    completion = min(seen.completion_tokens / seen.calls, allowance) if seen.calls else allowance
+    return sum(len(m.content) for m in request.messages) / 4 + completion

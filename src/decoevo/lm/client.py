@@ -18,28 +18,26 @@ from pydantic import BaseModel
 
 from ..redact import register_environment_secrets
 from .backend import Backend
-from .budget import Budget, BudgetExceeded, InFlight
+from .budget import Budget, BudgetExceeded, InFlight, expected_tokens, in_flight
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
 from .errors import (
     ConfigError,
     ConnectFailed,
-    EmptyReplyError,
     FailureCategory,
     InfrastructureError,
     LMError,
-    RefusalError,
     RequestTimeout,
     RetryableError,
 )
-from .journal import RequestJournal, prompt_token_bound
+from .journal import RequestJournal, may_be_billed, prompt_token_bound
 from .ledger import UsageLedger
 from .pricing import Price, price_for
 from .ratelimit import AdaptiveLimiter, RateInfo, estimate_tokens
 from .retry import RetryPolicy
 from .shared_slots import FileSlots, SharedSlots
-from .spend import SharedSpend
+from .spend import SharedSpend, request_bound
 from .structured import parse_structured, repair_messages, schema_for, unusable_reply
 from .types import BackendRequest, CallRecord, CallResult, Completion, GenParams, Message, checked_completion
 
@@ -254,8 +252,8 @@ class LM:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                if key not in self.own_keys and self.budget.limited:  # inherited spend counts against the
-                    self.budget.check(self.ledger, self._in_flight())  # budget: a cached rerun stops at it
+                if key not in self.own_keys and self.budget.limited:  # inherited: a cached rerun stops at it
+                    self.budget.check(self.ledger, self._in_flight(), hit.prompt_tokens + hit.completion_tokens)
                 self._record_hit(role, model_name, key, hit, request, hit.text)
                 return hit, True
         pending = self._inflight.get(key)
@@ -342,14 +340,19 @@ class LM:
                 if not reserved:
                     try:  # before paying, counting the calls already paying; cache hits are never refused
                         if self.budget.limited:
-                            self.budget.check(self.ledger, self._in_flight())
-                        if self._spend is not None:
-                            self._spend.check(self._in_flight().cost_usd)
+                            self.budget.check(self.ledger, self._in_flight(),
+                                              expected_tokens(self.ledger, role, model_name, request))
                     except BudgetExceeded:
                         limiter.release(tokens_reserved=tokens, tokens_used=0)
                         raise
                     self._paying += 1  # no await since the check: no other call passes it meanwhile
                     reserved = True
+                try:  # every attempt reserves its worst case under the experiment's cap (lm/spend.py)
+                    hold = await self._spend.reserve(self.cost_of(model_name, *request_bound(request))) \
+                        if self._spend is not None else None
+                except BaseException:  # refused at the cap, or cancelled while waiting for room
+                    limiter.release(tokens_reserved=tokens, tokens_used=0)
+                    raise
                 started = time.monotonic()
                 sent: str | None = None
                 try:
@@ -365,7 +368,7 @@ class LM:
                         except ValueError as exc:  # spend we cannot count must not pass the budget
                             raise InfrastructureError(f"{role}: the server reported unusable usage: {exc}") from None
                     except BaseException as exc:
-                        self._unanswered(sent, exc, answered, role, model_name, key, request)
+                        self._unanswered(sent, hold, exc, answered, role, model_name, key, request)
                         raise
                 except RetryableError as exc:
                     limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
@@ -410,32 +413,28 @@ class LM:
                     cost_usd=cost,
                 )
                 if self._spend is not None:
-                    self._spend.add(cost)
+                    self._spend.settle(hold, cost)
                 return completion if sent is None else replace(completion, request_id=sent)
         finally:
             if reserved:
                 self._paying -= 1
 
-    def _unanswered(self, sent: str | None, exc: BaseException, answered: bool, role: str, model_name: str,
-                    key: str, request: BackendRequest) -> None:
-        """Complete the write-ahead record of a request that brought no usable answer. It is billed, at
-        the upper bound of its tokens, when a provider may have charged for it: an answer we cannot use
-        (empty, refused, unreadable, unusable counts), a connection dropped mid-reply, a timeout after the
-        connection was made, a cancelled call (a Ctrl-C, a stopped step). An error status, or no
-        connection at all, bills nothing."""
+    def _unanswered(self, sent: str | None, hold: str | None, exc: BaseException, answered: bool, role: str,
+                    model_name: str, key: str, request: BackendRequest) -> None:
+        """Settle a request that brought no usable answer, at the upper bound of its tokens when a provider
+        may have charged for it (`journal.may_be_billed`), else at nothing: its write-ahead record, and
+        its reservation under the experiment's cap."""
+        billed = may_be_billed(exc, answered)
+        prompt, out = prompt_token_bound(request), request.params.max_tokens
+        cost = self.cost_of(model_name, prompt, out) if billed else 0.0
+        if self._spend is not None:
+            self._spend.settle(hold, cost)
         if sent is None or self.journal is None:
             return
-        billed = (answered or isinstance(exc, EmptyReplyError | RefusalError)
-                  or (isinstance(exc, RequestTimeout) and exc.which != "connect")
-                  or getattr(exc, "may_be_billed", False) or not isinstance(exc, InfrastructureError))
         if not billed:
             self.journal.settled(sent)
             return
-        prompt, out = prompt_token_bound(request), request.params.max_tokens
-        cost = self.cost_of(model_name, prompt, out)
         self.ledger.record_call(role, model_name, prompt, out, 0.0, cost_usd=cost, estimated=True)
-        if self._spend is not None:
-            self._spend.add(cost)
         if self.on_call is not None:  # the call log completes the record
             self.on_call(CallRecord(role, model_name, key, False, prompt, out, request, None, cost_usd=cost,
                                     request_id=sent, estimated=True))
@@ -464,14 +463,7 @@ class LM:
         return shared.pool(endpoint, backend.max_concurrency)
 
     def _in_flight(self) -> InFlight:
-        """The calls paying now, each expected to cost what a call has cost on average so far."""
-        if not self._paying:
-            return InFlight()
-        total = self.ledger.total()
-        if not total.effective_calls:
-            return InFlight(self._paying)
-        share = self._paying / total.effective_calls
-        return InFlight(self._paying, total.effective_tokens * share, total.effective_cost_usd * share)
+        return in_flight(self._paying, self.ledger)
 
     def price(self, model_name: str) -> Price | None:
         if model_name not in self._prices:
@@ -496,6 +488,7 @@ class LM:
             await backend.aclose()
         if self.cache is not None:
             self.cache.close()
-        if self._shared is not None:
-            self._shared.close()
+        for shared in (self._shared, self._spend):  # their lock files
+            if shared is not None:
+                shared.close()
 

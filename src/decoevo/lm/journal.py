@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from .errors import EmptyReplyError, InfrastructureError, RefusalError, RequestTimeout
 from .types import BackendRequest
 
 TEMPLATE_TOKENS_PER_MESSAGE = 8  # role markers and separators a chat template adds around each message
@@ -37,3 +38,13 @@ class RequestJournal(Protocol):
 def prompt_token_bound(request: BackendRequest) -> int:
     """At least the prompt tokens a provider can bill for `request` (see the module's note)."""
     return sum(len(m.content.encode("utf-8", "surrogatepass")) + TEMPLATE_TOKENS_PER_MESSAGE for m in request.messages)
+
+
+def may_be_billed(exc: BaseException, answered: bool) -> bool:
+    """Whether a provider may have charged for a request that ended in `exc`: an answer we cannot use
+    (empty, refused, unreadable, unusable counts), a connection dropped mid-reply, a timeout after the
+    connection was made, a cancelled call (a Ctrl-C, a stopped step). An error status, or no connection
+    at all, bills nothing."""
+    return (answered or isinstance(exc, EmptyReplyError | RefusalError)
+            or (isinstance(exc, RequestTimeout) and exc.which != "connect")
+            or getattr(exc, "may_be_billed", False) or not isinstance(exc, InfrastructureError))

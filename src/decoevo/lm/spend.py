@@ -1,46 +1,148 @@
-"""An experiment's dollars, shared by every process of it, and the cap that stops them all.
+"""An experiment's dollars, shared by every process of it, and the hard cap that stops them all.
 
-`decoevo reproduce` runs cells as child processes and grades in the driver; each has its own LM and ledger,
-so no single ledger sees the experiment's bill. When `DECOEVO_SPEND_FILE=PATH` is set (reproduce sets it,
-and sweeps forward DECOEVO_* to their cells), every LM appends the dollar cost of each paid request to PATH,
-one number a line, under an exclusive `flock`, and reads the sum of all lines. With `DECOEVO_MAX_COST=USD`
-too, a paid request is refused (`SpendCapReached`, a budget stop) once that sum, plus what this process has
-in flight, reaches the cap: every process stops within about one request per concurrent process of it.
-Answers from the request cache cost nothing and are never refused, so a raised cap continues without paying
-twice. A model without a price adds 0 (the plan says its dollars are unknown).
+`decoevo reproduce` runs cells as child processes (or Ray tasks) and grades in the driver; each has its own
+LM and ledger, so no single ledger sees the experiment's bill. When `DECOEVO_SPEND_FILE=PATH` is set
+(reproduce sets it, and sweeps forward DECOEVO_* to their cells), every LM writes its paid requests to PATH,
+an append-only log written under an exclusive `flock`:
+
+    r ID USD PID HOST T a request about to be sent at T (Unix time) reserves USD, its worst case
+                        (`request_bound`), for process PID on HOST
+    s ID USD            ... and is settled at what it cost (its answer's usage; a bill we cannot see is
+                        settled at its estimate, a request that cannot have been billed at 0)
+    x CAP               a request was refused at the cap CAP: the experiment stopped there
+    USD                 a cost without a reservation (the format before reservations; still read)
+
+With `DECOEVO_MAX_COST=USD` too, a request is sent only if the spent dollars, plus every reservation in
+flight in any process, plus its own reservation fit under the cap (`admit`). One that does not fit waits
+while reservations in flight may still free room (a settled answer usually costs less than its worst
+case), and is refused (`SpendCapReached`, a budget stop) when they cannot. So the experiment's spend never
+passes the cap, as long as a server bills no more than a request's bound. A reservation whose process died
+(on this host: its pid is gone) is settled at its estimate by whoever notices; one made on another host is
+waited for until `HOST_WAIT_S` after it was made, then counted as spent for the decision. Cache hits reserve nothing.
+A model without a price reserves and adds nothing (the plan says its dollars are unknown).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import fcntl
+import itertools
+import json
 import math
 import os
+import secrets
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from .budget import BudgetExceeded
 from .errors import ConfigError
+from .journal import prompt_token_bound
+from .types import BackendRequest
 
 FILE_ENV = "DECOEVO_SPEND_FILE"
 CAP_ENV = "DECOEVO_MAX_COST"
 # How a cap-stopped run's summary begins: the sweep resumes such a run once the cap allows it.
 CAP_STOP = "experiment cost cap reached"
 
+REQUEST_OVERHEAD_TOKENS = 16  # the reply's priming tokens and any per-request framing a provider bills
+SCHEMA_OVERHEAD_TOKENS = 64  # the instruction and message around a schema sent in the prompt
+# Longer than a request with its retries and timeouts takes: a reservation from another host that is
+# still in flight after this is taken as lost (its pid cannot be checked from here).
+HOST_WAIT_S = 900.0
+POLL_S = 0.02  # how often a request waiting for room looks again
+
+Admission = Literal["reserve", "wait", "refuse"]
+
 
 class SpendCapReached(BudgetExceeded):
     """The experiment's shared dollar sum reached its cap; raising the cap continues it."""
 
 
+def request_bound(request: BackendRequest) -> tuple[int, int]:
+    """(prompt, completion) tokens a provider can bill for `request` at most: a token is at least one UTF-8
+    byte, plus chat-template tokens per message and per request, plus the schema (sent in the prompt by
+    servers that take none), and the whole `max_tokens` allowance."""
+    prompt = prompt_token_bound(request) + REQUEST_OVERHEAD_TOKENS
+    if request.json_schema is not None:
+        prompt += len(json.dumps(request.json_schema, ensure_ascii=False).encode("utf-8")) + SCHEMA_OVERHEAD_TOKENS
+    return prompt, request.params.max_tokens
+
+
+def admit(spent: float, held: float, freeable: float, estimate: float, cap: float) -> Admission:
+    """Whether a request reserving `estimate` may be sent now, given the dollars `spent`, the reservations
+    `held` in flight, and the part `freeable` of them that may still settle for less (not a lost one)."""
+    if spent + held + estimate <= cap:
+        return "reserve"
+    if freeable > 0 and spent + (held - freeable) + estimate <= cap:
+        return "wait"  # were they to settle at nothing, it would fit
+    return "refuse"
+
+
+@dataclass(frozen=True)
+class Held:
+    """A reservation in flight, as the spend file says."""
+
+    usd: float
+    pid: int
+    host: str
+    at: float  # Unix time it was made
+
+
+@dataclass(frozen=True)
+class SpendState:
+    spent: float  # settled dollars
+    held: float  # reservations in flight (or never settled) at their estimates
+    stopped_at: float | None  # the highest cap at which a request was refused
+
+    @property
+    def total(self) -> float:
+        """What may have been billed: a reservation never settled counts at its estimate."""
+        return self.spent + self.held
+
+
+def read_state(path: Path) -> SpendState:
+    return SharedSpend(path, None).state()
+
+
 def read_spend(path: Path) -> float:
-    """The dollars recorded in a spend file so far (0 when there is none)."""
-    return SharedSpend(path, None).total()
+    """The dollars recorded in a spend file so far, a request never settled at its estimate (0: no file)."""
+    return read_state(path).total
+
+
+def at_cap(path: Path, cap: float) -> bool:
+    """The experiment stopped at `cap` (or a higher one) or spent it: a rerun at it would pay nothing."""
+    state = read_state(path)
+    return state.total >= cap or (state.stopped_at is not None and state.stopped_at >= cap)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
 
 
 class SharedSpend:
     def __init__(self, path: Path, cap: float | None) -> None:
         self.path = Path(path)
         self.cap = cap
-        self._offset = 0  # bytes summed so far: each check reads only what others appended since
-        self._sum = 0.0
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        token = f"{self.pid:x}.{secrets.token_hex(3)}"  # two LMs of one process draw distinct ids
+        self._ids = (f"{token}.{n:x}" for n in itertools.count())
+        self._offset = 0  # bytes read so far: each look reads only what was appended since
+        self._spent = 0.0
+        self._held: dict[str, Held] = {}
+        self._stopped: float | None = None
+        self._fd: int | None = None  # kept open: opening it twice per request was half the CPU it adds
+        self._fd_pid = 0
 
     @classmethod
     def from_env(cls) -> SharedSpend | None:
@@ -56,38 +158,113 @@ class SharedSpend:
             raise ConfigError(f"{CAP_ENV}={cap!r}: the cap must be a positive number of dollars")
         return cls(Path(where), limit)
 
-    def total(self) -> float:
-        if not self.path.is_file():
-            return self._sum
-        with open(self.path, "rb") as f:
-            fcntl.flock(f, fcntl.LOCK_SH)  # writers hold LOCK_EX: no half-written line is read
-            f.seek(self._offset)
-            data = f.read()
-        complete = data[: data.rfind(b"\n") + 1]
-        for line in complete.split():
-            try:
-                self._sum += float(line)
-            except ValueError:  # a foreign line: counted as nothing rather than stopping every request
-                continue
+    # ---- reading ----------------------------------------------------------------------------------
+    def _read(self, fd: int) -> None:
+        size = os.fstat(fd).st_size
+        if size <= self._offset:
+            return
+        data = os.pread(fd, size - self._offset, self._offset)
+        complete = data[: data.rfind(b"\n") + 1]  # writers hold LOCK_EX: only a torn tail can be partial
         self._offset += len(complete)
-        return self._sum
+        for line in complete.splitlines():
+            self._apply(line.split())
 
-    def check(self, pending_usd: float = 0.0) -> None:
-        """Raise SpendCapReached if the experiment's sum, plus this process's calls in flight, is at the cap."""
-        if self.cap is None:
-            return
-        spent = self.total()
-        if spent + pending_usd >= self.cap:
-            raise SpendCapReached(f"{CAP_STOP}: ${spent:.4f} of ${self.cap:.4f} spent by the whole experiment"
-                                  + (f", about ${pending_usd:.4f} in flight here" if pending_usd else ""))
-
-    def add(self, cost_usd: float | None) -> None:
-        if not cost_usd:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    def _apply(self, f: list[bytes]) -> None:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, f"{cost_usd!r}\n".encode())
+            if len(f) == 6 and f[0] == b"r":
+                self._held[f[1].decode()] = Held(float(f[2]), int(f[3]), f[4].decode(), float(f[5]))
+            elif len(f) == 3 and f[0] == b"s":
+                if self._held.pop(f[1].decode(), None) is not None:  # a second settlement counts nothing
+                    self._spent += float(f[2])
+            elif len(f) == 2 and f[0] == b"x":
+                self._stopped = max(self._stopped or 0.0, float(f[1]))
+            elif len(f) == 1:
+                self._spent += float(f[0])
+        except (ValueError, UnicodeDecodeError):  # a foreign line: counted as nothing, not a stop of every request
+            return
+
+    def state(self) -> SpendState:
+        if not self.path.is_file():
+            return SpendState(self._spent, sum(h.usd for h in self._held.values()), self._stopped)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            self._read(fd)
         finally:
-            os.close(fd)  # closing releases the lock
+            os.close(fd)
+        return SpendState(self._spent, sum(h.usd for h in self._held.values()), self._stopped)
+
+    # ---- writing ----------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[int]:
+        if self._fd is None or self._fd_pid != os.getpid():  # a forked child must not share the parent's lock
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd, self._fd_pid = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644), os.getpid()
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            yield self._fd
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None and self._fd_pid == os.getpid():
+            os.close(self._fd)
+        self._fd = None
+
+    def __del__(self) -> None:  # an LM that was never closed must not leak its descriptor
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def _try_reserve(self, usd: float) -> tuple[Admission, str]:
+        with self._locked() as fd:
+            self._read(fd)
+            while True:
+                held = sum(h.usd for h in self._held.values())
+                if self.cap is None:
+                    verdict: Admission = "reserve"
+                else:
+                    verdict = admit(self._spent, held, self._freeable(), usd, self.cap)
+                if verdict != "wait" or not self._settle_dead(fd):
+                    break
+                self._read(fd)  # the dead reservations' settlements, just written
+            if verdict == "reserve":
+                rid = next(self._ids)
+                os.write(fd, f"r {rid} {usd!r} {self.pid} {self.host} {time.time():.3f}\n".encode())
+                return verdict, rid
+            if verdict == "refuse":
+                os.write(fd, f"x {self.cap!r}\n".encode())
+            return verdict, f"${self._spent:.4f} spent and ${held:.4f} in flight"
+
+    def _freeable(self) -> float:
+        """Reservations that may still settle for less: on this host alive (or dead: settled when waiting),
+        on another host made less than HOST_WAIT_S ago (by its clock: hosts' clocks differ by far less)."""
+        cutoff = time.time() - HOST_WAIT_S
+        return sum(h.usd for h in self._held.values() if h.host == self.host or h.at > cutoff)
+
+    def _settle_dead(self, fd: int) -> bool:
+        """Settle at their estimates the reservations of this host's processes that are gone."""
+        dead = [rid for rid, h in self._held.items() if h.host == self.host and h.pid != self.pid and not _alive(h.pid)]
+        for rid in dead:
+            os.write(fd, f"s {rid} {self._held[rid].usd!r}\n".encode())
+        return bool(dead)
+
+    async def reserve(self, usd: float | None) -> str | None:
+        """Reserve `usd` before a request is sent, waiting while other reservations may free room; raise
+        SpendCapReached when they cannot. Returns the reservation to `settle` (None: nothing reserved)."""
+        if not usd:
+            return None
+        while True:
+            verdict, said = self._try_reserve(usd)
+            if verdict == "reserve":
+                return said
+            if verdict == "refuse":
+                raise SpendCapReached(f"{CAP_STOP}: a request of up to ${usd:.4f} does not fit under the "
+                                      f"${self.cap:.4f} cap of the whole experiment ({said})")
+            await asyncio.sleep(POLL_S)
+
+    def settle(self, rid: str | None, usd: float | None) -> None:
+        """The reserved request ended, costing `usd` (0 or None: nothing billed)."""
+        if rid is None:
+            return
+        with self._locked() as fd:
+            os.write(fd, f"s {rid} {float(usd or 0.0)!r}\n".encode())

@@ -16,7 +16,8 @@ from ..errors import ConfigError
 from ..lm import LMConfig, ModelSpec
 from ..methods import METHODS
 from ..sweep.plan import Cell, plan
-from ..sweep.spec import SweepSpec
+from ..sweep.spec import PAIRED_METHOD, SweepSpec, at_token_parity
+from ..sweep.spec import TOPPED_UP as TOPPED_UP  # with Budget-Matched, at DecoEvo's tokens (Table 4)
 
 SOURCES = ("healthbench", "writingbench", "researchqa")
 TRANSFERS = {"healthbench": "llmeval_med", "writingbench": "eqbench_cw"}  # source -> transfer benchmark
@@ -29,8 +30,7 @@ ABLATIONS = tuple(m.name for m in METHODS.values() if m.group == "ablation")
 CONTROLS = tuple(m.name for m in METHODS.values() if m.group == "control")
 COST_METHODS = ("skillopt", "sc_coevo", "decoevo", "budget_matched", "direct_audit")  # Table 4
 TRACKED = ("skillopt", "sc_coevo", "decoevo")  # Table 5 and Figure 3
-PAIRED = "decoevo"
-TOPPED_UP = ("sc_coevo", "direct_audit")  # with Budget-Matched, at the paired DecoEvo run's tokens (Table 4)
+PAIRED = PAIRED_METHOD
 GRADER_NAME = "grader"  # the model name the plan gives the separate grader in each run's lm.models
 SAMPLE_SEED = 0  # `--transfer-limit` and `@N` draw a stratified sample by this seed, not the first N ids
 
@@ -147,11 +147,10 @@ class ReproducePlan:
             if key in self.shared:
                 raw[key] = dict(self.shared[key])
         # Controls at parity by construction (Table 4): each is topped up to, and Budget-Matched capped at,
-        # its paired DecoEvo run's tokens (not its calls: a cheaper call would stop it short in tokens).
-        methods = raw["methods"]
-        if PAIRED in methods:
-            raw["top_up"] = [m for m in TOPPED_UP if m in methods]
-            raw["budget"] = {"match_on": "tokens", **raw.get("budget", {})}
+        # its paired DecoEvo run's tokens (not its calls: a cheaper call would stop it short in tokens),
+        # by the rule `decoevo sweep --parity` applies
+        if PAIRED in raw["methods"]:
+            raw = at_token_parity(raw, f"the {bench} sweep")
         return SweepSpec.model_validate(raw)
 
     def _data(self, bench: str) -> DataChoice:

@@ -14,7 +14,7 @@ from ..lm import ModelSpec
 from .plan import PAPER_SEEDS, SAMPLE_SEED, SOURCES, TABLES, DataChoice, ReproducePlan
 
 STATE_FILE = "reproduce.yaml"
-# The experiment's dollars, one paid request's cost a line, from every process (lm/spend.py)
+# The experiment's dollars: every process's reservations and settlements under its cap (lm/spend.py)
 SPEND_FILE = "spend.log"
 
 

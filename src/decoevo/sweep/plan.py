@@ -22,11 +22,10 @@ from ..methods import get_method
 from ..rundir import RunReader
 from ..tasks.load import load_questions
 from ..tasks.splits import SplitsTooLarge
-from .spec import SweepSpec
+from .spec import PAIRED_METHOD, SweepSpec
 from .steps import pending_steps
 
 Action = Literal["skip", "evaluate", "resume", "new"]
-PAIRED_METHOD = "decoevo"  # the run a budget-matched cell takes its budget from
 
 
 @dataclass(frozen=True)

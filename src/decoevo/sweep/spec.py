@@ -23,6 +23,8 @@ from ..userfiles import read_user_text
 from .steps import STEPS
 
 SPEC_FILE = "sweep.yaml"
+PAIRED_METHOD = "decoevo"  # the run a budget-matched or topped-up cell is matched to
+TOPPED_UP = ("sc_coevo", "direct_audit")  # with Budget-Matched, at the paired DecoEvo run's tokens (Table 4)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"  # a benchmark name is a directory name
 MAX_SEED = 10**18
 
@@ -189,10 +191,38 @@ def resolve_paths(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     return out
 
 
-def spec_from_dict(raw: Any, source: str, base: Path, overrides: dict[str, Any] | None = None) -> SweepSpec:
+def _method_name(name: Any) -> Any:
+    try:
+        return get_method(name).name if isinstance(name, str) else name
+    except ConfigError:
+        return name  # validation names it
+
+
+def at_token_parity(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """A spec's mapping with its controls at the paired DecoEvo run's tokens (Table 4), as `decoevo reproduce`
+    runs them: SC-CoEvo and Direct Audit among its methods added to `top_up`, and every match on tokens
+    (`budget.match_on: tokens` unless its budget names one), so Budget-Matched is capped on tokens too."""
+    methods = [_method_name(m) for m in raw.get("methods") or []] if isinstance(raw.get("methods"), list) else []
+    if PAIRED_METHOD not in methods:
+        raise ConfigError(f"{source}: parity matches the controls to the paired decoevo run of each seed: add "
+                          "decoevo to methods")
+    top_up = raw.get("top_up") or []
+    if isinstance(top_up, list):
+        named = {_method_name(m) for m in top_up}
+        top_up = [*top_up, *(m for m in TOPPED_UP if m in methods and m not in named)]
+    budget = raw.get("budget") or {}
+    if isinstance(budget, dict):
+        budget = {"match_on": "tokens", **budget}
+    return {**raw, "top_up": top_up, "budget": budget}
+
+
+def spec_from_dict(raw: Any, source: str, base: Path, overrides: dict[str, Any] | None = None,
+                   parity: bool = False) -> SweepSpec:
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping (methods, seeds, benchmarks, ...)")
     merged = resolve_paths(deep_merge(raw, overrides or {}), base)
+    if parity:
+        merged = at_token_parity(merged, source)
     try:
         return SweepSpec.model_validate(merged)
     except ValidationError as exc:
@@ -222,13 +252,15 @@ def default_benchmark() -> dict[str, Any]:
 
 def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, Any] | None = None,
                benchmark: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None,
-               on_preset: Callable[[PresetChoice], None] | None = None) -> tuple[SweepSpec, str]:
+               on_preset: Callable[[PresetChoice], None] | None = None,
+               parity: bool = False) -> tuple[SweepSpec, str]:
     """The spec of `decoevo sweep`: --spec FILE, else SWEEP/sweep.yaml of an earlier invocation, else the
     flags alone (default: DecoEvo, seed 0, the bundled HealthBench sample). Flags override the file:
     `benchmark` replaces its benchmarks, `model`/`base_url` change its default model only
     (`lm_with_flags`), `overrides` are merged into it. A preset neither names is chosen as `decoevo run`
     chooses it (`choose_preset`: `default` for a served model, `quick` for the embedded one) and told to
-    `on_preset`; SWEEP/sweep.yaml always names its preset, so a continued sweep keeps its sizes."""
+    `on_preset`; SWEEP/sweep.yaml always names its preset, so a continued sweep keeps its sizes. `parity`:
+    the controls at DecoEvo's tokens (`at_token_parity`), written out in SWEEP/sweep.yaml too."""
     stored = sweep_dir / SPEC_FILE
     if spec_file is not None:
         raw, source, base = read_yaml(spec_file), str(spec_file), spec_file.resolve().parent
@@ -255,4 +287,4 @@ def build_spec(sweep_dir: Path, spec_file: Path | None, *, overrides: dict[str, 
         raw["preset"] = chosen.name
         if on_preset is not None:
             on_preset(chosen)
-    return spec_from_dict(raw, source, base, overrides), source
+    return spec_from_dict(raw, source, base, overrides, parity=parity), source
