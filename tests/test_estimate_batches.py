@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from decoevo.engine.batches import draws, repeats
 from decoevo.engine.config import config_from_dict, deep_merge
 from decoevo.engine.estimate import estimate_calls
@@ -63,3 +65,12 @@ def test_a_run_drawing_its_batches_again_is_more_likely_to_end_on_the_initial_sk
     by_draws = distinct_evaluations([zero, run_share(get_method("skillopt"), h, sizes, seed=0)])["skillopt"]
     closed = distinct_evaluations([zero, run_share(get_method("skillopt"), h, sizes)])["skillopt"]
     assert by_draws < closed - 0.05  # 0.55 and 0.65: the share of its test answers it pays for
+
+
+def test_past_t_every_rewrite_is_a_fresh_sample_so_no_step_there_repeats_one():
+    # Budget-Matched and topped-up runs ask for a fresh rewrite sample past T (engine/top_up.py)
+    within = repeats(0, 6, 4, 2, 0.8, scheduled=6)
+    topped = repeats(0, 60, 4, 2, 0.8, scheduled=6)
+    assert within == repeats(0, 6, 4, 2, 0.8)  # within the schedule, as before
+    assert topped is not None and within is not None
+    assert topped.new_batch == pytest.approx((within.new_batch * 6 + 54) / 60)

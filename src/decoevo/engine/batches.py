@@ -30,8 +30,11 @@ def draws(seed: int, steps: int, train: int, batch: int) -> list[frozenset[int]]
     return [frozenset(random.Random(f"{seed}:batch:{step}").sample(range(train), k)) for step in range(steps)]
 
 
-def repeats(seed: int, steps: int, train: int, batch: int, reject_prob: float) -> Repeats | None:
-    """The run's expected repeats, from its draws; None past `EXACT_STEPS` steps (or with no steps)."""
+def repeats(seed: int, steps: int, train: int, batch: int, reject_prob: float,
+            scheduled: int | None = None) -> Repeats | None:
+    """The run's expected repeats, from its draws; None past `EXACT_STEPS` steps (or with no steps). Steps
+    from `scheduled` (T) on ask for a fresh rewrite sample (engine/top_up.py): their rewrite is never a
+    repeat, though their batch questions still are."""
     if steps <= 0 or steps > EXACT_STEPS or train <= 0:
         return None
     drawn = draws(seed, steps, train, batch)
@@ -44,7 +47,7 @@ def repeats(seed: int, steps: int, train: int, batch: int, reject_prob: float) -
             # the skill has stood exactly k steps: with the window's draws s-k..s-1 answered under it
             p = stood * (1 - reject_prob) if k < s else stood
             fresh += p * len(current - seen)
-            new += p * (not again)
+            new += p * (not again or (scheduled is not None and s >= scheduled))
             if k == s:
                 break
             earlier = drawn[s - 1 - k]

@@ -249,12 +249,14 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
     # batch drawn again (likely with few train questions) repeats the rewrite too, so its candidate and the
     # candidate's V_s scores are cached as well.
     drawn = min(b, sizes.train)
-    exact = repeats(seed, steps, sizes.train, b, reject_prob) if seed is not None else None
+    exact = repeats(seed, steps, sizes.train, b, reject_prob, hyper.steps) if seed is not None else None
     if exact is not None:
         fresh, new_batch, seen = exact.fresh, exact.new_batch, exact.touched
     else:
         fresh = b * fresh_share(steps, drawn / max(sizes.train, 1), reject_prob)
-        new_batch = fresh_share(steps, 1 / comb(max(sizes.train, drawn), drawn), reject_prob)
+        within = min(steps, hyper.steps)  # past T every rewrite is a fresh sample (engine/top_up.py)
+        new_batch = (fresh_share(within, 1 / comb(max(sizes.train, drawn), drawn), reject_prob) * within
+                     + (steps - within)) / steps if steps else 1.0
         # train questions drawn in some batch
         seen = round(sizes.train * (1 - (1 - drawn / max(sizes.train, 1)) ** steps))
     step = {"solve": fresh + vs * new_batch, "judge": fresh + vs * new_batch, "rewrite_solver": new_batch}
