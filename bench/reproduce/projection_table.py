@@ -32,8 +32,10 @@ def rows(result: dict[str, Any]) -> list[str]:
     out.append(f"| {world} | all | " + " | ".join(_cell(plan[k], paid[k], k == "dollars") for k, _ in PHASES) + " |")
     lines = result["expected_lines"]
     ratio = lines["ratio"]
-    out.append(f"| {world} | runs' expected lines | {lines['within_25pct']} of {lines['runs']} within ±25% | "
-               f"projected ÷ used {ratio['min']:.2f} / {ratio['median']:.2f} / {ratio['max']:.2f} | |")
+    paying = sum(1 for r in lines["rows"] if r["ratio"] is not None)  # zero-shot runs make no training call
+    out.append(f"| {world} | runs' expected lines | {lines['within_25pct']} of {paying} within ±25% | "
+               f"projected ÷ used, min / median / max: {ratio['min']:.2f} / {ratio['median']:.2f} / "
+               f"{ratio['max']:.2f} | |")
     return out
 
 
