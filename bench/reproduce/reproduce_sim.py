@@ -13,7 +13,12 @@ against the actual paid calls (the server's request count) and dollars (training
 a second invocation (resume) and its calls (must be 0); the claims' verdicts. The simulator's replies say
 nothing about quality: the verdicts are whatever this run produced, shown as they are.
 
-    .venv/bin/python -m bench.reproduce.reproduce_sim --seeds 0,1 --keep /tmp/repro    # about 3 minutes on 2 cores
+Each seed's projection is asked for alone first (the command without `--yes` prints it and stops), and
+compared with that seed's ledgers; each run's "expected" line with the calls the run used. `--world` runs
+the server in one of the cost benches' worlds (bench/cost/cost_worlds.py); the results file is
+reproduce_sim.json for `default`, else reproduce_sim_<world>.json.
+
+    .venv/bin/python -m bench.reproduce.reproduce_sim --seeds 0,1,2 --world held_out   # about 3 minutes on 2 cores
 """
 
 from __future__ import annotations
