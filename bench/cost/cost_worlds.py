@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import random
 import tempfile
-from dataclasses import replace
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
