@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("bench/results/test_suite_time.json"))
     parser.add_argument("--from-output", type=Path, help="read this pytest output instead of running the suite")
     parser.add_argument("--durations", type=int, default=60)
+    parser.add_argument("--save-output", type=Path, help="also write the run's pytest output here")
     parser.add_argument("--commit", default="", help="the commit measured (default: git rev-parse HEAD)")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
                                "-p", "no:cacheprovider"], capture_output=True, text=True, check=False)
         wall = round(time.monotonic() - started, 1)
         text = done.stdout + done.stderr
+        if args.save_output:
+            args.save_output.write_text(text, encoding="utf-8")
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                            text=True, check=False).stdout.strip()
     loads = {} if args.from_output else {"load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}
