@@ -28,7 +28,7 @@ def free_port() -> int:
 
 @contextmanager
 def serve_app(app: Any, port: int | None = None, *, startup_timeout_s: float = 20.0, http: str = "auto",
-              loop: str = "auto", grace_s: float = 1.0) -> Iterator[str]:
+              loop: str = "auto", grace_s: int = 1) -> Iterator[str]:
     """Serve `app` on 127.0.0.1 and yield its base URL ("http://127.0.0.1:PORT"). `http` and `loop` are
     uvicorn's choices ("auto" takes httptools and uvloop when they are installed). On exit, requests still
     being handled get `grace_s` to finish and are then cancelled, so the server is stopped when the block
