@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default="", help="the commit measured (default: git rev-parse HEAD)")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
+    # the commit measured is the one at the start (commits made while the suite runs are not in it)
+    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                           text=True, check=False).stdout.strip()
     if args.from_output:
         text, wall = args.from_output.read_text(encoding="utf-8"), None
     else:
@@ -57,8 +60,6 @@ def main(argv: list[str] | None = None) -> int:
         text = done.stdout + done.stderr
         if args.save_output:
             args.save_output.write_text(text, encoding="utf-8")
-    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                           text=True, check=False).stdout.strip()
     loads = {} if args.from_output else {"load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}
     entry = {"commit": commit, "wall_seconds": wall, **loads, "cores": os.cpu_count(), **parse(text)}
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
