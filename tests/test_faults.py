@@ -70,7 +70,8 @@ def test_run_through_faults_matches_fault_free_run(tmp_path: Path) -> None:
         ref = run_cli(f"{url}/v1", data, tmp_path, "reference")
         assert ref.returncode == 0, ref.stdout + ref.stderr
         upstream.requests.clear()
-        proxy = FaultProxy(url, RATES, seed=PROXY_SEED, hold_s=5)
+        # Retry-After 0.1 s, not 1 s: each 429 pauses the whole client for it (the same path, a tenth of the wait)
+        proxy = FaultProxy(url, RATES, seed=PROXY_SEED, hold_s=5, retry_after="0.1")
         with serve_app(proxy.app()) as proxied:
             run = run_cli(f"{proxied}/v1", data, tmp_path, "faulty")
     assert run.returncode == 0, run.stdout + run.stderr

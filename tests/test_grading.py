@@ -288,6 +288,7 @@ def test_aggregate_healthbench_and_scheme_mixing():
 # ---- the real embedded model -------------------------------------------------------------------------
 
 @pytest.mark.real_model
+@pytest.mark.slow  # ~12 s; test_sweep_report_real.py grades with it on the embedded model by default
 @requires_model
 async def test_healthbench_grader_on_the_embedded_model(tmp_path):
     from decoevo.lm import RequestCache

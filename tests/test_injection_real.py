@@ -26,7 +26,10 @@ from decoevo.tasks.specs import INITIAL_SOLVER_SKILL
 
 from .real_model import requires_model
 
-pytestmark = [pytest.mark.real_model, requires_model]
+# slow (about 40 s): the default suite has the real judge and auditors on the embedded model in
+# test_sweep_report_real.py and test_server_run_real.py; the injection report's arithmetic, failures included,
+# is checked on scripted models in test_injection.py
+pytestmark = [pytest.mark.real_model, pytest.mark.slow, requires_model]
 
 PLAN = [(Role.JUDGE, Family.FAKE_VERDICT), (Role.CONTRASTIVE, Family.PREFER_ME),
         (Role.STRUCTURAL, Family.DELIMITER_ESCAPE)]

@@ -134,7 +134,8 @@ def test_the_lock_is_exclusive_names_its_holder_and_is_released(tmp_path: Path) 
 def test_a_second_process_on_a_live_run_is_refused_and_a_kill_releases_it(toy_env: Path) -> None:
     """`decoevo run` in the background against a slow server; `decoevo resume` on the same directory is
     refused while it lives (naming its pid), and works once it was killed with SIGKILL."""
-    slow = FakeOpenAI(lambda body, n: Reply(content=toy_reply(body, n).content, delay_s=0.2))
+    delay = {"s": 0.2}  # slow while the first process lives; the resume after its kill needs no slowness
+    slow = FakeOpenAI(lambda body, n: Reply(content=toy_reply(body, n).content, delay_s=delay["s"]))
     data = write_toy_questions(toy_env / "toy.jsonl")
     run = toy_env / "runs" / "live"
     env = {**os.environ, "DECOEVO_CACHE": str(toy_env / "cache.sqlite")}
@@ -158,6 +159,7 @@ def test_a_second_process_on_a_live_run_is_refused_and_a_kill_releases_it(toy_en
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait()
+        delay["s"] = 0.0
         resumed = subprocess.run([sys.executable, "-m", "decoevo", "resume", str(run)], capture_output=True,
                                  text=True, timeout=300, env=env)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr

@@ -58,8 +58,9 @@ def test_a_small_quick_run_with_an_outer_round_finishes_against_a_one_slot_serve
     run, summary, took = run_against_server(
         tmp_path, "--preset", "quick",
         "--set", "splits={train: 2, probe: 1, solver_gate: 1, generator_gate: 1, diagnostic: 0, test: 0}",
-        "--set", "hyper={steps: 1, audit_every: 1, max_tokens_solve: 64, max_tokens_rubric: 200, "
-                 "max_tokens_judge: 200, max_tokens_rewrite: 400, max_tokens_audit: 250}", timeout_s=900)
+        "--set", "hyper={steps: 1, batch_size: 1, audit_every: 1, max_criteria: 2, max_failures: 1, "
+                 "max_tokens_solve: 64, max_tokens_rubric: 200, max_tokens_judge: 200, max_tokens_rewrite: 400, "
+                 "max_tokens_audit: 250}", timeout_s=900)
     assert summary["steps_done"] == 1 and summary["outer_rounds"] >= 1, summary
     assert roles_called(run) >= {"solve", "generate_rubric", "judge", "structural_audit"}
     check_shipped(run, summary)

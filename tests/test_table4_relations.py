@@ -10,7 +10,8 @@ from bench.cost.cost_worlds import relations_many, slack
 
 
 def test_paper_preset_meets_table4_in_the_held_out_world() -> None:
-    [by_world] = relations_many([({}, {})], ["held_out"], [0, 1, 2], "paper", workers=1)  # as the bench
+    # as the bench; the 12 runs are independent and deterministic, so two spawned workers give the same result
+    [by_world] = relations_many([({}, {})], ["held_out"], [0, 1, 2], "paper", workers=2)
     mean, rounds = by_world["held_out"]["mean"], by_world["held_out"]["outer_rounds"]
     assert abs(mean["decoevo_over_skillopt"] - 1.89) <= 0.15, mean
     assert mean["sc_coevo_over_decoevo"] >= 0.85, mean

@@ -10,6 +10,7 @@ hand-written held-out world (`cost_sim.HELD_OUT_WORLD`). Each family is a pure f
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import tempfile
@@ -71,10 +72,10 @@ def relations_many(rows: list[tuple[dict[str, Any], dict[str, Any]]], worlds: li
     """For each (hyper, splits) row and each world: Table 4's relations in tokens, per seed and their mean."""
     tasks = [(m, w, s, preset, h, sp) for h, sp in rows for w in worlds for s in seeds for m in METHODS]
     workers = workers or min(2, os.cpu_count() or 1)
-    if workers == 1:  # in this process (a test: no fork of a process that may hold threads)
+    if workers == 1:  # in this process
         results = list(map(_cell, tasks))
-    else:
-        with ProcessPoolExecutor(workers) as pool:
+    else:  # spawned, not forked: the caller (a test) may hold threads
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             results = list(pool.map(_cell, tasks, chunksize=1))
     out: list[dict[str, dict[str, Any]]] = []
     it = iter(results)

@@ -28,14 +28,18 @@ def free_port() -> int:
 
 @contextmanager
 def serve_app(app: Any, port: int | None = None, *, startup_timeout_s: float = 20.0, http: str = "auto",
-              loop: str = "auto") -> Iterator[str]:
+              loop: str = "auto", grace_s: int = 1) -> Iterator[str]:
     """Serve `app` on 127.0.0.1 and yield its base URL ("http://127.0.0.1:PORT"). `http` and `loop` are
-    uvicorn's choices ("auto" takes httptools and uvloop when they are installed)."""
+    uvicorn's choices ("auto" takes httptools and uvloop when they are installed). On exit, requests still
+    being handled get `grace_s` to finish and are then cancelled, so the server is stopped when the block
+    ends: uvicorn otherwise waits for them without limit (a slow server's 30 s sleep), and the join below
+    gave up after 10 s and left the server thread running."""
     import uvicorn
 
     port = port or free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
-                            backlog=4096, timeout_keep_alive=30, http=http, loop=loop)
+                            backlog=4096, timeout_keep_alive=30, http=http, loop=loop,
+                            timeout_graceful_shutdown=grace_s)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"serve-{port}", daemon=True)
     thread.start()
@@ -48,4 +52,4 @@ def serve_app(app: Any, port: int | None = None, *, startup_timeout_s: float = 2
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=grace_s + 10)
