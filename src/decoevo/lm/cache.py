@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS request_leases (
 """
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists on this host (signal 0 checks without sending anything)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -174,7 +175,7 @@ class RequestCache:
         owner, host, pid, expires = held
         if owner == self.owner:
             return True
-        if expires < now or (host == self.host and not _alive(pid)):
+        if expires < now or (host == self.host and not pid_alive(pid)):
             return conn.execute("UPDATE request_leases SET owner=?, host=?, pid=?, expires=? WHERE key=? AND owner=?",
                                 (self.owner, self.host, self.pid, now + ttl_s, key, owner)).rowcount == 1
         return False
@@ -186,7 +187,7 @@ class RequestCache:
         if held is None or held[0] == self.owner:
             return False
         _owner, host, pid, expires = held
-        return expires >= time.time() and (host != self.host or _alive(pid))
+        return expires >= time.time() and (host != self.host or pid_alive(pid))
 
     def release(self, key: str) -> None:
         self._conn().execute("DELETE FROM request_leases WHERE key=? AND owner=?", (key, self.owner))

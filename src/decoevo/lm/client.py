@@ -340,8 +340,10 @@ class LM:
                 if not reserved:
                     try:  # before paying, counting the calls already paying; cache hits are never refused
                         if self.budget.limited:
+                            landing = self.budget.land_on_tokens  # the estimate is read only there
                             self.budget.check(self.ledger, self._in_flight(),
-                                              expected_tokens(self.ledger, role, model_name, request))
+                                              expected_tokens(self.ledger, role, model_name, request) if landing
+                                              else 0.0)
                     except BudgetExceeded:
                         limiter.release(tokens_reserved=tokens, tokens_used=0)
                         raise

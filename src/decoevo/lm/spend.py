@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Literal
 
 from .budget import BudgetExceeded
+from .cache import pid_alive
 from .errors import ConfigError
 from .journal import prompt_token_bound
 from .types import BackendRequest
@@ -118,16 +119,6 @@ def at_cap(path: Path, cap: float) -> bool:
     """The experiment stopped at `cap` (or a higher one) or spent it: a rerun at it would pay nothing."""
     state = read_state(path)
     return state.total >= cap or (state.stopped_at is not None and state.stopped_at >= cap)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
 
 
 class SharedSpend:
@@ -243,7 +234,8 @@ class SharedSpend:
 
     def _settle_dead(self, fd: int) -> bool:
         """Settle at their estimates the reservations of this host's processes that are gone."""
-        dead = [rid for rid, h in self._held.items() if h.host == self.host and h.pid != self.pid and not _alive(h.pid)]
+        dead = [rid for rid, h in self._held.items()
+                if h.host == self.host and h.pid != self.pid and not pid_alive(h.pid)]
         for rid in dead:
             os.write(fd, f"s {rid} {self._held[rid].usd!r}\n".encode())
         return bool(dead)

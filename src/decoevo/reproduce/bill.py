@@ -7,10 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..engine.config import Hyper
 from ..engine.tokens import CallTokens, capped_mean, lengths, measured_tokens, question_chars, role_tokens
 from ..reply_lengths import RUBRIC_CRITERIA
+
+if TYPE_CHECKING:  # plan.py imports the projection, which imports this module
+    from .plan import ReproducePlan
 
 Price = Callable[[float, float], float | None]
 
@@ -56,8 +60,8 @@ class Bill:
                              (self.criteria, self._cost(self.grader_price, self.matcher))])
 
 
-def bench_bill(rp: object, bench: str, hyper: Hyper, solver_price: Price, grader_price: Price) -> Bill:
-    """The bill of `bench`'s runs in plan `rp` (a ReproducePlan): modelled from its data and sizes, with
+def bench_bill(rp: ReproducePlan, bench: str, hyper: Hyper, solver_price: Price, grader_price: Price) -> Bill:
+    """The bill of `bench`'s runs in plan `rp`: modelled from its data and sizes, with
     every role a ledger under its sweep folder has paid for at the tokens per call measured there."""
     from ..benchmarks import find
     from ..benchmarks.templates import resolve
@@ -65,9 +69,7 @@ def bench_bill(rp: object, bench: str, hyper: Hyper, solver_price: Price, grader
     from ..grading.base import role_name
     from ..tasks.load import load_questions
     from .grading_tokens import grading_tokens, matcher_tokens
-    from .plan import ReproducePlan
 
-    assert isinstance(rp, ReproducePlan)
     loaded = {}
     for choice in rp.data.values():
         if choice.path not in loaded:
