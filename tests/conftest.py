@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -8,6 +10,20 @@ from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.testing.scripted import ScriptedBackend
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The browser the report's browser tests run in, as this machine's install gave it: a failure there
+    reads differently in another Chromium."""
+    exe = shutil.which("chromium")
+    if exe is None:
+        return "chromium: not installed (its browser tests skip; scripts/install.sh --dev installs it)"
+    try:
+        done = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        version = done.stdout.strip() or done.stderr.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        version = f"could not ask its version ({type(exc).__name__})"
+    return f"chromium: {exe}: {version}"
 
 
 @pytest.fixture

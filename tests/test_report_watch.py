@@ -62,38 +62,45 @@ async def _cdp(ws: Any, method: str, ids: list[int], **params: Any) -> Any:
 
 async def _drive(devtools_port: int, run: Path) -> dict[str, Any]:
     """Open a run's section, write its test score, and wait for the page to reload itself with it."""
+    # `loaded`: the whole page is parsed and its scripts ran. A reloaded page can show the new score while the
+    # parser is still on its way to the live script that reopens the runs (seen with Chromium 156 on a loaded
+    # machine): the restore is judged only once the page has loaded.
     probe = ("JSON.stringify({figures: [...document.querySelectorAll('main svg.figure')].filter(f => "
              "f.getBoundingClientRect().width > 100).length, open: [...document.querySelectorAll('details[open]')]"
-             ".map(d => d.id), marker: window.marker === 1, score: document.body.innerText.includes('61.5')})")
+             ".map(d => d.id), marker: window.marker === 1, score: document.body.innerText.includes('61.5'), "
+             "loaded: document.readyState === 'complete'})")
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{devtools_port}/json/list") as r:
             target = next(t for t in await r.json() if t["type"] == "page")
+        async with http.get(f"http://127.0.0.1:{devtools_port}/json/version") as r:
+            browser = (await r.json()).get("Browser", "?")
+        print(f"browser: {browser}")  # which Chromium this machine's install gave, in the test's output
         async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
             ids = [0]
 
             async def look() -> dict[str, Any]:
                 got = await _cdp(ws, "Runtime.evaluate", ids, expression=probe, returnByValue=True)
                 value = got.get("result", {}).get("value")  # none while a page is being replaced
-                return json.loads(value) if value else {"figures": 0, "open": [], "marker": False, "score": False}
+                return json.loads(value) if value else {"figures": 0, "open": [], "marker": False, "score": False,
+                                                        "loaded": False}
 
-            for _ in range(100):  # the first page may still be loading
-                first = await look()
-                if first["figures"]:
-                    break
-                await asyncio.sleep(0.1)
+            async def until(ready: Any) -> dict[str, Any]:
+                # a bound on a condition, not a wait: a loaded machine takes seconds to rebuild and reload
+                deadline = time.monotonic() + 90
+                while not ready(seen := await look()) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                return seen
+
+            first = await until(lambda s: s["figures"] and s["loaded"])
             anchor = (await _cdp(ws, "Runtime.evaluate", ids, returnByValue=True, expression=(
                 "(() => { window.marker = 1; const d = document.querySelector('details.run'); d.open = true; "
                 "return d.id; })()")))["result"]["value"]
             opened = await look()
             write_eval(run, "test", "healthbench", "decoevo", 0, 61.5)
             t0 = time.monotonic()
-            for _ in range(150):
-                after = await look()
-                if after["score"]:
-                    break
-                await asyncio.sleep(0.1)
+            after = await until(lambda s: s["score"] and s["loaded"])
             return {"first": first, "opened": opened, "after": after, "anchor": anchor,
-                    "seconds": time.monotonic() - t0}
+                    "seconds": time.monotonic() - t0, "browser": browser}
 
 
 def test_the_page_reloads_itself_in_headless_chromium_when_a_run_writes(sweep, tmp_path):
