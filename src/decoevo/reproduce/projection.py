@@ -163,7 +163,7 @@ def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
         bench = find(rp.data[name].format) if name in rp.data else None
         if bench is not None and bench.official_prompts and bench.official is not None and not fetched(bench):
             out.append(bench.name)
-    return tuple(out)
+    return tuple(dict.fromkeys(out))  # once each: a transfer file of a source's format needs the same prompt
 
 
 def _post_dollars(task: PostTask, n: float, bill: Bill, cells: Mapping[str, list[Cell]],
