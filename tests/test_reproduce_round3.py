@@ -320,3 +320,37 @@ def test_a_sweep_continued_with_a_changed_spec_is_refused_before_anything_is_rew
     said = " ".join(out.split())
     assert code == 2 and "made with another spec" in said and "budget.match_on" in said, out
     assert (sw / "sweep.yaml").read_text() == stored and not (sw / "status.json").exists()
+
+
+# ---- item 3: plans count everything ----------------------------------------------------------------------
+
+
+def test_plan_only_projects_the_evaluation_when_the_data_are_passed(tmp_path):
+    """`--plan-only` gave no evaluation projection even with every file passed (fails on the old code)."""
+    code, said = _reproduce(tmp_path / "out", tmp_path, "--plan-only")
+    assert code == 0 and "projection from the data: 4 runs" in said, said
+    assert "training +" in said and "evaluation" in said and not (tmp_path / "out").exists()
+
+
+def test_a_resumed_plan_counts_the_runs_the_cap_stopped(tmp_path):
+    """After a cap stop the plan said "3 still to run" while 12 runs ran again: a cap-stopped run has a
+    summary.json, and was counted as trained (fails on the old code)."""
+    from decoevo.lm.spend import CAP_STOP
+    from decoevo.reproduce import DataChoice, ReproducePlan, plan_cells, post_tasks, project, transfer_sizes
+
+    _reproduce(tmp_path / "unused", tmp_path, "--plan-only")  # the data files written
+    rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=ModelSpec(model="g"), tables=("1",),
+                       benchmarks=("healthbench",), seeds=(0,), preset="quick",
+                       data={"healthbench": DataChoice(str(tmp_path / "hb.jsonl"), "jsonl"),
+                             "llmeval_med": DataChoice(str(tmp_path / "med.jsonl"), "jsonl")})
+    cells = plan_cells(rp)
+    first = project(rp, cells, post_tasks(rp), transfer_sizes(rp))
+    assert first.cells_to_run == 4
+    for cell, status in zip(cells["healthbench"], ("finished", "cap", "cap", "cap"), strict=True):
+        run = cell.run_dir(rp.sweep_dir("healthbench"))
+        run.mkdir(parents=True)
+        stopped = {"status": "budget_stop", "stopped": f"{CAP_STOP}: ...", "steps_done": 1}
+        (run / "summary.json").write_text(json.dumps({"status": "finished"} if status == "finished" else stopped))
+    resumed = project(rp, cells, post_tasks(rp), transfer_sizes(rp))
+    assert resumed.cells_to_run == 3  # before: 0
+    assert 0 < resumed.training_calls < first.training_calls  # what is left of them, not nothing

@@ -65,7 +65,8 @@ def reproduce_command(
     set_: list[str] = typer.Option([], "--set", help="Override a shared size: --set splits.test=50"),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan (methods, seeds, runs per table, "
-                                   "training calls and dollars, expected wall time) and stop; reads no data."),
+                                   "training calls and dollars, expected wall time) and stop; writes nothing. With "
+                                   "every data file at hand, the evaluation is projected too."),
     ray_address: str = typer.Option(None, help="Run the training cells as Ray tasks: auto or HOST:PORT."),
     workers: int = typer.Option(None, min=1, help="Cells at once (default: the sweep's own choice)."),
     allow_self_grading: bool = typer.Option(
@@ -164,9 +165,12 @@ def _reproduce(
         allow_self_grading=allow_self_grading or None,
         max_cost=max_cost,
     )
-    if plan_only:  # before any data is read or a file written
+    if plan_only:  # nothing written; the data read only when every file is at hand, for the evaluation
         for line in rp_mod.outline(rp, workers):
             console.print(line, highlight=False)
+        projected = _plan_only_projection(rp)
+        if projected:
+            console.print(projected, highlight=False)
         if rp.max_cost is not None:
             console.print(f"cost cap: ${rp.max_cost:,.2f} for the whole experiment (--max-cost)", highlight=False)
         return
@@ -220,6 +224,20 @@ def _reproduce(
             raise ConfigError(_at_cap(out, read_spend(spend_file), rp.max_cost))
         console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
         raise typer.Exit(1)
+
+
+def _plan_only_projection(rp: ReproducePlan) -> str | None:
+    """With every data file at hand, the projection a run would print (training and evaluation, of what is
+    still to run), computed without writing anything; None when some file is not there yet."""
+    from .. import reproduce as rp_mod
+
+    names = [*rp.benchmarks, *(rp_mod.TRANSFERS[b] for b in rp.benchmarks if b in rp_mod.TRANSFERS
+                               and "1" in rp.tables)]
+    if not all(n in rp.data and Path(rp.data[n].path).is_file() for n in names):
+        return None
+    cells = rp_mod.plan_cells(rp)
+    return "projection from the data: " + rp_mod.project(rp, cells, rp_mod.post_tasks(rp),
+                                                          rp_mod.transfer_sizes(rp)).describe()
 
 
 def _missing_spend(logged: float, paid: float) -> float:
