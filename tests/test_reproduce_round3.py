@@ -354,3 +354,24 @@ def test_a_resumed_plan_counts_the_runs_the_cap_stopped(tmp_path):
     resumed = project(rp, cells, post_tasks(rp), transfer_sizes(rp))
     assert resumed.cells_to_run == 3  # before: 0
     assert 0 < resumed.training_calls < first.training_calls  # what is left of them, not nothing
+
+
+async def test_the_per_evaluation_ledgers_sum_to_what_was_paid(tmp_path):
+    """An evaluation stopped before it saved (a cap stop) left its paid calls only in RUN/eval/ledger.json:
+    750 calls in ledger-*.json against 809 paid (fails on the old code: no ledger of its own)."""
+    from decoevo.evaluation import EvalSession, RunView
+    from decoevo.testing.scripted import toy_world_backend
+
+    from .engine_helpers import toy_engine
+
+    engine, _ = toy_engine(tmp_path, "zero_shot")
+    await engine.run_async()
+    session = EvalSession(RunView(tmp_path / "zero_shot"), use_cache=False)
+    session.lm._backends["default"] = toy_world_backend()  # the run's model, scripted
+    for i in range(3):  # paid, then stopped before any result is saved
+        await session.lm.complete([Message("user", f"question {i}")], role="solve")
+    await session.aclose()
+    eval_dir = tmp_path / "zero_shot" / "eval"
+    whole = json.loads((eval_dir / "ledger.json").read_text())["total"]["calls"]
+    parts = sum(json.loads(p.read_text())["total"]["calls"] for p in eval_dir.glob("ledger-*.json"))
+    assert whole == parts == 3
