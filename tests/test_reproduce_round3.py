@@ -57,8 +57,9 @@ async def test_a_spend_log_line_that_would_lift_or_block_the_cap_is_refused(tmp_
     monkeypatch.setenv(CAP_ENV, "0.33")
     paid: list[int] = []
     lm = priced_lm(paid)
-    with pytest.raises(SpendLogCorrupt, match=r"spend.log: line 2 .*not a spend record"):
-        await lm.complete([Message("user", "q")], role="solve")
+    for question in ("q", "another"):  # the bad line is behind the read offset after the first look: still refused
+        with pytest.raises(SpendLogCorrupt, match=r"spend.log: line 2 .*not a spend record"):
+            await lm.complete([Message("user", question)], role="solve")
     assert paid == []
     with pytest.raises(SpendLogCorrupt):
         read_spend(spend)

@@ -168,6 +168,7 @@ class SharedSpend:
         self._fd: int | None = None  # kept open: opening it twice per request was half the CPU it adds
         self._fd_pid = 0
         self._lines = 0  # complete lines read so far (to name a bad one)
+        self._broken: SpendLogCorrupt | None = None  # once corrupt, refused for good
         self._ino: tuple[int, int] | None = None  # the file first read: replaced or deleted later is refused
 
     @classmethod
@@ -186,8 +187,10 @@ class SharedSpend:
 
     # ---- reading ----------------------------------------------------------------------------------
     def _corrupt(self, why: str) -> SpendLogCorrupt:
-        return SpendLogCorrupt(f"{self.path}: {why}; the experiment's cost cannot be counted from it, so nothing "
-                               "more is paid: restore the file (or start a new experiment directory)")
+        # kept: the bad line is behind the read offset now, and a later look must not pass it silently
+        self._broken = SpendLogCorrupt(f"{self.path}: {why}; the experiment's cost cannot be counted from it, so "
+                                       "nothing more is paid: restore the file (or start a new experiment directory)")
+        return self._broken
 
     def _read(self, fd: int) -> None:
         size = os.fstat(fd).st_size
@@ -225,6 +228,8 @@ class SharedSpend:
 
     def _check_file(self) -> bool:
         """True when the spend file exists (a regular file, not a link); the log is refused otherwise."""
+        if self._broken is not None:
+            raise self._broken
         try:
             st = os.lstat(self.path)
         except FileNotFoundError:
