@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .ledger import UsageLedger
 from .types import BackendRequest
@@ -85,6 +86,17 @@ def expected_tokens(ledger: UsageLedger, role: str, model: str, request: Backend
 
 
 POLL_S = 0.02  # how often a request waiting for room under the cost cap looks again
+Admission = Literal["reserve", "wait", "refuse"]
+
+
+def admit(spent: float, held: float, freeable: float, estimate: float, cap: float) -> Admission:
+    """Whether a request reserving `estimate` may be sent now, given the dollars `spent`, the reservations
+    `held` in flight, and the part `freeable` of them that may still settle for less (not a lost one)."""
+    if spent + held + estimate <= cap:
+        return "reserve"
+    if freeable > 0 and spent + (held - freeable) + estimate <= cap:
+        return "wait"  # were they to settle at nothing, it would fit
+    return "refuse"
 
 
 @dataclass
@@ -101,8 +113,6 @@ class CostHold:
     _sleep: float = field(default=POLL_S, repr=False)
 
     async def reserve(self, ledger: UsageLedger, cap: float, worst: float) -> float:
-        from .spend import admit  # spend imports this module
-
         while True:
             spent = ledger.total().effective_cost_usd
             verdict = admit(spent, self.held, self.held, worst, cap)

@@ -45,9 +45,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from .budget import BudgetExceeded
+from .budget import Admission, BudgetExceeded, admit
 from .cache import pid_alive
 from .errors import ConfigError
 from .journal import prompt_token_bound
@@ -65,7 +64,6 @@ SCHEMA_OVERHEAD_TOKENS = 64  # the instruction and message around a schema sent 
 HOST_WAIT_S = 900.0
 POLL_S = 0.02  # how often a request waiting for room looks again
 
-Admission = Literal["reserve", "wait", "refuse"]
 
 
 class SpendCapReached(BudgetExceeded):
@@ -93,16 +91,6 @@ def _usd(raw: bytes) -> float:
     if not (math.isfinite(usd) and usd >= 0):
         raise ValueError(f"{usd}: not a finite amount of 0 or more")
     return usd
-
-
-def admit(spent: float, held: float, freeable: float, estimate: float, cap: float) -> Admission:
-    """Whether a request reserving `estimate` may be sent now, given the dollars `spent`, the reservations
-    `held` in flight, and the part `freeable` of them that may still settle for less (not a lost one)."""
-    if spent + held + estimate <= cap:
-        return "reserve"
-    if freeable > 0 and spent + (held - freeable) + estimate <= cap:
-        return "wait"  # were they to settle at nothing, it would fit
-    return "refuse"
 
 
 @dataclass(frozen=True)
