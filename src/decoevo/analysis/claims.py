@@ -10,7 +10,8 @@ its tolerance), and *goes against* the claim when the interval lies on the other
   claim's `share` do (`share`: "14 of 15 settings");
 - contradicted: some effect goes against it (`every`), at least half do (`most`), or too many do for the
   share to be reached even if every undecided effect held (`share`);
-- not run: a method the claim names has no run at all (its table was not requested);
+- not run: a method the claim names has no run at all, or no run has the claim's measure in the claim's
+  columns (its table or figure was not requested: Table 5's alignment, Figure 3's checkpoints);
 - not enough runs: otherwise: fewer than two paired seeds, or intervals that include the boundary (more
   seeds would decide).
 
@@ -20,9 +21,11 @@ the average gain): an effect holds when its mean is on the claimed side and its 
 against the claim when its mean is on the other side with adjusted p ≤ 0.05. The unadjusted intervals of
 three backbones at p = 0.024 each all exclude 0, but Holm's p is 0.072: not supported.
 
-A difference identical on every paired seed (no spread, so a degenerate interval) counts by its sign: an
-exact tie goes against "a above b", since the runs then show no difference at all (in the simulator, two
-methods that ship the same solver skill).
+One tie rule for both ways of deciding: a difference identical on every paired seed (no spread, so a
+degenerate interval and no t-test) counts by its sign, and an exact tie (Δ = 0 on every seed, interval
+[0, 0]) goes against "a above b" (or "below"), since the runs then show no difference at all (in the
+simulator, two methods that ship the same solver skill). Under Holm such an effect enters the family
+with p = 0 (a nonzero constant difference) or p = 1 (a tie) and is decided by that sign.
 
 Pure functions over an `Evidence` (what the runs hold); the report builds one from its run records.
 """
@@ -206,20 +209,41 @@ def _effect(evidence: Evidence, setting: Setting, claim: Claim, test: ClaimTest)
                   ci.p_value)
 
 
+def _no_spread(e: Effect) -> bool:
+    return e.ci_low is not None and e.ci_low == e.ci_high and e.test.direction in ("above", "below")
+
+
 def _holm_decided(effects: list[Effect]) -> list[Effect]:
     """Each effect decided on its Holm-adjusted p-value over the claim's effects (module docstring). An
     effect without a p-value (one seed, or no spread) cannot be rejected: it neither holds nor goes against."""
     pvalues = {i: e.p_value for i, e in enumerate(effects) if e.p_value is not None}
+    flat = {i for i, e in enumerate(effects) if _no_spread(e)}
+    pvalues.update({i: 0.0 if effects[i].mean else 1.0 for i in flat})  # the tie rule (module docstring)
     adjusted = holm(pvalues, alpha=ALPHA) if pvalues else {}
     out = []
     for i, e in enumerate(effects):
         if i not in adjusted:
             out.append(replace(e, holds=False, against=False, note=e.note or "no p-value: not decided"))
             continue
+        if i in flat:  # decided by its sign, as an interval claim decides it (_judge)
+            out.append(replace(e, p_holm=adjusted[i].adjusted, note=e.note or "no spread over the seeds: its sign "
+                                                                              "decides (an exact tie goes against)"))
+            continue
         side = (e.mean or 0.0) > 0 if e.test.direction == "above" else (e.mean or 0.0) < 0
         reject = adjusted[i].reject
         out.append(replace(e, holds=reject and side, against=reject and not side, p_holm=adjusted[i].adjusted))
     return out
+
+
+def _measured(evidence: Evidence, claim: Claim) -> bool:
+    """Some run of a method the claim names has its measure (a score column exists): else the table or
+    figure that measures it was not requested, which is not a shortage of runs."""
+    for test in claim.tests:
+        measure = _source(test.measure or claim.measure)
+        for setting in evidence.settings(measure, claim.scope, claim.columns):
+            if measure == "score" or any(evidence.one(setting, measure, m) for m in (test.a, test.b) if m):
+                return True
+    return False
 
 
 def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
@@ -236,6 +260,10 @@ def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
             if e is not None:
                 effects.append(e)
     if not effects:
+        if not _measured(evidence, claim):
+            measures = sorted({t.measure or claim.measure for t in claim.tests})
+            return ClaimResult(claim, NOT_RUN, (), f"no run has {', '.join(measures)}: what it is measured in "
+                               f"({claim.section}) was not run")
         return ClaimResult(claim, NOT_ENOUGH, (), f"no paired runs of {', '.join(sorted(named))} with this measure")
     if claim.decision == "holm":
         effects = _holm_decided(effects)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from ..errors import ConfigError, validation_summary
 from ..fileio import atomic_write_text
 from ..lm import ModelSpec
-from ..lm.spend import CAP_ENV, at_cap, read_spend
+from ..lm.spend import CAP_ENV, add_spent, at_cap, read_spend
 from ..lm.spend import FILE_ENV as SPEND_FILE_ENV
 from . import reproduce_args as ra
 from .boundary import printable
@@ -65,7 +65,8 @@ def reproduce_command(
     set_: list[str] = typer.Option([], "--set", help="Override a shared size: --set splits.test=50"),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before spending."),
     plan_only: bool = typer.Option(False, "--plan-only", help="Print the plan (methods, seeds, runs per table, "
-                                   "training calls and dollars, expected wall time) and stop; reads no data."),
+                                   "training calls and dollars, expected wall time) and stop; writes nothing. With "
+                                   "every data file at hand, the evaluation is projected too."),
     ray_address: str = typer.Option(None, help="Run the training cells as Ray tasks: auto or HOST:PORT."),
     workers: int = typer.Option(None, min=1, help="Cells at once (default: the sweep's own choice)."),
     allow_self_grading: bool = typer.Option(
@@ -136,13 +137,19 @@ def _reproduce(
     known = [*rp_mod.SOURCES, *rp_mod.TRANSFERS.values()]
     bench_names = ra.csv("benchmarks", benchmarks) or state.get("benchmarks") or list(rp_mod.SOURCES)
     wanted = [*bench_names, *(rp_mod.TRANSFERS[b] for b in bench_names if b in rp_mod.TRANSFERS)]
+    passed = ra.data(data, known)
     given = {
         **{k: v.config() for k, v in rp_mod.default_data(wanted).items()},
         **(state.get("data") or {}),
-        **ra.data(data, known),
+        **passed,
     }
     seed_list = ra.seeds(seeds)
     table_list = ra.csv("tables", tables)
+    # data passed for a benchmark this experiment does not run would be stored and never read: refused
+    unused = rp_mod.unused_data(list(passed), bench_names, table_list or state.get("tables")
+                                or list(rp_mod.TABLES))
+    if unused:
+        raise ConfigError(unused)
     rp = rp_mod.plan_from_state(
         out,
         {"solver": None, "data": {}, **state},
@@ -158,9 +165,12 @@ def _reproduce(
         allow_self_grading=allow_self_grading or None,
         max_cost=max_cost,
     )
-    if plan_only:  # before any data is read or a file written
+    if plan_only:  # nothing written; the data read only when every file is at hand, for the evaluation
         for line in rp_mod.outline(rp, workers):
             console.print(line, highlight=False)
+        projected = _plan_only_projection(rp)
+        if projected:
+            console.print(projected, highlight=False)
         if rp.max_cost is not None:
             console.print(f"cost cap: ${rp.max_cost:,.2f} for the whole experiment (--max-cost)", highlight=False)
         return
@@ -177,8 +187,15 @@ def _reproduce(
     projection = rp_mod.project(rp, cells, posts, rp_mod.transfer_sizes(rp))
     remaining = bool(projection.cells_to_run or any(not t.done() for t in posts))
     spend_file = out / rp_mod.SPEND_FILE
-    spent = read_spend(spend_file)
-    if remaining and rp.max_cost is not None and at_cap(spend_file, rp.max_cost):
+    logged = read_spend(spend_file)  # a corrupt log (lm/spend.py) is one line here, before anything runs
+    # a log emptied or deleted between runs would pay again from $0: what the ledgers say was paid counts
+    missing = _missing_spend(logged, rp_mod.paid_in_ledgers(out))
+    spent = logged + missing
+    if missing:
+        console.print(f"{spend_file}: records ${logged:,.4f}, but the runs' ledgers under {out} record "
+                      f"${spent:,.4f} paid (the log was emptied or deleted); ${spent:,.4f} counts as spent",
+                      highlight=False)
+    if remaining and rp.max_cost is not None and (spent >= rp.max_cost or at_cap(spend_file, rp.max_cost)):
         raise ConfigError(_at_cap(out, spent, rp.max_cost))
     console.print(projection.describe())
     if rp.max_cost is not None:
@@ -190,6 +207,8 @@ def _reproduce(
             raise typer.Exit(1)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / rp_mod.STATE_FILE, rp.to_yaml())  # replaced, never written through a link
+    if missing:
+        add_spent(spend_file, missing)
     with _spend_env(spend_file, rp.max_cost):
         failed = _run(rp, out, workers, ray_address, posts)
     report = build_report([rp.sweep_dir(b) for b in rp.benchmarks], title="DecoEvo: the paper's experiment")
@@ -205,6 +224,25 @@ def _reproduce(
             raise ConfigError(_at_cap(out, read_spend(spend_file), rp.max_cost))
         console.print(f"{len(failed)} step(s) failed; run `decoevo reproduce {out}` again to retry them")
         raise typer.Exit(1)
+
+
+def _plan_only_projection(rp: ReproducePlan) -> str | None:
+    """With every data file at hand, the projection a run would print (training and evaluation, of what is
+    still to run), computed without writing anything; None when some file is not there yet."""
+    from .. import reproduce as rp_mod
+
+    names = [*rp.benchmarks, *(rp_mod.TRANSFERS[b] for b in rp.benchmarks if b in rp_mod.TRANSFERS
+                               and "1" in rp.tables)]
+    if not all(n in rp.data and Path(rp.data[n].path).is_file() for n in names):
+        return None
+    cells = rp_mod.plan_cells(rp)
+    return "projection from the data: " + rp_mod.project(rp, cells, rp_mod.post_tasks(rp),
+                                                          rp_mod.transfer_sizes(rp)).describe()
+
+
+def _missing_spend(logged: float, paid: float) -> float:
+    """What the spend log lacks of what the ledgers say was paid (0 within float rounding)."""
+    return paid - logged if paid > logged + 1e-9 * max(1.0, paid) else 0.0
 
 
 def _at_cap(out: Path, spent: float, cap: float) -> str:

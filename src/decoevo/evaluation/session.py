@@ -3,6 +3,7 @@ run's cached answers are reused) plus the gold grader, with its own call log and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -128,12 +129,16 @@ class EvalSession:
     def close_record(self) -> None:
         """End this session's write-ahead record and rewrite RUN/eval/ledger.json from the whole call log:
         every evaluation of the run, this one, the others running now, the killed ones (their requests
-        in flight billed as estimates). Each ledger-<name>.json holds only its own evaluation's calls, so
-        this file is the one that sums to what the server received."""
+        in flight billed as estimates). Each ledger-<name>.json holds only its own evaluation's calls; an
+        evaluation that saved no result (stopped at a cost cap, failed, or graded less than the one kept) writes
+        its paid calls to ledger-unsaved-<time>.json, so the per-evaluation ledgers sum to what was paid too."""
         if self.journal is None:
             return
         self.journal.close()
         self.journal = None
+        unsaved = self.saved is None or not self.saved.write
+        if unsaved and self.lm.ledger.total().calls:
+            self.writer.write_json(f"ledger-unsaved-{time.time_ns()}.json", self.lm.ledger.to_dict())
         calls = settled_calls(self.view.path / EVAL_DIR)
         if calls or (self.view.path / EVAL_DIR / "ledger.json").exists():
             self.writer.write_json("ledger.json", UsageLedger.of_calls(calls, self.lm.cost_of).to_dict())

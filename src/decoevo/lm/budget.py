@@ -3,7 +3,9 @@ other runs' caches count (the budget is what the run would cost alone), and so d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
+from typing import Literal
 
 from .ledger import UsageLedger
 from .types import BackendRequest
@@ -81,3 +83,48 @@ def expected_tokens(ledger: UsageLedger, role: str, model: str, request: Backend
     seen = row if row is not None and row.calls else ledger.total()
     completion = min(seen.completion_tokens / seen.calls, allowance) if seen.calls else allowance
     return sum(len(m.content) for m in request.messages) / 4 + completion
+
+
+POLL_S = 0.02  # how often a request waiting for room under the cost cap looks again
+Admission = Literal["reserve", "wait", "refuse"]
+
+
+def admit(spent: float, held: float, freeable: float, estimate: float, cap: float) -> Admission:
+    """Whether a request reserving `estimate` may be sent now, given the dollars `spent`, the reservations
+    `held` in flight, and the part `freeable` of them that may still settle for less (not a lost one)."""
+    if spent + held + estimate <= cap:
+        return "reserve"
+    if freeable > 0 and spent + (held - freeable) + estimate <= cap:
+        return "wait"  # were they to settle at nothing, it would fit
+    return "refuse"
+
+
+@dataclass
+class CostHold:
+    """A run's `max_cost` as a hard cap, as `decoevo reproduce --max-cost` is for an experiment (lm/spend.py):
+    each paid request holds its worst case (`spend.request_bound` at the model's price) while it is in
+    flight, and is sent only when the run's dollars (paid + inherited) plus every hold plus its own fit under
+    the cap; it waits while holds may still settle for less, and is refused when even their settling at
+    nothing would not make room. So a run never pays past its cap, as long as a server bills no more than
+    a request's bound (before: the check counted calls in flight at the run's average, and a first call
+    was never refused: `--max-cost 1e-300` paid a $14 request)."""
+
+    held: float = 0.0
+    _sleep: float = field(default=POLL_S, repr=False)
+
+    async def reserve(self, ledger: UsageLedger, cap: float, worst: float) -> float:
+        while True:
+            spent = ledger.total().effective_cost_usd
+            verdict = admit(spent, self.held, self.held, worst, cap)
+            if verdict == "reserve":  # no await since the look: no other request passes it meanwhile
+                self.held += worst
+                return worst
+            if verdict == "refuse":
+                raise BudgetExceeded(
+                    f"cost budget reached: ${spent:.4f} of ${cap:.4f} used"
+                    + (f", up to ${self.held:.4f} in flight" if self.held else "")
+                    + f"; the next request may cost up to ${worst:.4f}")
+            await asyncio.sleep(self._sleep)
+
+    def release(self, usd: float) -> None:
+        self.held = max(0.0, self.held - usd)

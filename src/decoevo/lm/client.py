@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..redact import register_environment_secrets
 from .backend import Backend
-from .budget import Budget, BudgetExceeded, InFlight, expected_tokens, in_flight
+from .budget import Budget, BudgetExceeded, CostHold, InFlight, expected_tokens, in_flight
 from .cache import RequestCache, default_cache_path, request_key
 from .config import LMConfig, ModelSpec
 from .endpoint import EndpointMemory, endpoints_path
@@ -110,6 +110,7 @@ class LM:
         self._endpoints: EndpointMemory | None = None
         self._prices: dict[str, Price | None] = {}
         self._paying = 0  # paid calls admitted by the budget and not finished
+        self._cost_hold = CostHold()  # budget.max_cost as a hard cap: worst cases of the requests in flight
         self._reached: set[str] = set()  # models that have answered: only their connect failures are retried
         self.budget = budget or Budget()
         # Request keys this run has obtained (paid, or inherited once); restored on resume.
@@ -334,8 +335,11 @@ class LM:
         tokens = estimate_tokens(sum(len(m.content) for m in request.messages), request.params.max_tokens)
         attempt = timeouts = 0
         reserved = False
+        held = 0.0  # this attempt's worst case under budget.max_cost
         try:
             while True:
+                self._cost_hold.release(held)  # the last attempt ended: its bill, if any, is in the ledger
+                held = 0.0
                 admitted_at = await limiter.acquire(tokens)
                 if not reserved:
                     try:  # before paying, counting the calls already paying; cache hits are never refused
@@ -349,9 +353,11 @@ class LM:
                         raise
                     self._paying += 1  # no await since the check: no other call passes it meanwhile
                     reserved = True
-                try:  # every attempt reserves its worst case under the experiment's cap (lm/spend.py)
-                    hold = await self._spend.reserve(self.cost_of(model_name, *request_bound(request))) \
-                        if self._spend is not None else None
+                try:  # every attempt reserves its worst case under the run's and the experiment's caps
+                    worst = self.cost_of(model_name, *request_bound(request))
+                    if self.budget.max_cost is not None and worst:
+                        held = await self._cost_hold.reserve(self.ledger, self.budget.max_cost, worst)
+                    hold = await self._spend.reserve(worst) if self._spend is not None else None
                 except BaseException:  # refused at the cap, or cancelled while waiting for room
                     limiter.release(tokens_reserved=tokens, tokens_used=0)
                     raise
@@ -418,6 +424,7 @@ class LM:
                     self._spend.settle(hold, cost)
                 return completion if sent is None else replace(completion, request_id=sent)
         finally:
+            self._cost_hold.release(held)
             if reserved:
                 self._paying -= 1
 

@@ -12,6 +12,13 @@ an append-only log written under an exclusive `flock`:
     x CAP               a request was refused at the cap CAP: the experiment stopped there
     USD                 a cost without a reservation (the format before reservations; still read)
 
+Every amount is a finite number of dollars, 0 or more, and every line one of these: a file that breaks
+this (a negative or -inf amount would lift the cap, nan or inf block it), that shrinks, is replaced or is
+deleted while the experiment runs, or that is a link or not a regular file, is refused as corrupt
+(`SpendLogCorrupt`): every request stops as at the cap, and a command reading it says so in one line.
+A file emptied or deleted between runs is caught by whoever knows what was paid (`decoevo reproduce`
+checks it against its runs' ledgers and adds what is missing, `add_spent`).
+
 With `DECOEVO_MAX_COST=USD` too, a request is sent only if the spent dollars, plus every reservation in
 flight in any process, plus its own reservation fit under the cap (`admit`). One that does not fit waits
 while reservations in flight may still free room (a settled answer usually costs less than its worst
@@ -33,13 +40,13 @@ import math
 import os
 import secrets
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from .budget import BudgetExceeded
+from .budget import Admission, BudgetExceeded, admit
 from .cache import pid_alive
 from .errors import ConfigError
 from .journal import prompt_token_bound
@@ -57,11 +64,16 @@ SCHEMA_OVERHEAD_TOKENS = 64  # the instruction and message around a schema sent 
 HOST_WAIT_S = 900.0
 POLL_S = 0.02  # how often a request waiting for room looks again
 
-Admission = Literal["reserve", "wait", "refuse"]
 
 
 class SpendCapReached(BudgetExceeded):
     """The experiment's shared dollar sum reached its cap; raising the cap continues it."""
+
+
+class SpendLogCorrupt(ConfigError, BudgetExceeded):
+    """The spend file cannot be trusted (a negative, infinite or NaN amount, a line we cannot read, shrunk
+    or replaced while the experiment ran, a link or not a file): every request stops, as at the cap (a
+    budget stop), and a command reading it says so in one line, rather than a cap lifted or blocked silently."""
 
 
 def request_bound(request: BackendRequest) -> tuple[int, int]:
@@ -74,14 +86,11 @@ def request_bound(request: BackendRequest) -> tuple[int, int]:
     return prompt, request.params.max_tokens
 
 
-def admit(spent: float, held: float, freeable: float, estimate: float, cap: float) -> Admission:
-    """Whether a request reserving `estimate` may be sent now, given the dollars `spent`, the reservations
-    `held` in flight, and the part `freeable` of them that may still settle for less (not a lost one)."""
-    if spent + held + estimate <= cap:
-        return "reserve"
-    if freeable > 0 and spent + (held - freeable) + estimate <= cap:
-        return "wait"  # were they to settle at nothing, it would fit
-    return "refuse"
+def _usd(raw: bytes) -> float:
+    usd = float(raw)
+    if not (math.isfinite(usd) and usd >= 0):
+        raise ValueError(f"{usd}: not a finite amount of 0 or more")
+    return usd
 
 
 @dataclass(frozen=True)
@@ -121,6 +130,18 @@ def at_cap(path: Path, cap: float) -> bool:
     return state.total >= cap or (state.stopped_at is not None and state.stopped_at >= cap)
 
 
+def add_spent(path: Path, usd: float) -> None:
+    """Record `usd` paid without a reservation (what the ledgers say was paid and the file lacks)."""
+    if not (math.isfinite(usd) and usd > 0):
+        raise ValueError(f"{usd}: not a positive number of dollars")
+    spend = SharedSpend(path, None)
+    try:
+        with spend._locked() as fd:
+            os.write(fd, f"{usd!r}\n".encode())
+    finally:
+        spend.close()
+
+
 class SharedSpend:
     def __init__(self, path: Path, cap: float | None) -> None:
         self.path = Path(path)
@@ -134,6 +155,9 @@ class SharedSpend:
         self._stopped: float | None = None
         self._fd: int | None = None  # kept open: opening it twice per request was half the CPU it adds
         self._fd_pid = 0
+        self._lines = 0  # complete lines read so far (to name a bad one)
+        self._broken: SpendLogCorrupt | None = None  # once corrupt, refused for good
+        self._ino: tuple[int, int] | None = None  # the file first read: replaced or deleted later is refused
 
     @classmethod
     def from_env(cls) -> SharedSpend | None:
@@ -150,47 +174,95 @@ class SharedSpend:
         return cls(Path(where), limit)
 
     # ---- reading ----------------------------------------------------------------------------------
+    def _corrupt(self, why: str) -> SpendLogCorrupt:
+        # kept: the bad line is behind the read offset now, and a later look must not pass it silently
+        self._broken = SpendLogCorrupt(f"{self.path}: {why}; the experiment's cost cannot be counted from it, so "
+                                       "nothing more is paid: restore the file (or start a new experiment directory)")
+        return self._broken
+
     def _read(self, fd: int) -> None:
         size = os.fstat(fd).st_size
-        if size <= self._offset:
+        if size < self._offset:  # read from here on, the appended lines would never be seen: a wait without end
+            raise self._corrupt(f"shrank from {self._offset} to {size} bytes while the experiment ran")
+        if size == self._offset:
             return
         data = os.pread(fd, size - self._offset, self._offset)
         complete = data[: data.rfind(b"\n") + 1]  # writers hold LOCK_EX: only a torn tail can be partial
         self._offset += len(complete)
         for line in complete.splitlines():
-            self._apply(line.split())
+            self._lines += 1
+            if line.strip():
+                self._apply(line.split())
 
     def _apply(self, f: list[bytes]) -> None:
         try:
             if len(f) == 6 and f[0] == b"r":
-                self._held[f[1].decode()] = Held(float(f[2]), int(f[3]), f[4].decode(), float(f[5]))
+                self._held[f[1].decode()] = Held(_usd(f[2]), int(f[3]), f[4].decode(), float(f[5]))
             elif len(f) == 3 and f[0] == b"s":
+                usd = _usd(f[2])
                 if self._held.pop(f[1].decode(), None) is not None:  # a second settlement counts nothing
-                    self._spent += float(f[2])
+                    self._spent += usd
             elif len(f) == 2 and f[0] == b"x":
-                self._stopped = max(self._stopped or 0.0, float(f[1]))
+                self._stopped = max(self._stopped or 0.0, _usd(f[1]))
             elif len(f) == 1:
-                self._spent += float(f[0])
-        except (ValueError, UnicodeDecodeError):  # a foreign line: counted as nothing, not a stop of every request
-            return
+                self._spent += _usd(f[0])
+            else:
+                raise ValueError("not a line of a spend file")
+        except (ValueError, UnicodeDecodeError):
+            # a negative or -inf amount would lift the cap, nan or inf block it, a foreign line be skipped
+            shown = b" ".join(f).decode("utf-8", "replace")[:80]
+            raise self._corrupt(f"line {self._lines} ({shown!r}) is not a spend record (amounts are finite "
+                                "dollars, 0 or more)") from None
+
+    def _check_file(self) -> bool:
+        """True when the spend file exists (a regular file, not a link); the log is refused otherwise."""
+        if self._broken is not None:
+            raise self._broken
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            if self._offset:  # it held records this process read: deleted while the experiment ran
+                raise self._corrupt("was deleted while the experiment ran") from None
+            return False
+        if stat.S_ISLNK(st.st_mode):  # written through, the records would land wherever it points
+            raise self._corrupt("is a symbolic link, not the experiment's own file")
+        if not stat.S_ISREG(st.st_mode):
+            raise self._corrupt("is not a regular file")
+        if self._ino is not None and (st.st_dev, st.st_ino) != self._ino:
+            raise self._corrupt("was replaced while the experiment ran")
+        return True
 
     def state(self) -> SpendState:
-        if not self.path.is_file():
+        if not self._check_file():
             return SpendState(self._spent, sum(h.usd for h in self._held.values()), self._stopped)
-        fd = os.open(self.path, os.O_RDONLY)
+        fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
+            self._remember(fd)
             self._read(fd)
         finally:
             os.close(fd)
         return SpendState(self._spent, sum(h.usd for h in self._held.values()), self._stopped)
 
+    def _remember(self, fd: int) -> None:
+        st = os.fstat(fd)
+        if self._ino is None:
+            self._ino = (st.st_dev, st.st_ino)
+        elif (st.st_dev, st.st_ino) != self._ino:
+            raise self._corrupt("was replaced while the experiment ran")
+
     # ---- writing ----------------------------------------------------------------------------------
     @contextlib.contextmanager
     def _locked(self) -> Iterator[int]:
+        self._check_file()
         if self._fd is None or self._fd_pid != os.getpid():  # a forked child must not share the parent's lock
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd, self._fd_pid = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644), os.getpid()
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+            try:
+                self._fd, self._fd_pid = os.open(self.path, flags, 0o644), os.getpid()
+            except OSError as exc:  # a link or a directory put there since the check
+                raise self._corrupt(f"cannot be opened ({exc.strerror})") from None
+            self._remember(self._fd)
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             yield self._fd

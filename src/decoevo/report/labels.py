@@ -63,6 +63,17 @@ def benchmark_label(name: str) -> str:
     return bench.label if bench is not None else name
 
 
+def transfer_label(name: str, graded_as: str) -> str:
+    """A transfer column: the benchmark the file is named after, and, when its questions were graded under
+    another benchmark's scheme (a HealthBench-format file named llmeval_med), that grader too: a column is
+    labelled by what it is and how it was graded."""
+    bench = find(name)
+    own = (bench.label if bench is not None else name) + "†"
+    if not graded_as or (bench is not None and bench.scheme == graded_as):
+        return own
+    return f"{own} (graded as {benchmark_label(graded_as)})"
+
+
 def benchmark_order(name: str) -> tuple[int, str]:
     return (BENCHMARK_ORDER.index(name), "") if name in BENCHMARK_ORDER else (len(BENCHMARK_ORDER), name)
 

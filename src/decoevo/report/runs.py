@@ -147,7 +147,7 @@ class RunRecord:
     sweep: Path | None
     config: Mapping[str, Any]
     summary: Mapping[str, Any] | None
-    status: str  # finished | budget stop | stopped (error) | incomplete
+    status: str  # finished | budget stop | parity budget reached | stopped (error) | incomplete
     status_detail: str | None
     models: tuple[ModelUse, ...]
     judge_model: str
@@ -328,12 +328,22 @@ def _benchmark(config: Mapping[str, Any], hint: str | None, test: EvalFile | Non
     return Path(str(data.get("path") or "unknown")).stem.split(".")[0] or "unknown"
 
 
+PARITY_STOP = "parity budget reached"  # a control that stopped where it was meant to: its paired run's usage
+
+
 def _status(summary: Mapping[str, Any] | None, incidents: tuple[Incident, ...],
-            path: Path) -> tuple[str, str | None]:
+            path: Path, budget: Mapping[str, Any] | None = None) -> tuple[str, str | None]:
     if summary is not None:
         stopped = summary.get("stopped")
-        budget = summary.get("status") == "budget_stop" or (summary.get("status") is None and stopped)
-        return ("budget stop", str(stopped)) if budget else ("finished", None)
+        stop = summary.get("status") == "budget_stop" or (summary.get("status") is None and stopped)
+        if not stop:
+            return "finished", None
+        # matched to its paired run (budget.match_run), a control's token or call budget is its parity level:
+        # reaching it is the run's planned end, not a stop of the kind `--max-cost` makes
+        matched = bool((budget or {}).get("match_run"))
+        if matched and str(stopped).startswith(("token budget reached", "call budget reached")):
+            return PARITY_STOP, str(stopped)
+        return "budget stop", str(stopped)
     crash = next((i for i in reversed(incidents) if i.event == "stopped"), None)
     if crash is not None:
         return "stopped (error)", f"{crash.category or 'error'} in {crash.role or 'a role'} at {crash.where}: " \
@@ -439,10 +449,10 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
         problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
                         f"is v{final:03d}; its score describes that version, not the run's result")
-    status, detail = _status(summary, incidents, path)
+    budget = _map(config.get("budget"))
+    status, detail = _status(summary, incidents, path, budget)
     split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
     splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
-    budget = _map(config.get("budget"))
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
         next((u.label for u in models if u.name == "default"), EMBEDDED_DEFAULT)
     return RunRecord(

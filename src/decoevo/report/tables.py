@@ -41,6 +41,7 @@ from .labels import (
     benchmark_order,
     method_label,
     method_order,
+    transfer_label,
 )
 from .paired import common_scores, coverage, paired_scores
 from .runs import RunRecord
@@ -53,10 +54,11 @@ Evals = Mapping[SeedKey, Mapping["Column", EvalFile]]
 class Column:
     benchmark: str
     transfer: bool
+    graded_as: str = ""  # a transfer's gold scheme (the grader its questions were graded with)
 
     @property
     def label(self) -> str:
-        return benchmark_label(self.benchmark) + ("†" if self.transfer else "")
+        return transfer_label(self.benchmark, self.graded_as) if self.transfer else benchmark_label(self.benchmark)
 
     @property
     def key(self) -> str:
@@ -245,7 +247,7 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
             # A transfer's column is its file's name (transfer-NAME): two transfers of one format (two JSONL
             # files) grade under one scheme, and a column per scheme would keep only the first.
             name = ev.name.removeprefix("transfer-") if ev.name.startswith("transfer-") else ev.benchmark
-            col = Column(name if transfer else run.benchmark, transfer)
+            col = Column(name, True, ev.benchmark) if transfer else Column(run.benchmark, False)
             columns.add(col)
             if (key, col) in source:
                 problems.append(f"{run.method} seed {run.seed}: {col.label} is evaluated in both "

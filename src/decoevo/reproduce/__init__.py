@@ -43,16 +43,17 @@ from .plan import (
     ReproducePlan,
     default_data,
     plan_cells,
+    unused_data,
 )
 from .posts import PostTask, post_tasks, run_post
 from .projection import Projection, grading_calls, price_of, project, transfer_sizes, unofficial_prompts
-from .state import SPEND_FILE, STATE_FILE, load_state, plan_from_state
+from .state import SPEND_FILE, STATE_FILE, load_state, paid_in_ledgers, plan_from_state
 
 __all__ = [
     "ABLATIONS", "CALL_LATENCY_S", "CONTROLS", "COST_METHODS", "GRADER_NAME", "HEALTHBENCH", "MAIN", "PAIRED",
     "PAPER_SEEDS", "SAMPLE_SEED", "SOURCES", "SPEND_FILE", "STATE_FILE", "TABLES", "TABLE_METHODS", "TOPPED_UP",
     "TRACKED",
     "TRANSFERS", "WAVES_PER_ROUND", "WAVES_PER_STEP", "DataChoice", "PostTask", "Projection", "ReproducePlan",
-    "default_data", "grading_calls", "load_state", "outline", "plan_cells", "plan_from_state", "post_tasks",
-    "price_of", "project", "run_post", "transfer_sizes", "unofficial_prompts",
+    "default_data", "grading_calls", "load_state", "outline", "paid_in_ledgers", "plan_cells", "plan_from_state",
+    "post_tasks", "price_of", "project", "run_post", "transfer_sizes", "unofficial_prompts", "unused_data",
 ]

@@ -201,6 +201,24 @@ class ReproducePlan:
 
 
 
+def unused_data(names: Sequence[str], benchmarks: Sequence[str], tables: Sequence[str]) -> str | None:
+    """Why data passed for `names` would be stored and never read by this experiment (None: each is used):
+    a source benchmark not in `benchmarks`, a transfer whose source is not, or a transfer without Table 1."""
+    source_of = {t: s for s, t in TRANSFERS.items()}
+    for name in names:
+        if name in SOURCES and name not in benchmarks:
+            return (f"--data {name}=...: {name} is not in this experiment (--benchmarks {','.join(benchmarks)}); "
+                    f"add it to --benchmarks or leave the --data out")
+        if name in source_of and source_of[name] not in benchmarks:
+            return (f"--data {name}=...: {name} is the transfer of {source_of[name]}, which is not in this "
+                    f"experiment (--benchmarks {','.join(benchmarks)}); add {source_of[name]} to --benchmarks "
+                    "or leave the --data out")
+        if name in source_of and "1" not in tables:
+            return (f"--data {name}=...: transfers are evaluated for Table 1, which is not requested "
+                    f"(--tables {','.join(tables)}); add 1 to --tables or leave the --data out")
+    return None
+
+
 def plan_cells(rp: ReproducePlan) -> dict[str, list[Cell]]:
     """Every sweep's cells, validated (data, split sizes, configuration) before anything runs."""
     return {b: plan(rp.sweep_spec(b), rp.sweep_dir(b), f"decoevo reproduce ({b})") for b in rp.benchmarks}

@@ -113,8 +113,9 @@ def project(
                     matched.add(config.method)
                 share = run_share(method, config.hyper, config.splits,
                                   est.expected if config.budget.match_run and seed in paired else None, seed)
-                trained = (run_dir / "summary.json").is_file()
-                rows.append((not trained, list(METHODS).index(config.method), run_dir, config, est, share))
+                # a run the experiment's cap stopped continues from its last step: still to run, what is left
+                left = _left_to_train(run_dir, config.hyper.steps)
+                rows.append((left > 0, list(METHODS).index(config.method), run_dir, config, est, share, left))
             rows.sort(key=lambda r: (r[0], r[1]))
             shares = [r[5] for r in rows]
             paid_training = seed_training(shares)
@@ -122,13 +123,13 @@ def project(
             main = distinct_evaluations([s for s in shares if s.method in MAIN])
             tracked = [s for s in shares if s.method in TRACKED]
             dynamics, aligned = distinct_checkpoints(tracked), distinct_generators(tracked)
-            for to_train, _, run_dir, config, est, share in rows:
+            for to_train, _, run_dir, config, est, share, left in rows:
                 new_share[run_dir.resolve()] = {"transfer": main.get(share.method, 1.0),
                                                 "dynamics": dynamics.get(share.method, 1.0),
                                                 "alignment": aligned.get(share.method, 1.0)}
                 if to_train:
                     todo += 1
-                    calls = paid_training[share.method]
+                    calls = paid_training[share.method] * left
                     training += calls
                     usd = est.dollars(lambda role, p, c: solver_price(p, c), bill.training)
                     add(None if usd is None else usd * (calls / est.expected if est.expected else 0.0))
@@ -150,6 +151,25 @@ def project(
                       tuple(m for m in METHODS if m in matched), unofficial_prompts(rp))
 
 
+def _left_to_train(run_dir: Path, steps: int) -> float:
+    """The share of a run's training still to do: 1 for a new run, 0 for a finished one, and for a run the
+    experiment's cap stopped, the steps it has not taken (it resumes from its last step; the cache answers
+    the rest)."""
+    import json
+
+    from ..sweep.plan import cap_stopped
+
+    if not (run_dir / "summary.json").is_file():
+        return 1.0
+    if not cap_stopped(run_dir):
+        return 0.0
+    try:
+        done = int(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("steps_done") or 0)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 1.0
+    return max(0.05, 1.0 - done / steps) if steps else 1.0  # a topped-up run may pass its T steps
+
+
 def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
     """The plan's benchmarks (sources and transfers) whose official grader prompt is known but not fetched:
     `grader_prompt: auto` grades them with ours, which the plan says before anything is spent."""
@@ -163,7 +183,7 @@ def unofficial_prompts(rp: ReproducePlan) -> tuple[str, ...]:
         bench = find(rp.data[name].format) if name in rp.data else None
         if bench is not None and bench.official_prompts and bench.official is not None and not fetched(bench):
             out.append(bench.name)
-    return tuple(out)
+    return tuple(dict.fromkeys(out))  # once each: a transfer file of a source's format needs the same prompt
 
 
 def _post_dollars(task: PostTask, n: float, bill: Bill, cells: Mapping[str, list[Cell]],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,3 +53,21 @@ def plan_from_state(out: Path, state: Mapping[str, Any], **overrides: Any) -> Re
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{out / STATE_FILE}: {exc}") from None
 
+
+
+def paid_in_ledgers(out: Path) -> float:
+    """The dollars the experiment's ledgers say were paid: every run's training ledger (RUN/ledger.json) and
+    evaluation ledger (RUN/eval/ledger.json, every evaluation of the run, interrupted ones included), paid
+    calls only (an answer inherited from another run's cache was paid there). What OUT/spend.log must at
+    least hold; unreadable ledgers count nothing (they are reported where they are read)."""
+    total = 0.0
+    for path in sorted(out.rglob("ledger.json")) if out.is_dir() else []:
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8")).get("rows", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for row in rows if isinstance(rows, list) else []:
+            usd = row.get("cost_usd") if isinstance(row, dict) else None
+            if isinstance(usd, (int, float)) and math.isfinite(usd) and usd > 0:
+                total += float(usd)
+    return total

@@ -14,9 +14,10 @@ from rich.console import Console
 
 from ..lm.errors import ConfigError
 from ..lm.shared_slots import ENV as SHARED_SLOTS_ENV
+from ..lm.spend import CAP_STOP
 from .cell import CellOutcome, CellRequest, driver_env
 from .executors import Executor, LocalExecutor, RayExecutor
-from .plan import Cell, CellConflict, action_for, plan, waits_on_servers
+from .plan import Cell, CellConflict, action_for, cap_stopped, plan, waits_on_servers
 from .spec import SPEC_FILE, SweepSpec
 from .status import StatusBook
 from .steps import check_available
@@ -98,6 +99,7 @@ def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec
     check_available(spec.evaluate)
     check_sweep_dir(sweep_dir)
     cells = plan(spec, sweep_dir, source)
+    _refuse_changed(cells, sweep_dir, spec.evaluate)
     # The executor first (a Ray cluster that refuses the connection stops here): a sweep that cannot start
     # writes nothing, so its directory is not left looking like somebody's own files to the next attempt.
     todo = sum(1 for c in cells if _planned_action(c, sweep_dir, spec.evaluate) != "skip")
@@ -114,6 +116,20 @@ def run_sweep(spec: SweepSpec, sweep_dir: Path, *, source: str = "the sweep spec
         return execute_plan(cells, sweep_dir, executor, spec.evaluate, observer)
 
 
+def _refuse_changed(cells: list[Cell], sweep_dir: Path, evaluate: list[str]) -> None:
+    """A continued sweep whose spec changed a cell's configuration (another model, parity dropped or added)
+    is refused in one line before SWEEP/sweep.yaml or a status is rewritten, as `decoevo reproduce` refuses
+    a changed flag: before, each such cell failed after the new spec had replaced the old one."""
+    for cell in cells:
+        try:
+            action_for(cell, sweep_dir, evaluate)
+        except CellConflict as exc:
+            stored = sweep_dir / SPEC_FILE
+            raise ConfigError(f"{exc}: this sweep's runs were made with another spec ({stored} holds it); "
+                              "continue it without the changed flags or spec, or name a new sweep directory"
+                              ) from None
+
+
 def _planned_action(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> str:
     try:
         return action_for(cell, sweep_dir, evaluate)
@@ -121,9 +137,22 @@ def _planned_action(cell: Cell, sweep_dir: Path, evaluate: list[str]) -> str:
         return "conflict"
 
 
+def _blocked(cell: Cell, by_id: dict[str, Cell], book: StatusBook, sweep_dir: Path) -> str:
+    """Why a cell whose paired run did not finish is not run: a cost-cap stop (which continues when the cap
+    is raised) is not a failure of that run."""
+    failed = [d for d in cell.depends_on if book.cells[d].state == "failed"]
+    capped = [d for d in failed if d in by_id and (cap_stopped(by_id[d].run_dir(sweep_dir))
+                                                   or CAP_STOP in (book.cells[d].error or ""))]
+    if capped and len(capped) == len(failed):
+        return (f"not run: {', '.join(capped)} (its paired run) stopped at the experiment's cost cap; "
+                "it runs when the cap is raised")
+    return f"not run: {', '.join(failed)} (its paired run) failed"
+
+
 def execute_plan(cells: list[Cell], sweep_dir: Path, executor: Executor, evaluate: list[str],
                  observer: ObserverFactory | None = None) -> StatusBook:
     book = StatusBook(sweep_dir, cells)
+    by_id = {c.id: c for c in cells}
     waiting = list(cells)
     running: dict[Any, Cell] = {}
     # The driver's own DECOEVO_SHARED_SLOTS wins: several sweeps may share one server's budget.
@@ -135,7 +164,7 @@ def execute_plan(cells: list[Cell], sweep_dir: Path, executor: Executor, evaluat
                     deps = [book.cells[d].state for d in cell.depends_on]
                     if "failed" in deps:
                         waiting.remove(cell)
-                        error = f"not run: {', '.join(cell.depends_on)} (its paired run) failed"
+                        error = _blocked(cell, by_id, book, sweep_dir)
                         book.set(cell.id, "failed", error=error)
                         progress.finished(cell, None, error)
                         continue

@@ -47,8 +47,8 @@ def summarise(graded: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
 def summarise_all(results: Sequence[GradeResult]) -> tuple[float, dict[str, Any]]:
     """The official usability rate: answers scored 4 or more over every answer evaluated, an unscored
     answer counting as not usable, as llmeval/LLMEval-Med's evaluate/Aggregate.py counts it (its `n` is
-    every question of the file; its `usable_count` skips the unscored). A re-ask never changes a score, so
-    this is the rate of the replies as given. Per category likewise."""
+    every question of the file; its `usable_count` skips the unscored). The official grader keeps the first
+    reply, as upstream does, so this is the rate of the first replies. Per category likewise."""
     graded = [r for r in results if r.score is not None]
     _, details = summarise(graded)
 

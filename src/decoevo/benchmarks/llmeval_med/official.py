@@ -6,8 +6,10 @@ fills it: the question of this round only (earlier rounds are not shown), the an
 and the checklist as printed (a number as Python prints it, a missing one as "nan"); the system message,
 then the prompt as the user message; no sampling parameters, so the API's default temperature (1.0,
 sent explicitly here). The score is the first bracketed integer in the reply (`[4]`); a reply
-without one, or with one outside 1-5, is unscored (upstream keeps it as unscored too; here it is first
-asked for again). Usable: a score of 4 or more.
+without one, or with one outside 1-5, is unscored. Upstream asks once and keeps that first reply
+(Evaluate.py stores -1 or "" and Aggregate.py counts the answer as not usable), so this grader asks once
+too and never asks again: a re-ask would turn an upstream "not usable" into a usable answer, and would pay
+for calls the official pipeline never makes. Usable: a score of 4 or more.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ async def grade_llmeval_med_official(
     lm: LM, question: Question, response: str, prompts: OfficialPrompts, *, params: GenParams | None = None
 ) -> GradeResult:
     messages = [Message("system", prompts["system"]), Message("user", judge_prompt(prompts, question, response))]
-    out = await ask_text(lm, messages, parse_score, role=role_name(SCHEME), params=params or PARAMS)
+    # the first reply is the official one: no re-ask (see the module docstring)
+    out = await ask_text(lm, messages, parse_score, role=role_name(SCHEME), params=params or PARAMS, retries=0)
     item = (
         ItemGrade.failed(0, ITEM, 1.0, out)
         if isinstance(out, LMError)
