@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -27,6 +28,7 @@ from ..roles.judge import CriterionVerdict
 from .bundle import Bundle, solver_system
 
 QUESTION_VAR = "question"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PASS_LEVEL = 3  # "mostly met": an assertion passes from here; the score is the level / 4 either way
 
 # the verdict (decoevo's CriterionVerdict) as the {reason, score, pass} promptfoo's llm-rubric reads
@@ -56,9 +58,11 @@ def judge_prompt() -> str:
 
 def _openai_provider(bundle: Bundle) -> dict[str, Any]:
     e = bundle.solver
-    return {"id": f"openai:chat:{e.model}", "label": e.model,
-            "config": {"apiBaseUrl": e.base_url, "apiKeyEnvar": e.api_key_env, "temperature": 0,
-                       "max_tokens": bundle.max_tokens_solve, "seed": bundle.seed}}
+    config: dict[str, Any] = {"apiBaseUrl": e.base_url, "apiKeyEnvar": e.api_key_env, "temperature": 0,
+                              "max_tokens": bundle.max_tokens_solve, "seed": bundle.seed}
+    if urlsplit(e.base_url).hostname in LOOPBACK:  # a local server takes no key, as decoevo sends none
+        config["apiKeyRequired"] = False
+    return {"id": f"openai:chat:{e.model}", "label": e.model, "config": config}
 
 
 def grader_provider(bundle: Bundle) -> dict[str, Any]:
