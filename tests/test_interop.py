@@ -3,6 +3,7 @@ each tool's docs show them), staged into a run; bad files are one line naming fi
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -78,10 +79,12 @@ def test_the_question_variable_is_found_or_named(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("edit", "where"), [
-    (("      query: Is it fine to run through the pain?", "      query: [a, b]"), r"line 20, field 'tests\[1\]\.vars\.query': is a list"),
+    (("      query: Is it fine to run through the pain?", "      query: [a, b]"),
+     r"line 20, field 'tests\[1\]\.vars\.query': is a list"),
     (("      weight: 3", "      weight: -3"), r"line 8.*defaultTest\.assert\[0\]\.weight"),
     (("prompts:\n  - file://prompt.json\n", ""), "field 'prompts': is missing"),
-    (("    vars:\n      query: \"My", "    vars:\n      question: \"My"), "field 'tests': cannot tell which variable holds the question"),
+    (("    vars:\n      query: \"My", "    vars:\n      question: \"My"),
+     "field 'tests': cannot tell which variable holds the question"),
 ])
 def test_a_bad_promptfoo_config_is_named_by_line_and_field(tmp_path: Path, edit: tuple[str, str], where: str) -> None:
     assert edit[0] in PROMPTFOO
@@ -169,7 +172,5 @@ def test_any_text_either_reads_or_is_a_user_error(tmp_path: Path, text: str) -> 
     for name, fmt in (("c.yaml", "promptfoo"), ("d.jsonl", "inspect"), ("d.csv", "inspect")):
         path = tmp_path / name
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
-        try:
+        with contextlib.suppress(UserError):  # reading it is fine; anything but a UserError fails the test
             read_imported(path, fmt)
-        except UserError:
-            pass

@@ -62,5 +62,5 @@ def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, f
     for path in written:
         err_console.print(f"wrote {path}", highlight=False)
     how = (f"npx promptfoo eval -c {out_dir / 'promptfooconfig.yaml'}" if to == "promptfoo"
-           else f"inspect eval {out_dir / 'task.py'}")
+           else f"cd {out_dir} && inspect eval task.py")
     err_console.print(f"run it with: {how}", highlight=False, soft_wrap=True)

@@ -15,8 +15,8 @@ from ..evaluation.run_view import RunView
 from ..fileio import atomic_write_text
 from .bundle import Bundle, solver_system
 
-TASK_PY = '''"""Written by `decoevo export {run} --to inspect`. Run: `inspect eval {task}` (the shipped skill) or
-`inspect eval {task} -T skill=initial`; then `inspect view`. The model is the run's endpoint; its key is read
+TASK_PY = '''"""Written by `decoevo export {run} --to inspect`. Run, in this folder: `inspect eval task.py` (the
+shipped skill) or `inspect eval task.py -T skill=initial`; then `inspect view`. The model is the run's endpoint; its key is read
 from ${key}. The scorer judges each criterion with decoevo's judge and reports the weighted score."""
 
 from pathlib import Path
@@ -64,7 +64,7 @@ def write_inspect(bundle: Bundle, out: Path) -> list[Path]:
     files = {
         out / "dataset.jsonl": "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples(bundle)),
         out / "decoevo.json": json.dumps(settings(bundle), indent=2, ensure_ascii=False) + "\n",
-        out / "task.py": TASK_PY.format(run=bundle.run, task=out / "task.py", key=bundle.solver.api_key_env),
+        out / "task.py": TASK_PY.format(run=bundle.run, key=bundle.solver.api_key_env),
     }
     for path, text in files.items():
         atomic_write_text(path, text)
