@@ -44,8 +44,8 @@ def test_the_tool_versions_are_pinned_in_one_place() -> None:
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("interop")
-    os.environ["DECOEVO_CACHE"] = str(tmp / "cache.sqlite")
-    with serve_app(toy_server().app()) as url:
+    with pytest.MonkeyPatch.context() as env, serve_app(toy_server().app()) as url:
+        env.setenv("DECOEVO_CACHE", str(tmp / "cache.sqlite"))  # this module's own cache
         data = write_toy_questions(tmp / "q.jsonl")
         args = toy_run_args(f"{url}/v1", data, tmp / "runs", "toy",
                             sets=("splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",))
