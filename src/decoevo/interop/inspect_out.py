@@ -17,7 +17,8 @@ from .bundle import Bundle, solver_system
 
 TASK_PY = '''"""Written by `decoevo export {run} --to inspect`. Run, in this folder: `inspect eval task.py` (the
 shipped skill) or `inspect eval task.py -T skill=initial`; then `inspect view`. The model is the run's
-endpoint; its key is read from ${key}. The scorer judges each criterion with decoevo's judge and reports the weighted score."""
+endpoint; its key is read from ${key}. The scorer judges each criterion with decoevo's judge and reports
+the weighted score."""
 
 from pathlib import Path
 
