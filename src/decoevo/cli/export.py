@@ -24,20 +24,23 @@ def export(
     base_url: str = typer.Option(None, "--base-url", help="With --to: the endpoint the tool calls, instead of the "
                                  "run's (needed for a run on the embedded model)."),
     model: str = typer.Option(None, "--model", help="With --base-url: the model name served there."),
+    threshold: float = typer.Option(None, "--threshold", help="--to promptfoo: a test passes when its weighted "
+                                    "rubric score reaches this (0-1; default 0.75)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="With --base-url: the environment "
                                     "variable the tool reads the key from (its name is written, never the key)."),
 ) -> None:
     """Print the final solver skill (what ships), or write it for promptfoo / Inspect AI with --to."""
+    from ..errors import ConfigError
     from ..rundir import RunReader
     from .shipped import export_warnings
 
     for warning in export_warnings(run_dir):
         warn(warning)
     if to is not None:
-        _export_to(run_dir, to, out_dir, data, fmt, question_var, base_url, model, api_key_env)
+        _export_to(run_dir, to, out_dir, data, fmt, question_var, base_url, model, api_key_env, threshold)
         return
-    if out_dir is not None or data is not None:
-        raise typer.BadParameter("OUT_DIR and --data go with --to promptfoo|inspect")
+    if out_dir is not None or data is not None or threshold is not None:
+        raise ConfigError("OUT_DIR, --data and --threshold go with --to promptfoo|inspect")
     text = RunReader(run_dir).shipped_skill_text()
     if output:
         write_output(output, text.strip() + "\n")
@@ -47,7 +50,8 @@ def export(
 
 
 def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, fmt: str | None,
-               question_var: str | None, base_url: str | None, model: str | None, api_key_env: str) -> None:
+               question_var: str | None, base_url: str | None, model: str | None, api_key_env: str,
+               threshold: float | None) -> None:
     from ..errors import ConfigError
     from ..interop.bundle import Endpoint
     from ..interop.export import export_run, questions_from
@@ -58,7 +62,7 @@ def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, f
         raise ConfigError("--base-url and --model go together (the endpoint and the model it serves)")
     override = Endpoint(base_url.rstrip("/"), model, api_key_env) if base_url and model else None
     questions = questions_from(data, fmt, question_var) if data else None
-    written = export_run(run_dir, to, out_dir, questions=questions, override=override)
+    written = export_run(run_dir, to, out_dir, questions=questions, override=override, threshold=threshold)
     for path in written:
         err_console.print(f"wrote {path}", highlight=False)
     how = (f"npx promptfoo eval -c {out_dir / 'promptfooconfig.yaml'}" if to == "promptfoo"

@@ -32,17 +32,21 @@ def questions_from(path: str, fmt: str | None, question_var: str | None = None) 
 
 
 def export_run(run_dir: Path, to: str, out: Path, *, questions: list[Question] | None = None,
-               override: Endpoint | None = None) -> list[Path]:
+               override: Endpoint | None = None, threshold: float | None = None) -> list[Path]:
     """Write `run_dir` as a `to` (promptfoo or inspect) project under `out`; returns the files written."""
     if to not in TOOLS:
         raise ConfigError(f"--to {to!r}: expected one of {', '.join(TOOLS)}")
+    if threshold is not None and not 0 <= threshold <= 1:
+        raise ConfigError(f"--threshold {threshold:g}: a test's score is between 0 and 1")
+    if threshold is not None and to != "promptfoo":
+        raise ConfigError("--threshold is for --to promptfoo (Inspect reports the score itself)")
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} is a file; name a directory to write the {to} files into")
     bundle = asyncio.run(gather_bundle(run_dir, questions, override=override))
     if to == "promptfoo":
-        from .promptfoo_out import write_promptfoo
+        from .promptfoo_out import DEFAULT_THRESHOLD, write_promptfoo
 
-        return write_promptfoo(bundle, out)
+        return write_promptfoo(bundle, out, DEFAULT_THRESHOLD if threshold is None else threshold)
     from .inspect_out import write_inspect
 
     return write_inspect(bundle, out)

@@ -9,7 +9,8 @@ DIR/judge_prompt.json      the grader's prompt: decoevo's per-criterion judge pr
 The grader is the run's judge endpoint called the way decoevo's judge calls it (its prompt, its JSON schema,
 temperature 0, the run's seed); promptfoo's `http` provider maps the verdict level (0-4) to the score
 promptfoo reads (level / 4; pass at level 3 or more). A test's score is promptfoo's weighted mean of its
-assertions' scores, which is decoevo's S = Σ w·e / Σ w.
+assertions' scores, which is decoevo's S = Σ w·e / Σ w; a test passes when S reaches its threshold
+(default 0.75, `--threshold`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from .bundle import Bundle, solver_system
 QUESTION_VAR = "question"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PASS_LEVEL = 3  # "mostly met": an assertion passes from here; the score is the level / 4 either way
+# a test passes when its weighted score S reaches this (promptfoo's test `threshold`); without one, promptfoo
+# would fail a test on any one criterion below "mostly met"
+DEFAULT_THRESHOLD = PASS_LEVEL / 4
 
 # the verdict (decoevo's CriterionVerdict) as the {reason, score, pass} promptfoo's llm-rubric reads
 VERDICT_TRANSFORM = ("(json) => { const v = JSON.parse(json.choices[0].message.content); return "
@@ -79,7 +83,7 @@ def grader_provider(bundle: Bundle) -> dict[str, Any]:
                        "transformResponse": VERDICT_TRANSFORM}}
 
 
-def tests(bundle: Bundle) -> list[dict[str, Any]]:
+def tests(bundle: Bundle, threshold: float = DEFAULT_THRESHOLD) -> list[dict[str, Any]]:
     out = []
     for q in bundle.questions:
         rubric = bundle.rubrics[q.id]
@@ -88,6 +92,7 @@ def tests(bundle: Bundle) -> list[dict[str, Any]]:
             "vars": {QUESTION_VAR: q.as_text(), "decoevo_question_block": data_block("question", q.as_text())},
             "assert": [{"type": "llm-rubric", "value": _raw(one_line(c.text)), "weight": c.weight}
                        for c in rubric.criteria],
+            "threshold": threshold,
             "metadata": {"decoevo_question_id": q.id, "generator_version": rubric.generator_version},
         })
     return out
@@ -109,14 +114,14 @@ HEADER = ("# Written by `decoevo export {run} --to promptfoo`. Run it as is: `np
           "# `npx promptfoo view`. The provider and the grader are the run's endpoint; its key is read from ${key}.\n")
 
 
-def write_promptfoo(bundle: Bundle, out: Path) -> list[Path]:
+def write_promptfoo(bundle: Bundle, out: Path, threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
     """Write the config and its files under `out` (made if missing); returns the paths written."""
     (out / "prompts").mkdir(parents=True, exist_ok=True)
     files = {
         out / "prompts" / "shipped.json": chat_prompt(solver_system(bundle.shipped)) + "\n",
         out / "prompts" / "initial.json": chat_prompt(solver_system(bundle.initial)) + "\n",
         out / "judge_prompt.json": judge_prompt() + "\n",
-        out / "tests.yaml": yaml.safe_dump(tests(bundle), sort_keys=False, allow_unicode=True, width=1000),
+        out / "tests.yaml": yaml.safe_dump(tests(bundle, threshold), sort_keys=False, allow_unicode=True, width=1000),
         out / "promptfooconfig.yaml": HEADER.format(run=bundle.run, cfg=out / "promptfooconfig.yaml",
                                                     key=bundle.solver.api_key_env)
         + yaml.safe_dump(config(bundle), sort_keys=False, allow_unicode=True, width=1000),
