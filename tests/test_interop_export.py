@@ -60,7 +60,7 @@ def test_the_promptfoo_config_holds_both_skills_the_rubrics_and_the_key_by_name_
     tests = yaml.safe_load(files[out / "tests.yaml"])
     rubrics = {json.loads(line)["id"]: json.loads(line) for line in (tmp / "r.jsonl").read_text().splitlines()}
     for test in tests:  # the same rubric `decoevo rubric` writes, criterion by criterion, weighted
-        want = rubrics[test["description"]]["rubric"]
+        want = rubrics[test["metadata"]["decoevo_question_id"]]["rubric"]
         assert [(a["type"], a["value"], a["weight"]) for a in test["assert"]] == [
             ("llm-rubric", c["criterion"], c["weight"]) for c in want]
 

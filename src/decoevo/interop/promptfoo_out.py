@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from ..fileio import atomic_write_text
-from ..roles.common import MARGIN, data_block, one_line
+from ..roles.common import MARGIN, one_line
 from ..roles.judge import SYSTEM as JUDGE_SYSTEM
 from ..roles.judge import CriterionVerdict
 from .bundle import Bundle, solver_system
@@ -50,12 +50,17 @@ def chat_prompt(system: str) -> str:
                        {"role": "user", "content": "{{ " + QUESTION_VAR + " }}"}], ensure_ascii=False, indent=2)
 
 
+def _quoted(tag: str, var: str) -> str:
+    """A data block of roles/common.py written as a promptfoo template: every line of `var` behind the margin."""
+    return f"<{tag}>\n{MARGIN}{{{{ {var} | replace(\"\\n\", \"\\n{MARGIN}\") }}}}\n</{tag}>"
+
+
 def judge_prompt() -> str:
-    """decoevo's per-criterion judge prompt (roles/judge.py) with promptfoo's variables: the question's
-    block is written by decoevo into each test (`decoevo_question_block`), the reply is quoted line by line
-    behind the same margin as decoevo's data blocks, and `rubric` is the criterion."""
-    user = ("{{ decoevo_question_block }}\n\n<response>\n" + MARGIN + '{{ output | replace("\\n", "\\n' + MARGIN
-            + '") }}\n</response>\n\nCriterion: {{ rubric }}\n\nReturn JSON with the fields rationale and level.')
+    """decoevo's per-criterion judge prompt (roles/judge.py) with promptfoo's variables: the question and
+    the reply are quoted line by line behind the margin of decoevo's data blocks, and `rubric` is the
+    criterion."""
+    user = (f"{_quoted('question', QUESTION_VAR)}\n\n{_quoted('response', 'output')}\n\n"
+            "Criterion: {{ rubric }}\n\nReturn JSON with the fields rationale and level.")
     return json.dumps([{"role": "system", "content": _raw(JUDGE_SYSTEM)}, {"role": "user", "content": user}],
                       ensure_ascii=False, indent=2)
 
@@ -88,8 +93,8 @@ def tests(bundle: Bundle, threshold: float = DEFAULT_THRESHOLD) -> list[dict[str
     for q in bundle.questions:
         rubric = bundle.rubrics[q.id]
         out.append({
-            "description": q.id,
-            "vars": {QUESTION_VAR: q.as_text(), "decoevo_question_block": data_block("question", q.as_text())},
+            "description": str(q.meta.get("promptfoo", {}).get("description") or q.id),
+            "vars": {QUESTION_VAR: q.as_text()},
             "assert": [{"type": "llm-rubric", "value": _raw(one_line(c.text)), "weight": c.weight}
                        for c in rubric.criteria],
             "threshold": threshold,
