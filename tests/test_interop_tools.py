@@ -100,7 +100,8 @@ def test_promptfoo_eval_runs_the_export_and_scores_as_decoevo_judges(toy_run) ->
     assert all(r["response"]["output"] for r in rows)
     assert all(isinstance(c["score"], int | float) for r in rows for c in r["gradingResult"]["componentResults"])
     for label in ("shipped", "initial"):
-        mine = {r["testCase"]["metadata"]["decoevo_question_id"]: r for r in rows if r["prompt"]["label"].startswith(label)}
+        mine = {r["testCase"]["metadata"]["decoevo_question_id"]: r for r in rows
+                if r["prompt"]["label"].startswith(label)}
         expected = decoevo_scores(run, {q: r["response"]["output"] for q, r in mine.items()})
         assert {q: round(r["score"], 6) for q, r in mine.items()} == {q: round(s, 6) for q, s in expected.items()}
     shipped = [r["score"] for r in rows if r["prompt"]["label"].startswith("shipped")]
