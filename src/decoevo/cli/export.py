@@ -29,7 +29,10 @@ def export(
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="With --base-url: the environment "
                                     "variable the tool reads the key from (its name is written, never the key)."),
 ) -> None:
-    """Print the final solver skill (what ships), or write it for promptfoo / Inspect AI with --to."""
+    """Print the final solver skill (what ships), or write it for promptfoo / Inspect AI with --to.
+
+    Warns on stderr if the skill is the initial one or the run unfinished. With --to, each question gets the
+    rubric the run's final generator writes (through the cache); the run directory is only read."""
     from ..errors import ConfigError
     from ..rundir import RunReader
     from .shipped import export_warnings

@@ -19,7 +19,8 @@ def rubric(
                                      "question (default: found)."),
     output: Path = typer.Option(Path("rubrics.jsonl"), "--output", "-o", help="The JSONL file to write."),
 ) -> None:
-    """Write the final generator skill's rubric for each question (one JSON line: id, question, rubric).
+    """Write the co-evolved generator's rubric for each question (JSONL: id, question, rubric).
+
     Rubrics the run already generated come from the cache; new ones are paid once."""
     from ..interop.export import questions_from, write_rubrics
 

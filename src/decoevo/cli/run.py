@@ -76,8 +76,8 @@ def run(
                              "hf://datasets/OWNER/NAME/FILE (default: the bundled sample)."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med, eqbench_cw; promptfoo (a config) or inspect (a dataset)"),
-    question_var: str = typer.Option(None, "--question-var", help="--format promptfoo: the test variable holding "
-                                     "the question (default: found)."),
+    question_var: str = typer.Option(None, "--question-var", rich_help_panel="promptfoo configs (--format promptfoo)",
+                                     help="The test variable holding the question (default: found)."),
     benchmark: str = BenchmarkOption,
     task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
