@@ -174,3 +174,34 @@ def test_any_text_either_reads_or_is_a_user_error(tmp_path: Path, text: str) -> 
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         with contextlib.suppress(UserError):  # reading it is fine; anything but a UserError fails the test
             read_imported(path, fmt)
+
+
+def test_a_promptfoo_config_runs_as_decoevo_input_and_a_failed_start_leaves_nothing(tmp_path: Path) -> None:
+    import socket
+
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_server
+
+    questions = "".join(f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n"
+                        for i in range(16))
+    path = write_promptfoo(tmp_path, PROMPTFOO.split("tests:\n")[0] + "tests:\n" + questions)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    args = ["run", "--data", str(path), "--format", "promptfoo", "--model", "toy", "--preset", "default",
+            "--runs-root", str(tmp_path / "runs"), "--name", "pf", "--any-model",
+            "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",
+            "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 4}"]
+    failed = CliRunner().invoke(app, [*args, "--base-url", f"http://127.0.0.1:{dead}/v1",
+                                      "--set", "lm.models.default.max_retries=0"],
+                                env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
+    assert failed.exit_code != 0 and not (tmp_path / "runs" / "pf").exists()  # the same command may run again
+    with serve_app(toy_server().app()) as url:
+        result = CliRunner().invoke(app, [*args, "--base-url", f"{url}/v1"],
+                                    env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "runs" / "pf"
+    config = (run / "config.yaml").read_text()
+    assert "initial_solver_skill: You are a careful sports-medicine assistant." in config
+    assert "Tells the user when to see a doctor" in (run / "task_spec.txt").read_text()
+    assert sum(1 for _ in (run / "questions.jsonl").open()) == 16

@@ -47,7 +47,7 @@ def toy_run(tmp_path_factory: pytest.TempPathFactory):
     with pytest.MonkeyPatch.context() as env, serve_app(toy_server().app()) as url:
         env.setenv("DECOEVO_CACHE", str(tmp / "cache.sqlite"))  # this module's own cache
         data = write_toy_questions(tmp / "q.jsonl")
-        args = toy_run_args(f"{url}/v1", data, tmp / "runs", "toy",
+        args = toy_run_args(f"{url}/v1", data, tmp / "runs", "toy", steps=1,
                             sets=("splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",))
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output

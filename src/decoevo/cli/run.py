@@ -115,7 +115,7 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     from dataclasses import replace
 
     from ..interop import IMPORT_FORMATS, read_imported
-    from ..interop.staging import staged_config
+    from ..interop.staging import discard_unstarted, staged_config
 
     imported = None
     if flags.fmt in IMPORT_FORMATS:  # read (and refused) before anything is made; staged into each run directory
@@ -149,12 +149,16 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     for config in configs:
         run_dir = run_dir_for(config, runs_root, name)
         check_new_run_dir(run_dir)
+        made = not run_dir.exists()
         if imported is not None:
             config = staged_config(config, imported, run_dir)
         try:
             _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
         except SplitsTooLarge as exc:
             raise ConfigError(with_smaller_preset(str(exc), chosen.name)) from None
+        finally:  # a run that saved nothing leaves no staged import behind: the same command can run again
+            if imported is not None and made:
+                discard_unstarted(run_dir)
 
 def resume(
     run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),

@@ -3,11 +3,12 @@ reads decoevo's own files: RUN/questions.jsonl, RUN/task_spec.txt, and the promp
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from ..engine.config import RunConfig
 from ..fileio import atomic_write_text
-from ..rundir.records import QUESTIONS
+from ..rundir.records import CALLS, CHECKPOINT, QUESTIONS
 from .imported import Imported
 
 TASK_SPEC = "task_spec.txt"
@@ -28,3 +29,10 @@ def staged_config(config: RunConfig, imported: Imported, run_dir: Path) -> RunCo
     if not config.initial_solver_skill and imported.skill:
         update["initial_solver_skill"] = imported.skill
     return config.model_copy(update=update)
+
+
+def discard_unstarted(run_dir: Path) -> None:
+    """Remove a run directory made for an import when the run saved nothing (no checkpoint, no answered
+    call), as a failed new run leaves none; one that got further is kept for `decoevo resume`."""
+    if run_dir.is_dir() and not any((run_dir / f).exists() for f in (CHECKPOINT, CALLS)):
+        shutil.rmtree(run_dir, ignore_errors=True)
