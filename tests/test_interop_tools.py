@@ -24,7 +24,7 @@ from decoevo.lm import LM, GenParams
 from decoevo.roles.judge import judge
 from decoevo.scoring import rubric_score
 from decoevo.testing.server import serve_app
-from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+from decoevo.testing.toy_server import toy_run_args, toy_server
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTFOO = ROOT / "tools" / "promptfoo" / "node_modules" / ".bin" / "promptfoo"
@@ -41,15 +41,33 @@ def test_the_tool_versions_are_pinned_in_one_place() -> None:
     assert f'inspect = ["inspect-ai=={VERSIONS["INSPECT_AI"]}"' in pyproject
 
 
+PROMPTFOO_CONFIG = """\
+# a promptfoo config as its docs write one: a text prompt, a provider, tests with llm-rubric assertions
+prompts:
+  - "You are a friendly sports-medicine assistant. Keep answers short.\\n\\n{{query}}"
+providers:
+  - openai:gpt-4o-mini
+defaultTest:
+  assert:
+    - type: llm-rubric
+      value: Tells the user when to see a doctor
+      weight: 3
+tests:
+"""
+
+
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory: pytest.TempPathFactory):
+    """The round trip's first half: a user's promptfoo config in, a decoevo run on the toy server."""
     tmp = tmp_path_factory.mktemp("interop")
+    config = tmp / "promptfooconfig.yaml"
+    config.write_text(PROMPTFOO_CONFIG + "".join(
+        f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n" for i in range(16)))
     with pytest.MonkeyPatch.context() as env, serve_app(toy_server().app()) as url:
         env.setenv("DECOEVO_CACHE", str(tmp / "cache.sqlite"))  # this module's own cache
-        data = write_toy_questions(tmp / "q.jsonl")
-        args = toy_run_args(f"{url}/v1", data, tmp / "runs", "toy", steps=1,
+        args = toy_run_args(f"{url}/v1", config, tmp / "runs", "toy", steps=1,
                             sets=("splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",))
-        result = CliRunner().invoke(app, args)
+        result = CliRunner().invoke(app, [*args, "--format", "promptfoo"])
         assert result.exit_code == 0, result.output
         yield tmp, tmp / "runs" / "toy", url
 
