@@ -1,6 +1,8 @@
-"""Issue 38, out, with the real tools: a toy-world run exported to promptfoo and to Inspect AI, each tool run
-on its export against the toy server, and each tool's own result file read back: the score per question
-equals decoevo's judge score for the same answer under the same rubric."""
+"""Issue 38, the round trip with the real tools: a user's promptfoo config (as promptfoo's docs write one) in,
+a toy-world run, the run exported to promptfoo and to Inspect AI, each tool run on its export against the toy
+server, and each tool's own result file read back: the score per question equals decoevo's judge score for
+the same answer under the same rubric. promptfoo's test runs by default (about 35 s here, its run included);
+Inspect's is marked slow (56 s here)."""
 
 from __future__ import annotations
 
@@ -127,6 +129,7 @@ def test_promptfoo_eval_runs_the_export_and_scores_as_decoevo_judges(toy_run) ->
     assert min(shipped) > max(initial)  # the toy world's learnt skill (safety advice) shows in promptfoo
 
 
+@pytest.mark.slow  # 56 s on the shared 2-core machine (Inspect start-up, its log); run with -m slow
 @pytest.mark.skipif(shutil.which("inspect", path=str(Path(sys.executable).parent)) is None,
                     reason="inspect-ai is not installed (pip install 'decoevo[inspect]')")
 def test_inspect_eval_runs_the_export_and_scores_as_decoevo_judges(toy_run) -> None:
