@@ -37,14 +37,16 @@ def export(
     from ..rundir import RunReader
     from .shipped import export_warnings
 
-    for warning in export_warnings(run_dir):
-        warn(warning)
     if to is not None:
         _export_to(run_dir, to, out_dir, data, fmt, question_var, base_url, model, api_key_env, threshold)
+        for warning in export_warnings(run_dir):
+            warn(warning)
         return
     if out_dir is not None or data is not None or threshold is not None:
         raise ConfigError("OUT_DIR, --data and --threshold go with --to promptfoo|inspect")
     text = RunReader(run_dir).shipped_skill_text()
+    for warning in export_warnings(run_dir):
+        warn(warning)
     if output:
         write_output(output, text.strip() + "\n")
         err_console.print(f"wrote {output}")
