@@ -34,4 +34,19 @@ if [[ "${1:-}" == "--dev" ]] && ! command -v chromium >/dev/null 2>&1; then
     echo "note: chromium is not installed (apt-get as root installs it); the report's browser test needs it" >&2
   fi
 fi
+# promptfoo, for the interop tests (`promptfoo eval` on an exported config): the version in tools/versions.env,
+# locked by tools/promptfoo/package-lock.json, installed into tools/promptfoo/node_modules (git-ignored) by
+# `npm ci`; skipped when it is already there. Without node the tests that need it are skipped.
+if [[ "${1:-}" == "--dev" ]]; then
+  if command -v npm >/dev/null 2>&1; then
+    want=$(sed -n 's/^PROMPTFOO=//p' tools/versions.env)
+    have=$(node -p "require('./tools/promptfoo/node_modules/promptfoo/package.json').version" 2>/dev/null || true)
+    if [[ "$have" != "$want" ]]; then
+      echo "installing promptfoo $want into tools/promptfoo (npm ci, about 3 minutes)..."
+      (cd tools/promptfoo && PROMPTFOO_DISABLE_TELEMETRY=1 npm ci --no-audit --no-fund --loglevel=error)
+    fi
+  else
+    echo "note: node/npm not found; promptfoo is not installed and its interop test is skipped" >&2
+  fi
+fi
 echo "decoevo installed in .venv ($(.venv/bin/decoevo --help >/dev/null && echo ok))"

@@ -108,7 +108,7 @@ LAYERS: dict[str, int] = {
     "engine": 6, "report": 6,
     "evaluation": 7, "pilot": 7, "testing": 7, "reliability": 7,
     "tracking": 8,
-    "api": 9,
+    "api": 9, "interop": 9,
     "sweep": 10,
     "reproduce": 11,
     "cli": 12,
@@ -132,7 +132,7 @@ def test_the_package_top_holds_few_modules() -> None:
 
 
 COMMAND_MODULES = ("main", "run", "pilot", "sweep", "export", "report", "methods", "doctor", "eval", "data",
-                   "reproduce", "config")
+                   "reproduce", "config", "rubric")
 
 
 @pytest.mark.parametrize("name", COMMAND_MODULES)

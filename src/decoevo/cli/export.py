@@ -1,4 +1,5 @@
-"""`decoevo export`: print what a run ships, its final solver skill."""
+"""`decoevo export`: print what a run ships, its final solver skill; or, with --to, write it as a promptfoo
+config or an Inspect AI task (the skill, the questions and the co-evolved generator's rubrics)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,36 @@ from .common import err_console, guarded, warn, write_output
 @guarded
 def export(
     run_dir: Path = typer.Argument(..., help="A run directory."),
+    out_dir: Path = typer.Argument(None, help="With --to: the directory to write the tool's files into."),
     output: Path = typer.Option(None, "--output", "-o", help="Write the skill here instead of stdout."),
+    to: str = typer.Option(None, "--to", help="promptfoo or inspect: write a config / task that tool runs as is."),
+    data: str = typer.Option(None, "--data", help="With --to: these questions instead of the run's test split."),
+    fmt: str = typer.Option(None, "--format", help="--data's format: jsonl, a benchmark's, promptfoo or inspect."),
+    question_var: str = typer.Option(None, "--question-var", help="--format promptfoo: the variable holding the "
+                                     "question (default: found)."),
+    base_url: str = typer.Option(None, "--base-url", help="With --to: the endpoint the tool calls, instead of the "
+                                 "run's (needed for a run on the embedded model)."),
+    model: str = typer.Option(None, "--model", help="With --base-url: the model name served there."),
+    threshold: float = typer.Option(None, "--threshold", help="--to promptfoo: a test passes when its weighted "
+                                    "rubric score reaches this (0-1; default 0.75)."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="With --base-url: the environment "
+                                    "variable the tool reads the key from (its name is written, never the key)."),
 ) -> None:
-    """Print the final solver skill (what ships); warns on stderr if it is the initial one or the run unfinished."""
+    """Print the final solver skill (what ships), or write it for promptfoo / Inspect AI with --to.
+
+    Warns on stderr if the skill is the initial one or the run unfinished. With --to, each question gets the
+    rubric the run's final generator writes (through the cache); the run directory is only read."""
+    from ..errors import ConfigError
     from ..rundir import RunReader
     from .shipped import export_warnings
 
+    if to is not None:
+        _export_to(run_dir, to, out_dir, data, fmt, question_var, base_url, model, api_key_env, threshold)
+        for warning in export_warnings(run_dir):
+            warn(warning)
+        return
+    if out_dir is not None or data is not None or threshold is not None:
+        raise ConfigError("OUT_DIR, --data and --threshold go with --to promptfoo|inspect")
     text = RunReader(run_dir).shipped_skill_text()
     for warning in export_warnings(run_dir):
         warn(warning)
@@ -27,3 +52,24 @@ def export(
         err_console.print(f"wrote {output}")
     else:
         sys.stdout.write(text.strip() + "\n")
+
+
+def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, fmt: str | None,
+               question_var: str | None, base_url: str | None, model: str | None, api_key_env: str,
+               threshold: float | None) -> None:
+    from ..errors import ConfigError
+    from ..interop.bundle import Endpoint
+    from ..interop.export import export_run, questions_from
+
+    if out_dir is None:
+        raise ConfigError(f"--to {to} needs OUT_DIR, the directory to write its files into")
+    if (base_url is None) != (model is None):
+        raise ConfigError("--base-url and --model go together (the endpoint and the model it serves)")
+    override = Endpoint(base_url.rstrip("/"), model, api_key_env) if base_url and model else None
+    questions = questions_from(data, fmt, question_var) if data else None
+    written = export_run(run_dir, to, out_dir, questions=questions, override=override, threshold=threshold)
+    for path in written:
+        err_console.print(f"wrote {path}", highlight=False)
+    how = (f"npx promptfoo eval -c {out_dir / 'promptfooconfig.yaml'}" if to == "promptfoo"
+           else f"cd {out_dir} && inspect eval task.py")
+    err_console.print(f"run it with: {how}", highlight=False, soft_wrap=True)

@@ -16,6 +16,7 @@ from .methods import list_methods
 from .pilot import pilot_cmd
 from .report import report
 from .reproduce import reproduce_command
+from .rubric import rubric
 from .run import resume, run
 from .sweep import sweep
 
@@ -48,6 +49,7 @@ app.command("pilot")(pilot_cmd)
 app.command()(resume)
 app.command()(sweep)
 app.command()(export)
+app.command()(rubric)
 app.command("eval")(eval_cmd.eval_)
 app.command()(eval_cmd.dynamics)
 app.command()(eval_cmd.align)

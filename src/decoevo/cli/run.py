@@ -75,7 +75,9 @@ def run(
     data: str = typer.Option(None, help="Questions: JSONL (yours) or a benchmark file, an https URL or "
                              "hf://datasets/OWNER/NAME/FILE (default: the bundled sample)."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
-                            "researchqa, llmeval_med or eqbench_cw"),
+                            "researchqa, llmeval_med, eqbench_cw; promptfoo (a config) or inspect (a dataset)"),
+    question_var: str = typer.Option(None, "--question-var", rich_help_panel="promptfoo configs (--format promptfoo)",
+                                     help="The test variable holding the question (default: found)."),
     benchmark: str = BenchmarkOption,
     task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
@@ -106,10 +108,23 @@ def run(
 
     flags = RunFlags(config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps,
                      preset, max_calls, max_tokens, max_cost, no_cache, tuple(set_), pilot, limit, concurrency)
-    guard(_run, flags, runs_root, name, (track, track_uri), as_json, allow_unlisted_model)
+    guard(_run, flags, runs_root, name, (track, track_uri), as_json, allow_unlisted_model, question_var)
 
 def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool,
-         allow_unlisted: bool = False) -> None:
+         allow_unlisted: bool = False, question_var: str | None = None) -> None:
+    from dataclasses import replace
+
+    from ..interop import IMPORT_FORMATS, read_imported
+    from ..interop.staging import discard_unstarted, staged_config
+
+    imported = None
+    if flags.fmt in IMPORT_FORMATS:  # read (and refused) before anything is made; staged into each run directory
+        if not flags.data:
+            raise ConfigError(f"--format {flags.fmt} needs --data FILE")
+        imported = read_imported(flags.data, flags.fmt, question_var=question_var)
+        flags = replace(flags, fmt=None)
+    elif question_var is not None:
+        raise ConfigError("--question-var goes with --format promptfoo")
     from ..lm.local import check_embedded
     from ..tasks.splits import SplitsTooLarge
     from ..tracking import make_tracker
@@ -134,10 +149,16 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     for config in configs:
         run_dir = run_dir_for(config, runs_root, name)
         check_new_run_dir(run_dir)
+        made = not run_dir.exists()
+        if imported is not None:
+            config = staged_config(config, imported, run_dir)
         try:
             _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
         except SplitsTooLarge as exc:
             raise ConfigError(with_smaller_preset(str(exc), chosen.name)) from None
+        finally:  # a run that saved nothing leaves no staged import behind: the same command can run again
+            if imported is not None and made:
+                discard_unstarted(run_dir)
 
 def resume(
     run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),

@@ -1,0 +1,30 @@
+"""`decoevo rubric`: what a run's co-evolved rubric generator writes for new questions (a test asset)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from .common import check_output, err_console, guarded
+
+
+@guarded
+def rubric(
+    run_dir: Path = typer.Argument(..., help="A run directory."),
+    data: str = typer.Option(..., "--data", help="The questions: JSONL, a benchmark's file, a promptfoo config "
+                             "or an Inspect dataset."),
+    fmt: str = typer.Option(None, "--format", help="jsonl (default), a benchmark's format, promptfoo or inspect."),
+    question_var: str = typer.Option(None, "--question-var", help="--format promptfoo: the variable holding the "
+                                     "question (default: found)."),
+    output: Path = typer.Option(Path("rubrics.jsonl"), "--output", "-o", help="The JSONL file to write."),
+) -> None:
+    """Write the co-evolved generator's rubric for each question (JSONL: id, question, rubric).
+
+    Rubrics the run already generated come from the cache; new ones are paid once."""
+    from ..interop.export import questions_from, write_rubrics
+
+    check_output(output, replaced=True)
+    questions = questions_from(data, fmt, question_var)
+    n = write_rubrics(run_dir, questions, output)
+    err_console.print(f"wrote {n} rubric(s) to {output}", highlight=False)

@@ -1,0 +1,14 @@
+"""decoevo in and out of the eval tools users already run.
+
+In: a promptfoo config (tests -> questions, prompt -> initial solver skill, `llm-rubric` texts -> the
+task specification) or an Inspect AI dataset (JSONL/CSV samples) becomes decoevo's own inputs.
+Out: a run's shipped skill and its co-evolved generator's rubrics become a promptfoo config or an Inspect AI
+task that the tool runs as is. Nothing here imports either tool: the files are plain YAML, JSONL and Python.
+"""
+
+from __future__ import annotations
+
+from .imported import IMPORT_FORMATS, Imported
+from .readers import read_imported
+
+__all__ = ["IMPORT_FORMATS", "Imported", "read_imported"]

@@ -1,0 +1,21 @@
+"""Reading an eval tool's file by its format name (`--format promptfoo|inspect`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from .imported import IMPORT_FORMATS, Imported
+from .inspect_in import read_inspect
+from .promptfoo_in import read_promptfoo
+
+
+def read_imported(path: Path | str, fmt: str, *, question_var: str | None = None) -> Imported:
+    """Read `path` as `fmt` (promptfoo or inspect); a DatasetError naming file, line and field otherwise."""
+    if fmt == "promptfoo":
+        return read_promptfoo(Path(path), question_var=question_var)
+    if fmt == "inspect":
+        if question_var is not None:
+            raise ConfigError("--question-var is for --format promptfoo; an Inspect sample's question is its input")
+        return read_inspect(Path(path))
+    raise ConfigError(f"unknown import format {fmt!r}; expected one of: {', '.join(IMPORT_FORMATS)}")

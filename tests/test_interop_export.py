@@ -1,0 +1,86 @@
+"""Issue 38, out, fast: what an export writes (no tool run; tests/test_interop_tools.py runs the tools).
+A toy run exported to promptfoo and Inspect AI and its rubrics written: the run is only read, the key
+never written, the promptfoo grader is decoevo's judge (prompt, schema) and its verdict maps to level / 4."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from decoevo.cli import app
+from decoevo.interop.promptfoo_out import VERDICT_TRANSFORM
+from decoevo.roles.judge import SYSTEM as JUDGE_SYSTEM
+from decoevo.roles.judge import CriterionVerdict
+from decoevo.testing.server import serve_app
+from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+SECRET = "sk-interop-test-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("export")
+    with pytest.MonkeyPatch.context() as env, serve_app(toy_server().app()) as url:
+        env.setenv("DECOEVO_CACHE", str(tmp / "cache.sqlite"))  # this module's own cache
+        data = write_toy_questions(tmp / "q.jsonl")
+        args = toy_run_args(f"{url}/v1", data, tmp / "runs", "toy", steps=1,
+                            sets=("splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",))
+        assert CliRunner().invoke(app, args).exit_code == 0
+        run = tmp / "runs" / "toy"
+        before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+        env.setenv("OPENAI_API_KEY", SECRET)
+        for to in ("promptfoo", "inspect"):
+            result = CliRunner().invoke(app, ["export", str(run), "--to", to, str(tmp / to)])
+            assert result.exit_code == 0, result.output
+        result = CliRunner().invoke(app, ["rubric", str(run), "--data", str(data), "-o", str(tmp / "r.jsonl")])
+        assert result.exit_code == 0, result.output
+        assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before  # reading never writes
+        yield tmp, run
+
+
+def test_the_promptfoo_config_holds_both_skills_the_rubrics_and_the_key_by_name_only(exported) -> None:
+    tmp, _ = exported
+    out = tmp / "promptfoo"
+    files = {p: p.read_text() for p in out.rglob("*") if p.is_file()}
+    assert not any(SECRET in text for text in files.values())
+    config = yaml.safe_load(files[out / "promptfooconfig.yaml"])
+    assert [p["label"].split()[0] for p in config["prompts"]] == ["shipped", "initial"]
+    (provider,) = config["providers"]
+    assert provider["config"]["apiKeyEnvar"] == "OPENAI_API_KEY" and provider["id"] == "openai:chat:toy"
+    grader = config["defaultTest"]["options"]["provider"]
+    assert grader["config"]["body"]["response_format"]["json_schema"]["schema"] == CriterionVerdict.model_json_schema()
+    assert json.loads(files[out / "judge_prompt.json"])[0]["content"] == JUDGE_SYSTEM
+    shipped = json.loads(files[out / "prompts" / "shipped.json"])[0]["content"]
+    assert "SAFETY" in shipped  # the toy world's learnt skill ships
+    tests = yaml.safe_load(files[out / "tests.yaml"])
+    rubrics = {json.loads(line)["id"]: json.loads(line) for line in (tmp / "r.jsonl").read_text().splitlines()}
+    for test in tests:  # the same rubric `decoevo rubric` writes, criterion by criterion, weighted
+        want = rubrics[test["metadata"]["decoevo_question_id"]]["rubric"]
+        assert [(a["type"], a["value"], a["weight"]) for a in test["assert"]] == [
+            ("llm-rubric", c["criterion"], c["weight"]) for c in want]
+
+
+def test_the_inspect_task_holds_each_samples_rubric(exported) -> None:
+    tmp, _ = exported
+    out = tmp / "inspect"
+    assert not any(SECRET in p.read_text() for p in out.rglob("*") if p.is_file())
+    samples = [json.loads(line) for line in (out / "dataset.jsonl").read_text().splitlines()]
+    lines = (tmp / "r.jsonl").read_text().splitlines()
+    rubrics = {json.loads(line)["id"]: json.loads(line)["rubric"] for line in lines}
+    assert len(samples) == 2 and all(s["metadata"]["rubric"] == rubrics[s["id"]] for s in samples)
+    settings = json.loads((out / "decoevo.json").read_text())
+    assert settings["solver"]["api_key_env"] == "OPENAI_API_KEY" and "@task" in (out / "task.py").read_text()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@pytest.mark.parametrize("level", [0, 1, 2, 3, 4])
+def test_the_graders_verdict_becomes_level_over_4(level: int) -> None:
+    reply = {"choices": [{"message": {"content": json.dumps({"rationale": "r", "level": level})}}]}
+    script = f"const f = {VERDICT_TRANSFORM}; console.log(JSON.stringify(f({json.dumps(reply)})));"
+    out = json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
+    assert out == {"output": {"reason": "r", "score": level / 4, "pass": level >= 3}}
