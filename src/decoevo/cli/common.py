@@ -3,6 +3,7 @@ output files (-o) and the options several commands take."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NoReturn
 
@@ -12,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..redact import redact
-from .boundary import command_boundary, printable, run_guarded
+from .boundary import command_boundary, printable, run_guarded, shortened
 
 console = Console(log_path=False)
 err_console = Console(stderr=True)
@@ -45,7 +46,7 @@ def wrap_message(text: str, width: int) -> list[str]:
 
 def _print_labelled(label: str, style: str, message: str) -> None:
     # wrapped here, printed with soft_wrap: Rich's own wrapping breaks at any space, inside commands too
-    lines = wrap_message(f"{label} {printable(message)}", max(err_console.width, 20))
+    lines = wrap_message(f"{label} {printable(shortened(message))}", max(err_console.width, 20))
     body = "\n".join(escape(line) for line in lines)[len(label):]  # escape: keep the message's [..]
     err_console.print(f"[{style}]{label}[/]{body}", highlight=False, soft_wrap=True)
 
@@ -83,9 +84,14 @@ def check_output(output: Path, replaced: bool = False) -> None:
 
 
 def write_output(output: Path, text: str) -> None:
+    if output.is_symlink():  # written in place, a link's target (any file the link names) would be overwritten
+        fail(f"-o {output}: is a symbolic link (to {output.resolve()}); decoevo does not write through a link: "
+             "name the file itself, or remove the link")
     check_output(output)
     try:
-        output.write_text(text, encoding="utf-8")
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
     except OSError as exc:
         fail(f"-o {output}: cannot write ({exc.strerror or exc})")
 
