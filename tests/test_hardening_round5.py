@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -511,3 +514,60 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         asyncio.run(Engine(toy_config("decoevo"), root / "run", lm=lm, questions=questions).run_async())
     assert (root / "run" / "summary.json").is_file()
     return root / "run"
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_max_cost_help_and_check_agree(command: str) -> None:
+    """The help said `[x>=0.0]` while 0 was refused by the configuration: now both say more than 0."""
+    result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert "x>=0" not in result.output and "more than 0" in " ".join(result.output.split()), result.output
+    for bad in ("0", "-1", "nan"):
+        code, output = invoke([command, "--max-cost", bad, "--data", "missing.jsonl"])
+        flat = " ".join(re.sub("[│╭╮╰╯─]", " ", output).split())  # the usage error's box
+        assert code == 2 and "--max-cost" in flat and "more than 0" in flat, flat
+
+
+@pytest.mark.slow  # a run's start against a real server; test_a_huge_key_is_not_echoed_whole keeps the rule
+def test_a_huge_model_name_is_not_echoed_whole(tmp_path: Path) -> None:
+    """A 50 KB --model against a real server that does not list it: the refusal quotes the start of it."""
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_server, write_toy_questions
+
+    pytest.importorskip("uvicorn")
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    with serve_app(toy_server().app()) as url:
+        code, output = invoke(["run", "--data", data, "--task", "healthbench", "--preset", "quick", "--base-url",
+                               f"{url}/v1", "--model", "m" * 50_000, "--runs-root", tmp_path / "runs"])
+    flat = " ".join(output.split())
+    assert code == 2 and "does not serve it" in flat and "more characters" in flat, flat[:500]
+    assert len(output) < 2_000
+
+
+def test_the_command_line_quiets_matplotlibs_own_notes() -> None:
+    """What the slow test below checks end to end: any command leaves matplotlib's logger at ERROR (its notes
+    about its own cache are not the user's business), unless the user set its level."""
+    plots_log = logging.getLogger("matplotlib")
+    before = plots_log.level
+    try:
+        plots_log.setLevel(logging.NOTSET)
+        invoke(["config", "hyper.steps"])
+        assert plots_log.level == logging.ERROR
+        plots_log.setLevel(logging.INFO)  # the user's own choice stays
+        invoke(["config", "hyper.steps"])
+        assert plots_log.level == logging.INFO
+    finally:
+        plots_log.setLevel(before)
+
+
+@pytest.mark.slow  # a report in a fresh process (matplotlib's import); the test above keeps the rule
+def test_no_matplotlib_note_leads_the_report_stderr(tmp_path: Path, finished_run: Path) -> None:
+    """HOME unusable (a file): matplotlib cannot make its config folder and logs a warning at import, which
+    led `decoevo report`'s stderr; the report is written and stderr holds no word of matplotlib."""
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run([sys.executable, "-m", "decoevo", "report", str(finished_run), "-o",
+                           str(tmp_path / "r.html")], capture_output=True, text=True, timeout=300, check=False,
+                          env={**env, "HOME": str(home)})
+    assert done.returncode == 0 and (tmp_path / "r.html").is_file(), done.stderr
+    assert "matplotlib" not in done.stderr.lower(), done.stderr

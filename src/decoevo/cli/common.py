@@ -3,6 +3,7 @@ output files (-o) and the options several commands take."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import NoReturn
@@ -121,10 +122,18 @@ ConcurrencyOption = typer.Option(None, help="Questions processed at once (hyper.
 BaseUrlOption = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
 NoCacheOption = typer.Option(False, "--no-cache", help="Bypass the request cache.")
 StepsOption = typer.Option(None, help="Inner-loop steps T.")
+def _positive_cost(value: float | None) -> float | None:
+    # typer can say only `x>=0` in the help, and a cap of $0 stops before the first call: refused here, so
+    # the help and the check say the same ("more than 0")
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value:g}: the cap is a number of US dollars more than 0")
+    return value
+
+
 MaxCost = typer.Option(
     None,
     "--max-cost",
-    min=0.0,
-    help="Stop cleanly after this many US dollars (paid + "
+    callback=_positive_cost,
+    help="Stop cleanly after this many US dollars, more than 0 (paid + "
     "inherited); every model needs a price (input/output_price_per_mtok, or LiteLLM's map).",
 )
