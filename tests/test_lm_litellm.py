@@ -167,3 +167,22 @@ async def test_anthropic_auth_error_has_the_fix_and_no_key(claude_lm):
             await lm.complete([Message("user", "q")], role="solve")
     assert "Check the API key" in str(info.value) and KEY not in f"{info.value} {info.value!r}"
     assert len(server.requests) == 1
+
+
+async def test_a_reply_past_the_ceiling_is_refused_and_never_cached(litellm_lm, cache, monkeypatch):
+    """Issue 36 item 11: LiteLLM reads a reply whole (no hook bounds its read for every provider, see
+    lm/litellm_backend.py), so a reply past MAX_REPLY_BYTES is refused once read: an OversizedReply, not
+    retried, nothing cached. A reply under the ceiling still passes."""
+    from decoevo.lm import litellm_backend
+    from decoevo.lm.errors import OversizedReply
+
+    monkeypatch.setattr(litellm_backend, "MAX_REPLY_BYTES", 64 << 10)
+    server = FakeOpenAI(lambda body, n: Reply(content="x" * (80 << 10) if "big" in str(body) else "small"))
+    with serve_app(server.app()) as url:
+        lm = litellm_lm(url)
+        with pytest.raises(OversizedReply, match="past the 65,536"):
+            await lm.complete([Message("user", "big")], role="solve")
+        assert len(server.requests) == 1  # the same server answers the same way: not retried
+        assert (await lm.complete([Message("user", "fine")], role="solve")).text == "small"
+        with pytest.raises(OversizedReply):  # nothing of the refused reply was cached
+            await lm.complete([Message("user", "big")], role="solve")

@@ -294,7 +294,8 @@ def _from_url(url: str, on_file: Callable[[DataFile, int | None], Progress | Non
     dest, incoming = home / name, home / INCOMING / name
     kept = _read_meta(home / SOURCE_META)
     fetch_from = source_url(url)
-    if dest.is_file() and kept.get("sha256") == sha256_of(dest):
+    copy_intact = dest.is_file() and kept.get("sha256") == sha256_of(dest)
+    if copy_intact:
         current = unchanged(fetch_from, kept.get("etag"), kept.get("last_modified"))
         if current:
             return str(dest)
@@ -308,6 +309,10 @@ def _from_url(url: str, on_file: Callable[[DataFile, int | None], Progress | Non
     try:
         got = download(fetch_from, incoming, None, on_progress=progress, limit=URL_CEILING, meta=meta)
     except Unreachable as exc:
+        if dest.is_file() and kept.get("sha256") and not copy_intact:  # why a download was needed
+            raise ConfigError(f"{dest}: the copy of {shown(url)} downloaded before changed since (its sha256 is "
+                              f"no longer the one recorded), and a new copy cannot be downloaded: {exc}; "
+                              f"{offline_hint(None)}") from None
         raise ConfigError(f"{exc}; {offline_hint(None)}") from None
     except FetchError as exc:
         raise ConfigError(redact(str(exc))) from None

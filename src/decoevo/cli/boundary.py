@@ -48,6 +48,24 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+# A message quotes what it was given: a key, a model name, a path. Given 100 KB of it (a pasted file, a
+# runaway script), the quote is cut so the message stays readable; what is kept still says which input.
+LONGEST_WORD = 400
+LONGEST_MESSAGE = 4000
+_LONG_WORD = re.compile(rf"\S{{{LONGEST_WORD + 1},}}")
+
+
+def _cut(text: str, keep: int) -> str:
+    return f"{text[:keep]}… [{len(text) - keep:,} more characters]"
+
+
+def shortened(text: str) -> str:
+    """`text` with each run of more than LONGEST_WORD non-space characters cut, and the whole cut at
+    LONGEST_MESSAGE characters: an echo of a huge input never floods the terminal."""
+    text = _LONG_WORD.sub(lambda m: _cut(m.group(), LONGEST_WORD - 40), text)
+    return text if len(text) <= LONGEST_MESSAGE else _cut(text, LONGEST_MESSAGE - 100)
+
+
 def failure_label(exc: LMError) -> str:
     """The kind of a model call's failure as a user names it: a refused key is not an infrastructure fault."""
     from ..lm.errors import CredentialError

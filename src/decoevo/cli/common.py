@@ -3,6 +3,8 @@ output files (-o) and the options several commands take."""
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
 from typing import NoReturn
 
@@ -12,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..redact import redact
-from .boundary import command_boundary, printable, run_guarded
+from .boundary import command_boundary, printable, run_guarded, shortened
 
 console = Console(log_path=False)
 err_console = Console(stderr=True)
@@ -45,7 +47,7 @@ def wrap_message(text: str, width: int) -> list[str]:
 
 def _print_labelled(label: str, style: str, message: str) -> None:
     # wrapped here, printed with soft_wrap: Rich's own wrapping breaks at any space, inside commands too
-    lines = wrap_message(f"{label} {printable(message)}", max(err_console.width, 20))
+    lines = wrap_message(f"{label} {printable(shortened(message))}", max(err_console.width, 20))
     body = "\n".join(escape(line) for line in lines)[len(label):]  # escape: keep the message's [..]
     err_console.print(f"[{style}]{label}[/]{body}", highlight=False, soft_wrap=True)
 
@@ -83,9 +85,14 @@ def check_output(output: Path, replaced: bool = False) -> None:
 
 
 def write_output(output: Path, text: str) -> None:
+    if output.is_symlink():  # written in place, a link's target (any file the link names) would be overwritten
+        fail(f"-o {output}: is a symbolic link (to {output.resolve()}); decoevo does not write through a link: "
+             "name the file itself, or remove the link")
     check_output(output)
     try:
-        output.write_text(text, encoding="utf-8")
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
     except OSError as exc:
         fail(f"-o {output}: cannot write ({exc.strerror or exc})")
 
@@ -115,10 +122,18 @@ ConcurrencyOption = typer.Option(None, help="Questions processed at once (hyper.
 BaseUrlOption = typer.Option(None, help="An OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
 NoCacheOption = typer.Option(False, "--no-cache", help="Bypass the request cache.")
 StepsOption = typer.Option(None, help="Inner-loop steps T.")
+def _positive_cost(value: float | None) -> float | None:
+    # typer can say only `x>=0` in the help, and a cap of $0 stops before the first call: refused here, so
+    # the help and the check say the same ("more than 0")
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value:g}: the cap is a number of US dollars more than 0")
+    return value
+
+
 MaxCost = typer.Option(
     None,
     "--max-cost",
-    min=0.0,
-    help="Stop cleanly after this many US dollars (paid + "
+    callback=_positive_cost,
+    help="Stop cleanly after this many US dollars, more than 0 (paid + "
     "inherited); every model needs a price (input/output_price_per_mtok, or LiteLLM's map).",
 )

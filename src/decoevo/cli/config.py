@@ -63,6 +63,9 @@ def config_cmd(
                              "(e.g. hyper), gives each key's type, allowed values and meaning.", ""):
             _say(line)
         return
+    if not key.strip().strip("."):  # an unset shell variable: not a request for the top-level section
+        fail(f"no configuration key {key!r}: name a key (hyper.steps) or a section (hyper), or give none to "
+             "list every key")
     found = lookup(key)
     if found is None:
         near = nearest_key(key)

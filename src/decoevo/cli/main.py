@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import typer
@@ -37,6 +38,12 @@ def _root(
                                  help="Print the version and exit."),
 ) -> None:
     """decoevo: evolve an LLM feature's system prompt against rubric judges, and the rubric generator safely."""
+    # matplotlib's notes about its own files (its cache folder not writable under a read-only HOME, its font
+    # cache being built) would lead a report's stderr; its errors still show, and a logger the user set up
+    # (a level of its own) is left alone
+    plots_log = logging.getLogger("matplotlib")
+    if plots_log.level == logging.NOTSET:
+        plots_log.setLevel(logging.ERROR)
 
 
 # One line per command (the order of `decoevo --help`).

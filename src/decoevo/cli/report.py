@@ -27,13 +27,18 @@ def report(
     from ..report import ReportInputError, build_report, write
 
     if watch:
-        _watch(paths, title, port, interval)
+        try:
+            _watch(paths, title, port, interval)
+        except KeyboardInterrupt:  # while the first report was built: a report calls no model, pays nothing
+            fail("interrupted (Ctrl-C) before the report was served; nothing was written", 130)
         return
     try:
         built = build_report(paths, title=title)
     except ReportInputError as exc:
         fail(str(exc))
         return
+    except KeyboardInterrupt:
+        fail("interrupted (Ctrl-C); no report was written", 130)
     for problem in built.problems:
         err_console.print(f"[yellow]warning:[/] {problem}", highlight=False)
     check_output(output, replaced=True)

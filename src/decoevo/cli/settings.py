@@ -168,7 +168,10 @@ def run_name(name: str) -> str:
 def check_new_run_dir(run_dir: Path) -> None:
     if (run_dir / "config.yaml").exists():
         raise ConfigError(f"{run_dir} already holds a run; continue it with `decoevo resume {run_dir}`, or pass --name")
-    if run_dir.is_symlink() or (run_dir.exists() and not run_dir.is_dir()):
+    if run_dir.is_symlink():  # to a folder too: the run's files would land wherever it points
+        raise ConfigError(f"{run_dir} is a symbolic link (to {run_dir.resolve()}); decoevo does not write a run "
+                          "through a link: pass another --name, or name the folder it points to itself")
+    if run_dir.exists() and not run_dir.is_dir():
         raise ConfigError(f"{run_dir} exists and is not a directory; pass another --name")
     # a pilot made for this run (`decoevo pilot RUN_DIR`) may already be there
     leftovers = (

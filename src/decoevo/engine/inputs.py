@@ -5,8 +5,10 @@ with other splits or another method: the method and seed of its start event, the
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..fileio import sha256_file
 
@@ -49,6 +51,14 @@ def identity_changes(recorded: RunInputs, now: RunInputs) -> list[str]:
     if recorded.seed != now.seed:
         out.append(f"seed is {now.seed} in config.yaml, but the run started with seed {recorded.seed}")
     return out
+
+
+def checkpoint_mismatch(checkpoint: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """How a checkpoint's identity (method, seed, run_id) differs from the run's start event's: a checkpoint
+    copied from another run (`cp RUN_s4/checkpoint.json RUN_s3/`) would continue that run's state under this
+    run's name. A field either side does not record (an older run) is not compared."""
+    return [f"{key} {checkpoint[key]!r} (this run's: {run[key]!r})" for key in ("method", "seed", "run_id")
+            if checkpoint.get(key) is not None and run.get(key) is not None and checkpoint[key] != run[key]]
 
 
 def data_changes(recorded: RunInputs, now: RunInputs, data_path: str) -> list[str]:

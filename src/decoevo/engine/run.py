@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from .config import RunConfig, with_backend_token_limits
 from .context import EngineContext
 from .estimate import planned_steps
 from .inner import InnerOutcome, inner_step
-from .inputs import RunInputs, data_changes, data_sha256, identity_changes
+from .inputs import RunInputs, checkpoint_mismatch, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
 from .provenance import gather_provenance
 from .resume_config import NEUTRAL_IN_WORDS, result_changes
@@ -196,6 +197,7 @@ class Engine:
         self.accept_changed_data = accept_changed_data  # resume: continue on changed data / splits
         self.accept_changed_config = accept_changed_config  # resume: continue on result-changing settings
         self._config_changes: list[str] = []
+        self.run_id: str | None = None  # the start event's; every checkpoint carries it
         self.method = get_method(config.method)
         self.run = RunWriter(run_dir)
         self._owns_lm = lm is None  # then run_async closes it: its HTTP connections end with the run
@@ -238,9 +240,16 @@ class Engine:
         """A resume continues the recorded run: an edited method or seed is refused; changed data or
         splits too, unless accepted explicitly (then the record is updated to what is used now)."""
         reader = RunReader(self.run.path)
-        if reader.checkpoint() is None:
+        checkpoint = reader.checkpoint()
+        if checkpoint is None:
             return  # no step completed: the run starts over from the configuration as it is now
         start = next((e for e in reader.events(problems=[]) if isinstance(e, StartEvent)), None)
+        self.run_id = start.run_id if start else None
+        copied = checkpoint_mismatch(checkpoint.model_dump(), start.model_dump() if start else {})
+        if copied:
+            raise ConfigError(f"cannot resume {self.run.path}: its {CHECKPOINT} belongs to another run ("
+                              + ", ".join(copied) + "); put this run's own checkpoint back (continuing another "
+                              "run's state here would mix two runs)")
         inputs = reader.model(Inputs, INPUTS) if reader.has(INPUTS) else None
         now = RunInputs(self.method.name, self.config.seed, data_sha256(self.config.data.path), self.splits.ids())
         recorded = RunInputs(start.method if start else now.method, start.seed if start else now.seed,
@@ -312,8 +321,9 @@ class Engine:
                                                            self.config.data.task_spec))
         self.run.save_skill(state.solver, None)
         self.run.save_skill(state.generator, None)
+        self.run_id = uuid.uuid4().hex[:12]
         self._emit("start", state, method=self.method.name, seed=self.config.seed, format_version=FORMAT_VERSION,
-                   config=self.config.model_dump(mode="json"))
+                   config=self.config.model_dump(mode="json"), run_id=self.run_id)
         return state
 
     def total_steps(self) -> int:
@@ -375,7 +385,8 @@ class Engine:
                 if self.topped_up and self.lm.ledger.total().effective_calls == spent_before:
                     state.idle_steps += 1  # all answers its own cache hits: not a step of its budget
                 state.next_step += 1
-                self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict())
+                self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict(),
+                                    {"method": self.method.name, "seed": self.config.seed, "run_id": self.run_id})
                 committed = state.model_copy(deep=True)
         except BudgetExceeded as exc:
             # A step is the unit of progress: the partial step (say its solver was accepted, then the

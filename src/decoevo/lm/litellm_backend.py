@@ -10,14 +10,24 @@ through the same redactor. The aiohttp backend stays the fast path for OpenAI-co
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from typing import Any
 
 from .backend_secrets import Redactor, redact_url
+from .bounded_body import MAX_REPLY_BYTES as OPENAI_MAX_REPLY_BYTES
 from .config import ModelSpec
 from .endpoint import credential_hint, hint_for_status, is_local, schema_instruction, server_schema, with_instruction
-from .errors import ConfigError, CredentialError, InfrastructureError, LMError, RequestTimeout, RetryableError
+from .errors import (
+    ConfigError,
+    CredentialError,
+    InfrastructureError,
+    LMError,
+    OversizedReply,
+    RequestTimeout,
+    RetryableError,
+)
 from .reply import completion_from_message
 from .retry import parse_retry_after
 from .timeouts import Exchange, LimitReached, Timeouts, progress_of, request_timeouts, within
@@ -25,6 +35,14 @@ from .types import BackendRequest, Completion
 
 #: LiteLLM's own timeout: only a backstop behind ours, which does not count a queue at the server
 BACKSTOP_TIMEOUT_S = 3600.0
+#: The most bytes of one reply accepted, as the openai backend's ceiling (lm/bounded_body.py). That backend
+#: stops *reading* there; this one cannot: LiteLLM reads each reply whole through HTTP clients it makes per
+#: provider (its aiohttp transport hands the body to httpx, which inflates a compressed body a chunk at a time
+#: without a ceiling and keeps all of it), and no public hook reaches that read for every provider. So here a
+#: reply past the ceiling is refused once read (OversizedReply, not retried): it never reaches the parser, the
+#: request cache, the transcripts or the run directory. Memory while it is read is LiteLLM's; for a server you
+#: do not trust, use the openai backend (any OpenAI-compatible server), whose read is bounded.
+MAX_REPLY_BYTES = OPENAI_MAX_REPLY_BYTES
 
 
 def load_litellm() -> Any:
@@ -140,7 +158,13 @@ class LiteLLMBackend:
                 raise
             self.structured = "none"
             response, service_s = await self._call(request)
-        body = self._redactor.body(response.model_dump() if hasattr(response, "model_dump") else dict(response))
+        raw = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        size = len(json.dumps(raw, ensure_ascii=False, default=str).encode("utf-8", "replace"))
+        if size > MAX_REPLY_BYTES:
+            raise OversizedReply(f"the reply from {self._where} holds {size:,} bytes, past the {MAX_REPLY_BYTES:,} "
+                                 "a reply may have: a broken or misconfigured server; it was not used (the openai "
+                                 "backend stops reading a reply at that size; LiteLLM reads it whole)")
+        body = self._redactor.body(raw)
         choices = body.get("choices") or []
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices")

@@ -50,6 +50,10 @@ def plan_from_state(out: Path, state: Mapping[str, Any], **overrides: Any) -> Re
             max_cost=merged.get("max_cost"),
             sample_seed=merged.get("sample_seed", None if state.get("solver") is not None else SAMPLE_SEED),
         )
+    except ConfigError as exc:  # a flag's value (it names the flag): the file is named only when there is one
+        if (out / STATE_FILE).is_file():
+            raise ConfigError(f"{exc} (with the plan stored in {out / STATE_FILE})") from None
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{out / STATE_FILE}: {exc}") from None
 

@@ -25,6 +25,7 @@ class StartEvent(_Event):
     seed: int
     format_version: int | None = None
     config: dict[str, Any] | None = None  # the resolved configuration (None before it was recorded here)
+    run_id: str | None = None  # made at the start; each checkpoint carries it (None before it was recorded)
 
 
 class ResumeEvent(_Event):

@@ -41,10 +41,17 @@ def _check_no_links(root: Path, path: Path) -> None:
                                 "inside a run directory (replace it with a regular file)")
 
 
+def make_parent(root: Path, path: Path) -> None:
+    """`path`'s folders made, after checking that none on the way is a link: made first, `mkdir -p` would
+    create folders wherever a linked folder (RUN/audits -> elsewhere) points before the check refused."""
+    _check_no_links(root, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _check_no_links(root, path)  # a link made meanwhile: refused before anything is written
+
+
 def atomic_write(root: Path, path: Path, text: str) -> None:
     """Write `text` to `path` so a reader sees the old or the new file, never a mix (temp + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _check_no_links(root, path)
+    make_parent(root, path)
     atomic_write_text(path, text)
 
 
@@ -52,8 +59,7 @@ def append_line(root: Path, path: Path, line: str, *, fsync: bool = True) -> int
     """Append one line; returns the file size. A kill (even SIGKILL) loses at most the line being written,
     since a written line is in the kernel; `fsync` also survives a power loss, at ~2 ms a line, which the
     call log (a line per answered request, thousands per run) skips: `sync` flushes it at each checkpoint."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _check_no_links(root, path)
+    make_parent(root, path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         write_all(fd, (line + "\n").encode("utf-8", "surrogatepass"), path)

@@ -57,6 +57,11 @@ class Checkpoint(_Record):
     events_offset: int = Field(ge=0)
     calls_offset: int | None = Field(None, ge=0)  # None in format-1 runs
     format_version: int = 1
+    # whose state this is (the start event's method, seed and run id): a checkpoint copied from another run
+    # is refused on resume, not continued; None in checkpoints written before they carried it
+    method: str | None = None
+    seed: int | None = None
+    run_id: str | None = None
 
 
 class Inputs(_Record):

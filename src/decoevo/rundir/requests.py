@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import RunReadError, _check_no_links, append_line, dumps_line
+from .files import RunReadError, append_line, dumps_line, make_parent
 from .records import MAX_TOKENS_RECORDED, REQUESTS, CallLine
 
 
@@ -61,8 +61,7 @@ class RequestLog:
         self._live: int | None = None  # held from the first request on: before it there is nothing to settle
 
     def _hold(self, path: Path) -> int:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _check_no_links(self.root, path)
+        make_parent(self.root, path)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)  # a new, uniquely named file: nobody else holds it for long
         return fd

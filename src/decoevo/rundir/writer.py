@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,12 +91,15 @@ class RunWriter:
         path = self.path / rel
         return path.stat().st_size if path.exists() else 0
 
-    def checkpoint(self, state: dict[str, Any], ledger: dict[str, Any]) -> None:
+    def checkpoint(self, state: dict[str, Any], ledger: dict[str, Any], identity: Mapping[str, Any] | None = None
+                   ) -> None:
+        """`identity`: the run's method, seed and run_id, which a resume checks the checkpoint against."""
         sync(self.path, self.path / REQUESTS)  # so are the requests sent and not yet answered
         sync(self.path, self.path / CALLS)  # the calls this checkpoint counts are on disk before it is
         self.write_json(LEDGER, ledger)
         self.write_model(CHECKPOINT, Checkpoint(state=state, ledger=ledger, events_offset=self._size(EVENTS),
-                                                calls_offset=self._size(CALLS), format_version=FORMAT_VERSION))
+                                                calls_offset=self._size(CALLS), format_version=FORMAT_VERSION,
+                                                **(identity or {})))
 
     def summary(self, summary: Summary) -> None:
         self.write_model(SUMMARY, summary)

@@ -14,6 +14,7 @@ post-run step whose output file is missing.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import signal
 import subprocess
@@ -96,10 +97,19 @@ def execute_cell(request: CellRequest, on_start: Callable[[subprocess.Popen[byte
     """Run one cell in a child process and return its outcome (never raises for a failed cell)."""
     started = time.monotonic()
     run_dir = Path(request.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:  # the cell's log is a file of its run: never appended to through a link (rundir/files.py)
+        for path in (run_dir, run_dir / LOG_FILE):
+            if path.is_symlink():
+                raise OSError(errno.ELOOP, "is a symbolic link; decoevo does not write through links in a run "
+                              "directory (replace it with what it points to)", str(path))
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        return CellOutcome(cell_id=request.cell_id, ok=False, seconds=time.monotonic() - started,
+                           host=os.uname().nodename, error=f"{exc.filename or run_dir}: {exc.strerror or exc}")
     outcome_file = run_dir / OUTCOME_FILE
     outcome_file.unlink(missing_ok=True)
-    with open(run_dir / LOG_FILE, "ab") as log:
+    with os.fdopen(fd, "ab") as log:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} cell {request.cell_id} on {os.uname().nodename}, "
                   f"{request.threads} thread(s) ===\n".encode())
         log.flush()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,17 @@ def toy_run_args(base_url: str, data: Path, runs_root: Path, name: str, *, steps
     return args
 
 
+def _bad_argument(args: argparse.Namespace) -> str | None:
+    """What is wrong with a flag, in one line, before anything is written or bound (None: nothing)."""
+    if not 0 <= args.port <= 65535:
+        return f"--port {args.port}: a port is a whole number from 0 to 65535 (0 picks a free one)"
+    if not (math.isfinite(args.delay) and args.delay >= 0):
+        return f"--delay {args.delay}: give a number of seconds, 0 or more"
+    if args.write_questions is not None and args.write_questions.is_dir():
+        return f"--write-questions {args.write_questions}: is a directory; name the file to write (JSONL)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve the toy world until interrupted (Ctrl-C)."""
     parser = argparse.ArgumentParser(prog="python -m decoevo.testing.toy_server",
@@ -74,8 +86,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-questions", type=Path, metavar="FILE",
                         help="write 16 questions the toy world answers to FILE (JSONL) and exit")
     args = parser.parse_args(argv)
+    problem = _bad_argument(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.write_questions is not None:
-        write_toy_questions(args.write_questions)
+        try:
+            write_toy_questions(args.write_questions)
+        except OSError as exc:
+            print(f"error: --write-questions {args.write_questions}: cannot write it "
+                  f"({exc.strerror or exc}); name a file in an existing directory", file=sys.stderr)
+            return 2
         print(f"wrote 16 toy questions to {args.write_questions}")
         return 0
     import asyncio
