@@ -231,7 +231,7 @@ def local_rule_accepted(tmp: Path, seed: int) -> bool:
     """The V_g-only requirement ends in the accepted generator skill."""
     params = WorldParams(n_base=1, n_spec=0, n_contrast=0, n_hidden=0, n_local=1, contrast_spontaneous=0.5,
                          local_questions=generator_gate_numbers(tmp, seed), solver_slip=0.0, judge_noise=0.0,
-                         rubric_slip=0.0, pref_accuracy=1.0, reveal_error=0.0, solver_rewrite_drop=0.0,
+                         rubric_slip=0.0, audit_noise=0.0, pref_accuracy=1.0, reveal_error=0.0, solver_rewrite_drop=0.0,
                          solver_rewrite_decoy=0.0, **FAITHFUL)
     world = TruthWorld(params, seed=seed)
     tag = world.tags("local")[0]

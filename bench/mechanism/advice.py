@@ -84,7 +84,8 @@ def prior_result(prior_results: dict[str, Any] | None) -> str:
     s = prior_results["summary"]
     sh, ci = s["shares"]["decoevo-skillopt"], s["shares"]["decoevo-skillopt"]["ci"]
     n, worlds = sh["worlds"], s["worlds"]
-    seeds = len(prior_results["seeds"])
+    per = sorted({r["n_seeds"] for r in worlds.values()})
+    seeds = f"{per[0]}" if len(per) == 1 else f"{per[0]}–{per[-1]}"
     planned = prior_results.get("planned_worlds", prior_results["worlds"])
     left = sorted(set(planned) - {int(w) for w in worlds})
 

@@ -268,8 +268,9 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
             "uniform over the values below (a value listed twice weighs twice), every other knob at its default:",
             "", advice.prior_table(), "",
             f"Worlds {min(prior_results['worlds'])}–{max(prior_results['worlds'])} are reported, none dropped, "
-            f"{len(prior_results['seeds'])} seeds each, paired by seed, Holm over the worlds. Headroom: the best "
-            "expected gold a strategy naming real requirements reaches in the world, minus the initial strategy's.",
+            f"seeds {min(prior_results['seeds'])}–{max(prior_results['seeds'])}, paired by seed, Holm over the "
+            "worlds. Headroom: the best expected gold a strategy naming real requirements reaches in the world, "
+            "minus the initial strategy's.",
             "", f"**DecoEvo against SkillOpt: {sh['win']} wins, {sh['tie']} ties, {sh['loss']} {lost} in "
             f"{sh['worlds']} worlds.** {advice.prior_result(prior_results)}", "", prior.tables(prior_results).strip(),
             "", "**The crowding-out flag (criterion drift) as a predictor of a loss**, over these worlds:", "",

@@ -349,13 +349,13 @@ def combine(parts: list[Path], out_path: Path) -> None:
     """One results file from several of disjoint worlds, same seeds and methods (runs kept, cells joined)."""
     loaded = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
     first = loaded[0]
-    if any(x["seeds"] != first["seeds"] or x.get("methods") != first.get("methods") for x in loaded):
-        sys.exit("the parts hold other seeds or methods")
+    if any(x.get("methods") != first.get("methods") for x in loaded):
+        sys.exit("the parts hold other methods")
     cells = [c for x in loaded for c in x["cells"]]
     if len({(c["world"], c["seed"], c["method"]) for c in cells}) != len(cells):
         sys.exit("the parts overlap: a world is in two of them")
     runs = [r for x in loaded for r in x.get("runs", [])]
-    out = {**first, "worlds": sorted({c["world"] for c in cells}),
+    out = {**first, "worlds": sorted({c["world"] for c in cells}), "seeds": sorted({c["seed"] for c in cells}),
            "planned_worlds": sorted({w for x in loaded for w in x.get("planned_worlds", x["worlds"])}), "runs": runs,
            "run": {"wall_s": round(max(r.get("wall_s", 0) for r in runs), 1),
                    "cpu_s": round(sum(r.get("cpu_s", 0) for r in runs), 1), "cells": len(cells),
@@ -372,7 +372,7 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS), help="of skillopt, decoevo, sc_coevo")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--resume", action="store_true",
-                        help="keep the worlds --out already holds (same seeds and methods) and run the rest")
+                        help="keep the (world, seed) cells --out already holds (same methods) and run the rest")
     parser.add_argument("--tables", action="store_true", help="print the markdown tables of --out and exit")
     parser.add_argument("--resummarise", action="store_true", help="recompute the summary of --out from its cells")
     parser.add_argument("--combine", nargs="+", metavar="PART",
@@ -396,9 +396,9 @@ def main() -> None:
     earlier = json.loads(out_path.read_text(encoding="utf-8")) if args.resume and out_path.is_file() else None
     cells: list[dict[str, Any]] = list(earlier["cells"]) if earlier else []
     runs: list[dict[str, Any]] = list(earlier.get("runs", [])) if earlier else []
-    if earlier and (earlier["seeds"] != seeds or earlier.get("methods", list(METHODS)) != list(methods)):
-        sys.exit(f"{out_path} holds other seeds or methods: resume with the same --seeds and --methods")
-    done = {c["world"] for c in cells}
+    if earlier and earlier.get("methods", list(METHODS)) != list(methods):
+        sys.exit(f"{out_path} holds other methods: resume with the same --methods")
+    done = {(c["world"], c["seed"]) for c in cells}
     started, cpu0 = time.time(), time.process_time()
     timing: dict[str, Any] = {"commit": commit(), "worlds": []}
     runs.append(timing)
@@ -407,7 +407,8 @@ def main() -> None:
         timing.update(wall_s=round(time.time() - started, 1), cpu_s=round(time.process_time() - cpu0, 1))
         ran = sorted({c["world"] for c in cells})
         out = {"bench": "mechanism_prior", "machine": machine(), "worlds": ran, "planned_worlds": worlds,
-               "seeds": seeds, "methods": list(methods), "splits": SPLITS, "hyper": HYPER,
+               "seeds": sorted({c["seed"] for c in cells}), "planned_seeds": seeds, "methods": list(methods),
+               "splits": SPLITS, "hyper": HYPER,
                "prior": {k: list(v) for k, v in PRIOR.items()}, "runs": runs,
                "run": {"wall_s": round(sum(r.get("wall_s", 0) for r in runs), 1),
                        "cpu_s": round(sum(r.get("cpu_s", 0) for r in runs), 1), "cells": len(cells),
@@ -415,13 +416,16 @@ def main() -> None:
                "summary": summarise(cells), "cells": cells}
         out_path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 
+    # Seed by seed over every world: a run stopped early has every world on fewer seeds (what the shares over
+    # worlds need), and --resume adds seeds; results are saved after every seed's sweep of the worlds.
     with tempfile.TemporaryDirectory() as tmp:
-        for w in worlds:
-            if w in done:
-                continue
-            cells += run_world(w, seeds, Path(tmp), methods)
-            timing["worlds"].append(w)
-            save()  # after every world: a stopped run keeps what it measured, and --resume goes on from it
+        for seed in seeds:
+            todo = [w for w in worlds if (w, seed) not in done]
+            for w in todo:
+                cells += run_world(w, [seed], Path(tmp), methods)
+            if todo:
+                timing["worlds"].append(f"seed {seed}: worlds {todo[0]}-{todo[-1]}")
+                save()
     print(f"wrote {args.out} ({len(cells)} cells, {timing.get('wall_s')} s wall, {timing.get('cpu_s')} s CPU)")
 
 
