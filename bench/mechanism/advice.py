@@ -133,6 +133,16 @@ def drift_verdict(prior_results: dict[str, Any] | None) -> str:
     return said
 
 
+def recommendation_verdict(prior_results: dict[str, Any] | None) -> str:
+    rec = (prior_results or {}).get("summary", {}).get("recommendation") or {}
+    if not rec.get("per_world"):
+        return "Not measured yet."
+    w, r = rec["per_world"], rec["per_run"]
+    return (f"Per world it was right in {w['right']} of {w['n']} ({_f(w['accuracy'])}); as a predictor of a win, "
+            f"precision {_f(w['precision'])} and recall {_f(w['recall'])} per world, {_f(r['precision'])} and "
+            f"{_f(r['recall'])} per run.")
+
+
 def _f(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
@@ -156,6 +166,10 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
             return prior_bench.drift_table(prior_results).strip() if prior_results else "Not measured yet."
         if key == "drift_verdict":
             return drift_verdict(prior_results)
+        if key == "recommendation_table":
+            return prior_bench.recommendation_table(prior_results).strip() if prior_results else "Not measured yet."
+        if key == "recommendation_verdict":
+            return recommendation_verdict(prior_results)
         raise KeyError(f"bench/mechanism/advice_text.md: unknown key <<{key}>>")
 
     return KEY.sub(fill, TEXT.read_text(encoding="utf-8"))
