@@ -216,6 +216,11 @@ def prior_limits(prior_results: dict[str, Any] | None) -> list[str]:
             f"(0: no limit). {len(rows)} worlds: read these as directions."]
 
 
+def _seed_counts(prior_results: dict[str, Any]) -> str:
+    per = sorted({r["n_seeds"] for r in prior_results["summary"]["worlds"].values()})
+    return f"{per[0]}" if len(per) == 1 else f"{per[0]}–{per[-1]}"
+
+
 def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str:
     main_md, tests = main_section(results)
     gates = mech.tables({**results, "summary": {}}).strip()
@@ -268,9 +273,9 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
             "uniform over the values below (a value listed twice weighs twice), every other knob at its default:",
             "", advice.prior_table(), "",
             f"Worlds {min(prior_results['worlds'])}–{max(prior_results['worlds'])} are reported, none dropped, "
-            f"seeds {min(prior_results['seeds'])}–{max(prior_results['seeds'])}, paired by seed, Holm over the "
-            "worlds. Headroom: the best expected gold a strategy naming real requirements reaches in the world, "
-            "minus the initial strategy's.",
+            f"{_seed_counts(prior_results)} seeds per world (of seeds {', '.join(map(str, prior_results['seeds']))}), "
+            "paired by seed, Holm over the worlds. Headroom: the best expected gold a strategy naming real "
+            "requirements reaches in the world, minus the initial strategy's (findable: hidden ones left out).",
             "", f"**DecoEvo against SkillOpt: {sh['win']} wins, {sh['tie']} ties, {sh['loss']} {lost} in "
             f"{sh['worlds']} worlds.** {advice.prior_result(prior_results)}", "", prior.tables(prior_results).strip(),
             "", "**The crowding-out flag (criterion drift) as a predictor of a loss**, over these worlds:", "",
