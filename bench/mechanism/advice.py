@@ -92,6 +92,11 @@ def prior_result(prior_results: dict[str, Any] | None) -> str:
     def share(v: str) -> str:
         return f"{sh[v]} ({sh[v] / n:.0%}, 95% interval {ci[v][0]:.0%}–{ci[v][1]:.0%})"
 
+    missing = sorted(set(prior_results.get("planned_seeds", prior_results["seeds"])) - set(prior_results["seeds"]))
+    if missing:
+        text_seeds = (f"This is a partial run: seeds {missing[0]}–{missing[-1]} of the planned "
+                      f"{len(prior_results['planned_seeds'])} per world were not run yet (`nice -n 10 python -m "
+                      "bench.mechanism.prior --methods skillopt,decoevo --resume` runs them, seed by seed).")
     losses = [(w, r) for w, r in worlds.items() if r["decoevo-skillopt"]["verdict"] == "loss"]
     default = asdict(prior_bench.WorldParams())
 
@@ -102,9 +107,16 @@ def prior_result(prior_results: dict[str, Any] | None) -> str:
             f"{seeds} seeds per world, paired by seed; a world is a win or a loss only when its paired test rejects "
             f"after Holm's correction over the worlds), DecoEvo won in {share('win')}, tied in {share('tie')} and "
             f"lost in {share('loss')}."]
+    if missing:
+        text.append(text_seeds)
     if left:
         text.append(f"Worlds {', '.join(map(str, left))} of the planned range were not run yet "
                     f"(`python -m bench.mechanism.prior --resume`).")
+    below = [(w, r) for w, r in worlds.items() if r["decoevo-skillopt"]["mean"] < 0]
+    if below and not losses:
+        text.append("Below SkillOpt on average but not a loss after the correction: " + "; ".join(
+            f"world {w} ({knobs(r)}): {r['decoevo-skillopt']['mean']:+.1f} "
+            f"[{_c(r['decoevo-skillopt']['ci'][0])}, {_c(r['decoevo-skillopt']['ci'][1])}]" for w, r in below) + ".")
     if losses:
         text.append("The losses: " + "; ".join(
             f"world {w} ({knobs(r)}): {r['decoevo-skillopt']['mean']:+.1f} "
@@ -113,11 +125,20 @@ def prior_result(prior_results: dict[str, Any] | None) -> str:
     skip = ("headroom", "findable_headroom")
     ranked = sorted((k for k in rho if k not in skip and rho[k] is not None), key=lambda k: -abs(rho[k]))
     if rho.get("headroom") is not None:
-        text.append(f"Across the worlds the gap followed the headroom the initial rubric left (Spearman ρ "
-                    f"{rho['headroom']:+.2f}); of the knobs, "
+        text.append(f"Across the worlds, Spearman's ρ between the gap and the headroom the initial strategy left "
+                    f"was {rho['headroom']:+.2f} ({_rho(rho.get('findable_headroom'))} with the findable "
+                    "headroom, hidden requirements left out); of the knobs, "
                     + ", ".join(f"`{k}` ({rho[k]:+.2f})" for k in ranked[:3]) + " went with it most. "
                     "Each world's row is in [mechanism.md](mechanism.md) §6.")
     return " ".join(text)
+
+
+def _c(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.1f}"
+
+
+def _rho(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.2f}"
 
 
 def drift_verdict(prior_results: dict[str, Any] | None) -> str:

@@ -210,8 +210,8 @@ def prior_limits(prior_results: dict[str, Any] | None) -> list[str]:
     ranked = sorted((k for k in rho if k not in skip and rho[k] is not None), key=lambda k: -abs(rho[k]))
     if rho.get("headroom") is None:
         return []
-    return ["- **In the prior's worlds** (§6) DecoEvo − SkillOpt follows the world's headroom (Spearman ρ "
-            f"{rho['headroom']:+.2f}); of the knobs, {', '.join(f'`{k}` ({rho[k]:+.2f})' for k in ranked[:3])} "
+    return ["- **In the prior's worlds** (§6) Spearman's ρ between DecoEvo − SkillOpt and the world's headroom is "
+            f"{rho['headroom']:+.2f}; of the knobs, {', '.join(f'`{k}` ({rho[k]:+.2f})' for k in ranked[:3])} "
             f"go with it most; the worlds DecoEvo did not win had capacity {', '.join(map(str, others)) or '–'} "
             f"(0: no limit). {len(rows)} worlds: read these as directions."]
 
