@@ -36,3 +36,48 @@ def test_a_claim_holds_only_when_the_holm_corrected_test_rejects():
     # z is significant on its own (p < 0.05) but not once corrected with six other comparisons
     assert tests["z"].p_value < 0.05 and alone["z"][1]
     assert doc.verdict(tests["z"], both["z"], 1) == "not shown"
+
+
+def _results():
+    results = json.loads((RESULTS / "mechanism.json").read_text(encoding="utf-8"))
+    prior_path = RESULTS / "mechanism_prior.json"
+    return results, json.loads(prior_path.read_text(encoding="utf-8")) if prior_path.is_file() else None
+
+
+def test_the_advice_page_is_what_the_results_give():
+    """docs/when-to-co-evolve.md: every number on it is computed from the results files."""
+    from bench.mechanism import advice
+
+    results, prior = _results()
+    assert advice.PAGE.read_text(encoding="utf-8") == advice.render(results, prior), "run python -m bench.mechanism.doc"
+
+
+def test_an_advice_row_the_results_do_not_hold_is_an_error_not_a_blank():
+    from bench.mechanism import advice
+
+    results, _ = _results()
+    with pytest.raises(KeyError, match=r"not in bench/results/mechanism\.json"):
+        advice.row(results, advice.setting_tests(results), "sweep:capacity:capacity=2")
+
+
+def test_the_advice_verdicts_are_the_holm_corrected_tests():
+    """A row's verdict word is the sign of its paired difference only when Holm over the sweep rejects."""
+    from bench.mechanism import advice
+
+    results, _ = _results()
+    for setting, (test, verdict) in advice.setting_tests(results).items():
+        if verdict == "win":
+            assert test.mean_diff > 0 and test.p_value < 0.05, setting
+        elif verdict == "loss":
+            assert test.mean_diff < 0 and test.p_value < 0.05, setting
+
+
+def test_the_drift_flag_shown_in_the_report_is_what_the_prior_measured():
+    """The report shows the crowding-out flag's measured precision and recall as a loss predictor: the
+    numbers in analysis/criterion_drift.py are those of bench/results/mechanism_prior.json."""
+    from decoevo.analysis.criterion_drift import AS_LOSS_PREDICTOR
+
+    _, prior = _results()
+    measured = prior["summary"]["drift"]["per_run"]
+    assert {"precision": measured["precision"], "recall": measured["recall"],
+                                 "runs": measured["n"]} == AS_LOSS_PREDICTOR

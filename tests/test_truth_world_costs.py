@@ -166,3 +166,37 @@ def test_the_prior_draws_every_knob_from_its_stated_range():
         seen = {getattr(p, name) for p in drawn}
         assert seen == set(values), name
     assert {p.judge_noise for p in drawn} == {WorldParams().judge_noise}  # the round-one knobs stay
+
+
+def test_a_position_biased_auditor_answers_a_whatever_the_pair():
+    """`position_bias`: the first shown wins that often, even when the second is the better; asked in both
+    orders, the two answers then disagree, which the engine reads as equivalent."""
+    for bias, expect in ((0.0, 0.0), (0.5, 0.5), (1.0, 1.0)):
+        world = TruthWorld(replace(QUIET, pref_accuracy=1.0, position_bias=bias))
+        worse, better = "Here is a short answer.", " ".join(f"It addresses {r.tag}." for r in world.requirements)
+        said = [ask(world, contrastive_audit.stage1_messages(Q, worse, better), contrastive_audit.PreferenceOut,
+                    temperature=0.8, index=k).preference for k in range(300)]
+        assert said.count("A") / len(said) == pytest.approx(expect, abs=0.08)
+        assert set(said) <= {"A", "B"}
+
+
+def test_a_local_requirement_counts_only_on_its_questions():
+    """`n_local` / `local_questions`: an idiosyncrasy of some questions (e.g. V_g's), worth nothing elsewhere."""
+    world = TruthWorld(replace(QUIET, n_local=1, local_questions=(1, 5)))
+    (tag,) = world.tags("local")
+    other = world.tags("base")[0]
+    with_it, without = f"It addresses {other} and {tag}.", f"It addresses {other}."
+    assert world.gold(with_it, 1) > world.gold(without, 1)
+    assert world.gold(with_it, 2) == world.gold(without, 2)
+    assert tag not in world.spec_text() and tag not in world.initial_generator_skill()
+
+
+def test_the_prior_draws_worlds_with_nothing_to_find_and_wrong_auditors():
+    """Round three's prior draws the requirement mix: worlds where no audit can find a rewarded requirement,
+    and worlds where a wrong preference can name an unrewarded style tag, each at the rate its values state."""
+    drawn = [draw_params(i) for i in range(2000)]
+    nothing = sum(p.n_spec == 0 and p.n_contrast == 0 for p in drawn) / len(drawn)
+    assert nothing == pytest.approx(4 / 25, abs=0.025)
+    misled = sum(p.n_style > 0 and p.pref_accuracy <= 0.5 for p in drawn) / len(drawn)
+    assert misled == pytest.approx(2 / 3 * 2 / 5, abs=0.03)
+    assert all(len(TruthWorld(p).requirements) >= 1 for p in drawn[:50])

@@ -18,9 +18,13 @@ import pytest
 
 import decoevo.engine.audits as audits_module
 import decoevo.engine.outer as outer_module
+import decoevo.engine.run as run_module
 import decoevo.policies as policies_module
 from decoevo.policies import AuditObjectives, GeneratorDecision
-from decoevo.testing.truth_world import TruthWorld, WorldParams, render_skill
+from decoevo.roles.common import own_verdict
+from decoevo.roles.contrastive_audit import STAGE1_ROLE, PreferenceOut, stage1_messages
+from decoevo.testing.truth_world import TruthWorld, WorldParams, question_number, render_skill
+from decoevo.testing.truth_world_run import world_config, write_world_files
 from tests.test_truth_world_mechanism import GENERATOR_HEADER, SPLITS, _run
 
 SEEDS = [int(s) for s in os.environ.get("DECOEVO_PATHWAY_SEEDS", "0,1").split(",")]
@@ -204,3 +208,85 @@ def test_an_improvement_does_not_excuse_a_regression(tmp_path, seed, monkeypatch
     assert trade_rejected(tmp_path / "ok", seed)
     monkeypatch.setattr(policies_module.ParetoAcceptance, "decide", _excusing)
     assert not trade_rejected(tmp_path / "broken", seed)
+
+
+# ---- the probe/V_g split: proposals come from the probe set, never from the set that verifies them ----------
+# One requirement is an idiosyncrasy of V_g's questions: answers meet it unasked half the time, but gold counts
+# it only on V_g's questions. Every answer meets the measured base requirement, so every pair is a near tie.
+# Audited on the probe set, no pair differs in gold by it (the auditor calls them equivalent); audited on V_g,
+# the reveal names it, and V_g's own frozen pairs then confirm the rule: the gate is overfitted.
+def generator_gate_numbers(tmp: Path, seed: int) -> tuple[int, ...]:
+    """The question numbers of V_g for this seed, as the engine will draw the splits."""
+    from decoevo.tasks.load import load_questions
+    from decoevo.tasks.splits import SplitSizes, make_splits
+
+    world = TruthWorld(WorldParams(), seed=seed)
+    files = write_world_files(world, tmp / "splits", 40)
+    questions = load_questions(world_config(world, files, "decoevo", seed, splits=SPLITS, hyper={}).data)
+    cut = make_splits(questions, SplitSizes(**SPLITS), seed, required=[])
+    return tuple(sorted(int(q.id[1:]) for q in cut.generator_gate))
+
+
+def local_rule_accepted(tmp: Path, seed: int) -> bool:
+    """The V_g-only requirement ends in the accepted generator skill."""
+    params = WorldParams(n_base=1, n_spec=0, n_contrast=0, n_hidden=0, n_local=1, contrast_spontaneous=0.5,
+                         local_questions=generator_gate_numbers(tmp, seed), solver_slip=0.0, judge_noise=0.0,
+                         rubric_slip=0.0, audit_noise=0.0, pref_accuracy=1.0, reveal_error=0.0, solver_rewrite_drop=0.0,
+                         solver_rewrite_decoy=0.0, **FAITHFUL)
+    world = TruthWorld(params, seed=seed)
+    tag = world.tags("local")[0]
+    solver = render_skill(SOLVER_HEADER, world.tags("base"), world.name)
+    run = _run(tmp, world, "decoevo", seed=seed, steps=2, audit_every=1, rollouts=8, pairs_per_question=4,
+               solver_skill=solver)
+    return tag in run["result"].state.generator.text
+
+
+def _audit_on_generator_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broken engine: the proposal audits run on V_g instead of the probe set."""
+    real = run_module.outer_step
+
+    async def on_gate(ctx: Any, round_idx: int, solver: Any, generator: Any, probe: Any, generator_gate: Any) -> Any:
+        return await real(ctx, round_idx, solver, generator, generator_gate, generator_gate)
+
+    monkeypatch.setattr(run_module, "outer_step", on_gate)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_proposals_from_the_probe_set_do_not_overfit_the_generator_gate(tmp_path, seed, monkeypatch):
+    assert not local_rule_accepted(tmp_path / "ok", seed)
+    _audit_on_generator_gate(monkeypatch)
+    assert local_rule_accepted(tmp_path / "broken", seed)
+
+
+# ---- the blind preference: both orders, a flip is "equivalent" ---------------------------------------------
+# The auditor answers "A" (the first shown) half the time whatever the pair; otherwise it is always right. Asked
+# in both orders, a pair stands only when both answers name the same response, which position bias alone never
+# does: every record then prefers the truly better response. Asked once, half the near ties (equal gold) become
+# records preferring whichever was shown first.
+POSITION_WORLD = WorldParams(n_base=1, n_spec=0, n_contrast=1, n_hidden=0, n_style=2, contrast_spontaneous=0.5,
+                             pref_accuracy=1.0, position_bias=0.5, reveal_error=0.0, **FAITHFUL)
+
+
+def records_prefer_the_better(tmp: Path, seed: int) -> bool:
+    world = TruthWorld(POSITION_WORLD, seed=seed)
+    run = _run(tmp, world, "decoevo", seed=seed, steps=2, audit_every=1, rollouts=8, pairs_per_question=4)
+    records = [json.loads(line) for folder in sorted((run["run_dir"] / "audits").glob("outer_*"))
+               for line in (folder / "contrastive_probe.jsonl").read_text().splitlines()]
+    assert records, "no pair was decided: the check would pass on anything"
+    number = [question_number(r["question"]) for r in records]
+    return all(world.gold(r["preferred"], n) > world.gold(r["other"], n) for r, n in zip(records, number, strict=True))
+
+
+async def _one_order(lm: Any, question: Any, first: str, second: str, *, params: Any, rubric: Any = None,
+                     second_order_if_decisive: bool = False) -> tuple[int | None, str]:
+    """The broken policy: the preference of one order (first shown as A) decides the pair."""
+    out = await own_verdict(lm, stage1_messages(question, first, second, rubric), PreferenceOut, role=STAGE1_ROLE,
+                            params=params)
+    return (None if out.preference == "equivalent" else 0 if out.preference == "A" else 1), out.rationale
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_blind_preference_stands_only_when_both_orders_agree(tmp_path, seed, monkeypatch):
+    assert records_prefer_the_better(tmp_path / "ok", seed)
+    monkeypatch.setattr(audits_module, "blind_preference", _one_order)
+    assert not records_prefer_the_better(tmp_path / "broken", seed)

@@ -1,8 +1,8 @@
 """docs/mechanism.md, written from the bench results: every number on the page comes from
 bench/results/mechanism.json and bench/results/mechanism_prior.json, every verdict from a paired test.
 
-    python -m bench.mechanism.doc             # rewrite docs/mechanism.md
-    python -m bench.mechanism.doc --check     # exit 1 if docs/mechanism.md is not what the results give
+    python -m bench.mechanism.doc             # rewrite docs/mechanism.md and docs/when-to-co-evolve.md
+    python -m bench.mechanism.doc --check     # exit 1 if either page is not what the results give
 
 A claim "holds" only when its Holm-corrected paired test rejects in the claimed direction; "not shown"
 when it does not reject; "reversed" when it rejects the other way.
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import RESULTS
+from bench.mechanism import advice, prior
 from bench.mechanism import mechanism as mech
-from bench.mechanism import prior
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "mechanism.md"
@@ -81,7 +81,7 @@ def _p(x: tuple[float, bool] | None) -> str:
 def param_table() -> str:
     """`WorldParams`' fields, defaults and comments, read from its source so the table cannot drift."""
     rows = ["| parameter | default | meaning |", "|---|---|---|"]
-    field = re.compile(r"^    (\w+): [\w| ]+ = ([^#]+?)\s+# (.*)$")
+    field = re.compile(r"^    (\w+): [\w|\[\]., ]+ = ([^#]+?)\s+# (.*)$")
     for line in PARAMS_SOURCE.read_text(encoding="utf-8").splitlines():
         m = field.match(line)
         if m:
@@ -206,11 +206,19 @@ def prior_limits(prior_results: dict[str, Any] | None) -> list[str]:
     rho = s["knob_association"]
     rows = s["worlds"].values()
     others = sorted({r["knobs"]["capacity"] for r in rows if r["decoevo-skillopt"]["verdict"] != "win"})
-    ranked = sorted((k for k in rho if k != "headroom" and rho[k] is not None), key=lambda k: -abs(rho[k]))
-    return ["- **In the prior's worlds** (§6) DecoEvo − SkillOpt follows the world's headroom (Spearman ρ "
-            f"{rho['headroom']:+.2f}); of the knobs, {', '.join(f'`{k}` ({rho[k]:+.2f})' for k in ranked[:3])} "
+    skip = ("headroom", "findable_headroom")
+    ranked = sorted((k for k in rho if k not in skip and rho[k] is not None), key=lambda k: -abs(rho[k]))
+    if rho.get("headroom") is None:
+        return []
+    return ["- **In the prior's worlds** (§6) Spearman's ρ between DecoEvo − SkillOpt and the world's headroom is "
+            f"{rho['headroom']:+.2f}; of the knobs, {', '.join(f'`{k}` ({rho[k]:+.2f})' for k in ranked[:3])} "
             f"go with it most; the worlds DecoEvo did not win had capacity {', '.join(map(str, others)) or '–'} "
-            "(0: no limit). Twelve worlds are few: read these as directions."]
+            f"(0: no limit). {len(rows)} worlds: read these as directions."]
+
+
+def _seed_counts(prior_results: dict[str, Any]) -> str:
+    per = sorted({r["n_seeds"] for r in prior_results["summary"]["worlds"].values()})
+    return f"{per[0]}" if len(per) == 1 else f"{per[0]}–{per[-1]}"
 
 
 def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str:
@@ -230,8 +238,8 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
         "(when-to-co-evolve.md)).", "",
         "    nice -n 10 python -m bench.mechanism.mechanism --only main --seeds $(seq -s, 0 19)  # §2-3",
         "    nice -n 10 python -m bench.mechanism.mechanism --only controls,sweep,gates --merge   # §5, §7",
-        "    nice -n 10 python -m bench.mechanism.prior                                  # §6",
-        "    python -m bench.mechanism.doc                                               # this page", "",
+        "    nice -n 10 python -m bench.mechanism.prior --methods skillopt,decoevo --resume  # §6, seed by seed",
+        "    python -m bench.mechanism.doc               # this page and docs/when-to-co-evolve.md", "",
         "The runs behind the page (every cell is a complete run of the engine, in process on a virtual clock; "
         "runs are deterministic per seed):", "",
         provenance(results, prior_results), "",
@@ -248,7 +256,8 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
         "## 3. The paper's directional claims, here", "",
         "In the default world, which makes naming a requirement free and the specification exact: a verdict says "
         "what this world shows, not what a real task will.", "", claims_section(results, tests), "",
-        "## 4. Checks that catch every pathway (default test suite)", "", prose("checks"), "",
+        "## 4. Checks per pathway and policy, and what they do not catch (default test suite)", "",
+        prose("checks"), "",
         "## 5. Controls and one-at-a-time sweep", "",
         "Core methods; each row moves one or two knobs from the defaults. Holm over the rows, per comparison.", "",
         sweep_section(results), "",
@@ -259,11 +268,18 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
         lost = "loss" if sh["loss"] == 1 else "losses"
         parts += [
             "The prior is `decoevo.testing.truth_world_params.PRIOR`, committed before any world drawn from it was "
-            f"run; worlds {min(prior_results['worlds'])}–{max(prior_results['worlds'])} are reported, none dropped, "
-            f"{len(prior_results['seeds'])} seeds each, paired by seed, Holm over the worlds. Headroom: the best "
-            "expected gold a strategy naming real requirements reaches in the world, minus the initial strategy's.",
+            "run: the requirement mix (what there is to find, and by which audit), the auditors (accuracy, "
+            "position bias, style features a wrong preference can name) and the costs, each knob independently "
+            "uniform over the values below (a value listed twice weighs twice), every other knob at its default:",
+            "", advice.prior_table(), "",
+            f"Worlds {min(prior_results['worlds'])}–{max(prior_results['worlds'])} are reported, none dropped, "
+            f"{_seed_counts(prior_results)} seeds per world (of seeds {', '.join(map(str, prior_results['seeds']))}), "
+            "paired by seed, Holm over the worlds. Headroom: the best expected gold a strategy naming real "
+            "requirements reaches in the world, minus the initial strategy's (findable: hidden ones left out).",
             "", f"**DecoEvo against SkillOpt: {sh['win']} wins, {sh['tie']} ties, {sh['loss']} {lost} in "
-            f"{sh['worlds']} worlds.**", "", prior.tables(prior_results).strip(), ""]
+            f"{sh['worlds']} worlds.** {advice.prior_result(prior_results)}", "", prior.tables(prior_results).strip(),
+            "", "**The crowding-out flag (criterion drift) as a predictor of a loss**, over these worlds:", "",
+            prior.drift_table(prior_results).strip(), ""]
     else:
         parts += ["Not run yet: `python -m bench.mechanism.prior`.", ""]
     parts += ["## 7. Gates against the truth (stress world, 5 seeds)", "",
@@ -283,14 +299,15 @@ def main() -> None:
     results = json.loads((RESULTS / "mechanism.json").read_text(encoding="utf-8"))
     prior_path = RESULTS / "mechanism_prior.json"
     prior_results = json.loads(prior_path.read_text(encoding="utf-8")) if prior_path.is_file() else None
-    text = render(results, prior_results)
-    if args.check:
-        if DOC.read_text(encoding="utf-8") != text:
-            print("docs/mechanism.md is not what the results give: run python -m bench.mechanism.doc")
-            sys.exit(1)
-        return
-    DOC.write_text(text, encoding="utf-8")
-    print(f"wrote {DOC}")
+    pages = {DOC: render(results, prior_results), advice.PAGE: advice.render(results, prior_results)}
+    for page, text in pages.items():
+        if args.check:
+            if page.read_text(encoding="utf-8") != text:
+                print(f"{page.relative_to(ROOT)} is not what the results give: run python -m bench.mechanism.doc")
+                sys.exit(1)
+            continue
+        page.write_text(text, encoding="utf-8")
+        print(f"wrote {page}")
 
 
 if __name__ == "__main__":

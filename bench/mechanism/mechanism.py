@@ -75,12 +75,18 @@ SWEEP: dict[str, list[dict[str, Any]]] = {
     # the costs a real setting has (off in the default world), one at a time
     "capacity": [{"capacity": v} for v in (5, 4, 3)],
     "spec_decoys": [{"spec_decoys": 3, "capacity": 3}],
+    # nothing real to find: the only listed items are decoys, what users value is hidden
+    "nothing_to_find": [{"n_spec": 0, "n_contrast": 0, "n_hidden": 2, "spec_decoys": 3, "capacity": 3}],
     "length_cost": [{"length_cost": 0.06}],
     "solver_forget": [{"solver_forget": 0.3}],
     "vague_criteria": [{"vague_criteria": 0.5}],
     "generator_rewrite_soften": [{"generator_rewrite_soften": 0.5}],
     "question_share": [{"question_share": 0.5}],
     "n_style": [{"n_style": 3}, {"n_style": 3, "pref_accuracy": 0.5}],
+    # a wrong preference teaches a wrong rule where answers carry style tags, and a rule costs with capacity
+    "wrong_auditor": [{"n_style": 3, "pref_accuracy": 0.5, "capacity": 3}, {"pref_accuracy": 0.0},
+                      {"n_style": 3, "pref_accuracy": 0.0}, {"n_style": 3, "pref_accuracy": 0.0, "capacity": 3}],
+    "position_bias": [{"position_bias": 0.4, "n_style": 3}],
 }
 SWEEP_EXTRA = {"generator_rewrite_drop": ("no_verification",)}  # where verification should matter
 GATE_NOISE = (0.0, 0.15, 0.3, 0.5)

@@ -1,9 +1,14 @@
 """Worlds drawn from a stated prior: where co-evolving the rubric wins, ties and loses against SkillOpt.
 
-The prior is `decoevo.testing.truth_world_params.PRIOR` (each cost knob independently uniform over the
-values listed there; the round-one knobs at their defaults). It was written and committed before any
-world drawn from it was run, and this bench reports every world it draws, none dropped: world ids are
-drawn from the range given (`--worlds`, default 100-111).
+The prior is `decoevo.testing.truth_world_params.PRIOR` (the requirement mix, the auditors and the cost
+knobs, each independently uniform over the values listed there; the other knobs at their defaults). It
+was written and committed before any world drawn from it was run, and this bench reports every world it
+draws, none dropped: world ids are drawn from the range given (`--worlds`, default 200-223).
+
+Besides gold, each DecoEvo cell records two gold-free readings of its own run, so that they can be
+measured as classifiers of the outcome over the prior's worlds: the criterion-drift flags of its
+`summary.json` (`analysis/criterion_drift.py`), and what its first outer round's audits found on the
+probe set (mean structural adequacy, decided contrastive pairs, distinct repairs and principles).
 
 For each world, each seed is one paired comparison: SkillOpt, DecoEvo and SC-CoEvo run against the same
 world truth (the seed draws the requirements' names and weights, and the run). Per world: gold (mean ±
@@ -13,7 +18,7 @@ with its 95% t interval and two-sided paired t p-value, Holm-corrected over the 
 requirements reaches in it, minus the initial strategy's. A world is a win (loss) only when the Holm-
 corrected test rejects and the mean difference is positive (negative); every other world is a tie.
 
-    nice -n 10 .venv/bin/python -m bench.mechanism.prior                 # 12 worlds x 20 seeds x 3 methods
+    nice -n 10 .venv/bin/python -m bench.mechanism.prior                 # 24 worlds x 20 seeds x 3 methods
     .venv/bin/python -m bench.mechanism.prior --tables                   # markdown tables from the results file
 """
 
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,23 +42,27 @@ from bench.mechanism.mechanism import HYPER, SPLITS, commit, run_cell
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
+from decoevo.analysis.criterion_drift import run_drift  # noqa: E402
 from decoevo.analysis.stats import holm, paired_difference  # noqa: E402
-from decoevo.testing.truth_world import TruthWorld, WorldParams, render_skill  # noqa: E402
+from decoevo.testing.truth_world import TAG, TruthWorld, WorldParams, render_skill  # noqa: E402
 from decoevo.testing.truth_world_params import PRIOR, draw_params  # noqa: E402
 
 METHODS = ("skillopt", "decoevo", "sc_coevo")
 COMPARISONS = (("decoevo", "skillopt"), ("sc_coevo", "skillopt"))
 OUT = RESULTS / "mechanism_prior.json"
+WORLDS = "200-223"
 
 
-def best_expected_gold(world: TruthWorld) -> float:
+def best_expected_gold(world: TruthWorld, findable: bool = False) -> float:
     """The highest expected gold (0-100) of a strategy naming k real requirements, over every k: for each
-    k the k requirements that gain most from being named (weight times follow rate minus chance)."""
+    k the k requirements that gain most from being named (weight times follow rate minus chance). With
+    `findable`, only requirements the initial generator or an audit can name (not hidden ones)."""
     p, best = world.params, 0.0
-    chance = {"contrast": p.contrast_spontaneous, "hidden": 0.0}
-    for k in range(1, len(world.requirements) + 1):
+    chance = {"contrast": p.contrast_spontaneous, "local": p.contrast_spontaneous, "hidden": 0.0}
+    pool = [r for r in world.requirements if not (findable and r.kind == "hidden")]
+    for k in range(1, len(pool) + 1):
         rate = world.follow_rate(k)
-        ranked = sorted(world.requirements, key=lambda r: -r.weight * (rate - chance.get(r.kind, p.spontaneous)))
+        ranked = sorted(pool, key=lambda r: -r.weight * (rate - chance.get(r.kind, p.spontaneous)))
         text = render_skill("Cover these.", [r.tag for r in ranked[:k]], world.name)
         best = max(best, 100 * world.expected_gold(text))
     return best
@@ -63,7 +74,35 @@ def knobs(params: WorldParams) -> dict[str, Any]:
     return {k: values[k] for k in PRIOR if k in {f.name for f in fields(WorldParams)}}
 
 
-def run_world(world_id: int, seeds: list[int], base: Path) -> list[dict[str, Any]]:
+def first_round_audits(run_dir: Path, initial_generator: str) -> dict[str, Any]:
+    """What the first outer round's audits found on the probe set, read from the run directory (no gold):
+    mean structural adequacy (0-1), decided contrastive pairs, the distinct repairs and principles, and the
+    distinct items (tags) each audit proposes that the initial generator does not name, rewarded or not."""
+    folder = run_dir / "audits" / "outer_000"
+    if not folder.is_dir():
+        return {"rounds": 0}
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        path = folder / name
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] \
+            if path.is_file() else []
+
+    structural, contrastive = rows("structural_probe.jsonl"), rows("contrastive_probe.jsonl")
+    known = set(TAG.findall(initial_generator))
+
+    def new(texts: list[str]) -> int:
+        return len({t for x in texts for t in TAG.findall(x)} - known)
+
+    return {"rounds": 1, "new_structural": new([r["repair"] for r in structural]),
+            "new_contrastive": new([r["principle"] for r in contrastive]),
+            "adequacy": round(statistics.fmean(r["adequacy"] for r in structural), 4) if structural else None,
+            "structural_records": len(structural), "contrastive_records": len(contrastive),
+            "repairs": len({r["repair"] for r in structural}),
+            "principles": len({r["principle"] for r in contrastive})}
+
+
+def run_world(world_id: int, seeds: list[int], base: Path, methods: tuple[str, ...] = METHODS
+              ) -> list[dict[str, Any]]:
     params = draw_params(world_id)
     overrides = {k: v for k, v in asdict(params).items() if v != getattr(WorldParams(), k)}
     cells = []
@@ -72,13 +111,21 @@ def run_world(world_id: int, seeds: list[int], base: Path) -> list[dict[str, Any
         work.mkdir(parents=True, exist_ok=True)
         truth = TruthWorld(params, seed=seed)
         best, start = best_expected_gold(truth), 100 * truth.expected_gold("")
-        for method in METHODS:
+        findable = best_expected_gold(truth, findable=True)
+        for method in methods:
             cell = run_cell(method, seed, overrides, work, False)
             cell.pop("decisions", None)
-            cell.update(world=world_id, best_expected_gold=round(best, 2), headroom=round(best - start, 2))
+            cell.update(world=world_id, best_expected_gold=round(best, 2), headroom=round(best - start, 2),
+                        findable_headroom=round(max(0.0, findable - start), 2))
+            if method == "decoevo":
+                run_dir = work / f"{method}-s{seed}"
+                drift = run_drift(run_dir).to_json()
+                cell["drift"] = {"flagged": len(drift["flagged"]), "accepted_steps": len(drift["accepted_steps"])}
+                cell["audits"] = first_round_audits(run_dir, truth.initial_generator_skill())
             cells.append(cell)
             print(f"world {world_id} {method:9s} s{seed:<3d} gold {cell['gold']:6.2f} calls {cell['calls']:5d} "
                   f"cpu {cell['cpu_s']:5.2f}s", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
     return cells
 
 
@@ -86,27 +133,53 @@ def _mean(xs: list[float]) -> float:
     return round(statistics.fmean(xs), 2)
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> list[float] | None:
+    """The Wilson score interval (95%) of a share k/n."""
+    if n == 0:
+        return None
+    p, d = k / n, 1 + z * z / n
+    mid, half = (p + z * z / (2 * n)) / d, z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d
+    return [round(max(0.0, mid - half), 3), round(min(1.0, mid + half), 3)]
+
+
+def classifier(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """Precision and recall (with Wilson intervals) of a flag (first) as a predictor of an outcome (second)."""
+    tp = sum(1 for f, o in pairs if f and o)
+    flagged, positive = sum(1 for f, _ in pairs if f), sum(1 for _, o in pairs if o)
+    return {"n": len(pairs), "flagged": flagged, "positives": positive, "true_positives": tp,
+            "precision": round(tp / flagged, 3) if flagged else None, "precision_ci": wilson(tp, flagged),
+            "recall": round(tp / positive, 3) if positive else None, "recall_ci": wilson(tp, positive)}
+
+
+def present(cells: list[dict[str, Any]]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    methods = tuple(m for m in METHODS if any(c["method"] == m for c in cells))
+    return methods, tuple((a, b) for a, b in COMPARISONS if a in methods and b in methods)
+
+
 def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
     worlds = sorted({c["world"] for c in cells})
+    methods, comparisons = present(cells)
     rows: dict[int, dict[str, Any]] = {}
     for w in worlds:
         mine = [c for c in cells if c["world"] == w]
-        by = {m: {c["seed"]: c for c in mine if c["method"] == m} for m in METHODS}
+        by = {m: {c["seed"]: c for c in mine if c["method"] == m} for m in methods}
         row: dict[str, Any] = {"knobs": knobs(draw_params(w)), "n_seeds": len(by["skillopt"]),
                                "headroom": _mean([c["headroom"] for c in by["skillopt"].values()]),
+                               "findable_headroom": _mean([c.get("findable_headroom", 0.0)
+                                                           for c in by["skillopt"].values()]),
                                "best_expected_gold": _mean([c["best_expected_gold"] for c in by["skillopt"].values()])}
-        for m in METHODS:
+        for m in methods:
             gold = [c["gold"] for c in by[m].values()]
             row[m] = {"gold": _mean(gold), "sd": round(statistics.stdev(gold), 2) if len(gold) > 1 else 0.0,
                       "calls": _mean([c["calls"] for c in by[m].values()]),
                       "tokens": _mean([c["tokens"] for c in by[m].values()])}
-        for a, b in COMPARISONS:
+        for a, b in comparisons:
             ci = paired_difference({s: c["gold"] for s, c in by[a].items()}, {s: c["gold"] for s, c in by[b].items()})
             row[f"{a}-{b}"] = {"mean": round(ci.mean_diff, 2), "ci": [_r(ci.ci_low), _r(ci.ci_high)],
                                "p": ci.p_value, "calls_ratio": round(row[a]["calls"] / row[b]["calls"], 2)}
         rows[w] = row
     shares: dict[str, Any] = {}
-    for a, b in COMPARISONS:
+    for a, b in comparisons:
         key = f"{a}-{b}"
         corrected = holm({w: 1.0 if rows[w][key]["p"] is None else rows[w][key]["p"] for w in worlds})
         for w in worlds:
@@ -115,7 +188,50 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
             d["verdict"] = ("win" if d["mean"] > 0 else "loss") if corrected[w].reject else "tie"
         verdicts = [rows[w][key]["verdict"] for w in worlds]
         shares[key] = {v: verdicts.count(v) for v in ("win", "tie", "loss")} | {"worlds": len(worlds)}
-    return {"worlds": {str(w): r for w, r in rows.items()}, "shares": shares, "knob_association": association(rows)}
+        shares[key]["ci"] = {v: wilson(verdicts.count(v), len(worlds)) for v in ("win", "tie", "loss")}
+    return {"worlds": {str(w): r for w, r in rows.items()}, "shares": shares, "knob_association": association(rows),
+            "drift": drift_as_classifier(cells, rows), "recommendation": recommendation(cells, rows)}
+
+
+def recommends(audits: dict[str, Any]) -> bool:
+    """The gold-free advice, stated before any world was run: co-evolve when the first round's audits on the
+    probe set propose at least one item the initial generator does not name; else keep the rubric fixed."""
+    return audits.get("new_structural", 0) + audits.get("new_contrastive", 0) >= 1
+
+
+def recommendation(cells: list[dict[str, Any]], rows: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """How often `recommends` is right over the prior's worlds. Per world (the advice of most seeds): right
+    when it says co-evolve in a world DecoEvo won, or keep the rubric in a world it tied or lost (a tie only
+    costs). Per run: co-evolve is right when DecoEvo's gold beat SkillOpt's on that seed."""
+    gold = {(c["world"], c["seed"], c["method"]): c["gold"] for c in cells}
+    deco = [c for c in cells if c["method"] == "decoevo" and "audits" in c]
+    runs = [(recommends(c["audits"]), c["gold"] > gold[(c["world"], c["seed"], "skillopt")])
+            for c in deco if (c["world"], c["seed"], "skillopt") in gold]
+    worlds = []
+    for w, row in rows.items():
+        mine = [recommends(c["audits"]) for c in deco if c["world"] == w]
+        if mine:
+            worlds.append((2 * sum(mine) >= len(mine), row["decoevo-skillopt"]["verdict"] == "win"))
+    right = sum(1 for said, won in worlds if said == won)
+    return {"per_run": classifier(runs), "per_world": classifier(worlds) | {
+        "right": right, "accuracy": round(right / len(worlds), 3) if worlds else None,
+        "accuracy_ci": wilson(right, len(worlds))}}
+
+
+def drift_as_classifier(cells: list[dict[str, Any]], rows: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The criterion-drift flag of a DecoEvo run as a predictor of a loss, over the prior's worlds: per run
+    (flagged vs DecoEvo's gold below SkillOpt's on the same seed), and per world (flagged on at least half
+    of its seeds vs the world's Holm verdict "loss")."""
+    gold = {(c["world"], c["seed"], c["method"]): c["gold"] for c in cells}
+    runs = [(c["drift"]["flagged"] > 0, c["gold"] < gold[(c["world"], c["seed"], "skillopt")])
+            for c in cells if c["method"] == "decoevo" and "drift" in c and (c["world"], c["seed"], "skillopt") in gold]
+    per_world = []
+    for w, row in rows.items():
+        mine = [c for c in cells if c["world"] == w and c["method"] == "decoevo" and "drift" in c]
+        if mine:
+            share = sum(c["drift"]["flagged"] > 0 for c in mine) / len(mine)
+            per_world.append((share >= 0.5, row["decoevo-skillopt"]["verdict"] == "loss"))
+    return {"per_run": classifier(runs), "per_world": classifier(per_world)}
 
 
 def _r(x: float | None) -> float | None:
@@ -128,43 +244,94 @@ def association(rows: dict[int, dict[str, Any]]) -> dict[str, float | None]:
     from scipy.stats import spearmanr
 
     worlds = sorted(rows)
+    if not worlds or "decoevo-skillopt" not in rows[worlds[0]]:
+        return {}
     diff = [rows[w]["decoevo-skillopt"]["mean"] for w in worlds]
     out: dict[str, float | None] = {}
-    for name in [*PRIOR, "headroom"]:
-        xs = [rows[w]["headroom"] if name == "headroom" else rows[w]["knobs"][name] for w in worlds]
+    for name in [*PRIOR, "headroom", "findable_headroom"]:
+        xs = [rows[w][name] if name in ("headroom", "findable_headroom") else rows[w]["knobs"][name] for w in worlds]
         if name == "capacity":  # 0 means no limit: the most capacity there is
             xs = [x or 99 for x in xs]
         out[name] = None if len(set(xs)) < 2 or len(worlds) < 3 else round(float(spearmanr(xs, diff)[0]), 2)
     return out
 
 
-SHORT = {"capacity": "cap", "length_cost": "len", "solver_forget": "forget", "n_style": "style",
+SHORT = {"n_base": "base", "n_spec": "spec", "n_contrast": "contrast", "n_hidden": "hidden",
+         "position_bias": "pos bias", "capacity": "cap", "length_cost": "len", "solver_forget": "forget",
+         "n_style": "style",
          "vague_criteria": "vague", "spec_decoys": "spec decoys", "spec_vague": "spec vague",
          "question_share": "q share", "generator_rewrite_soften": "soften", "pref_accuracy": "pref acc"}
 
 
 def tables(results: dict[str, Any]) -> str:
     s = results["summary"]
-    out = ["| world | knobs off the default | SkillOpt | DecoEvo | SC-CoEvo | DecoEvo − SkillOpt [95% CI] | "
-           "Holm p | verdict | SC-CoEvo − SkillOpt (Holm p, verdict) | DecoEvo calls ÷ SkillOpt | headroom |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    methods, _ = present(results["cells"])
+    has_sc = "sc_coevo" in methods
+    names = {"skillopt": "SkillOpt", "decoevo": "DecoEvo", "sc_coevo": "SC-CoEvo"}
+    head = (["world", "knobs off the default", *(names[m] for m in methods), "DecoEvo − SkillOpt [95% CI]",
+             "Holm p", "verdict"] + (["SC-CoEvo − SkillOpt (Holm p, verdict)"] if has_sc else [])
+            + ["DecoEvo calls ÷ SkillOpt", "headroom", "findable headroom"])
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     default = asdict(WorldParams())
     for w, row in s["worlds"].items():
         off = ", ".join(f"{SHORT[k]} {v}" for k, v in row["knobs"].items() if v != default[k]) or "none"
-        d, sc = row["decoevo-skillopt"], row["sc_coevo-skillopt"]
-        gold = [f"{row[m]['gold']:.1f} ± {row[m]['sd']:.1f}" for m in METHODS]
+        d = row["decoevo-skillopt"]
+        gold = [f"{row[m]['gold']:.1f} ± {row[m]['sd']:.1f}" for m in methods]
         ci = "–" if d["ci"][0] is None else f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
-        out.append(f"| {w} | {off} | {' | '.join(gold)} | {d['mean']:+.1f} {ci} | {_pfmt(d['p_holm'])} | "
-                   f"{d['verdict']} | "
-                   f"{sc['mean']:+.1f} ({_pfmt(sc['p_holm'])}, {sc['verdict']}) | {d['calls_ratio']:.2f} | "
-                   f"{row['headroom']:.1f} |")
-    out += ["", "| comparison | wins | ties | losses | worlds |", "|---|---|---|---|---|"]
+        sc = row.get("sc_coevo-skillopt")
+        sc_cell = [f"{sc['mean']:+.1f} ({_pfmt(sc['p_holm'])}, {sc['verdict']})"] if sc else []
+        out.append("| " + " | ".join([str(w), off, *gold, f"{d['mean']:+.1f} {ci}", _pfmt(d["p_holm"]), d["verdict"],
+                                      *sc_cell, f"{d['calls_ratio']:.2f}", f"{row['headroom']:.1f}",
+                                      f"{row.get('findable_headroom', 0.0):.1f}"]) + " |")
+    out += ["", "| comparison | wins [95% CI] | ties [95% CI] | losses [95% CI] | worlds |", "|---|---|---|---|---|"]
     for key, sh in s["shares"].items():
-        out.append(f"| {key.replace('-', ' − ')} | {sh['win']} | {sh['tie']} | {sh['loss']} | {sh['worlds']} |")
+        cells = [f"{sh[v]} ({sh[v] / sh['worlds']:.0%}) {_share_ci(sh['ci'][v])}" for v in ("win", "tie", "loss")]
+        out.append(f"| {key.replace('-', ' − ')} | {' | '.join(cells)} | {sh['worlds']} |")
+    out += ["", "*Share intervals: Wilson 95% over the worlds drawn (each world's verdict from its paired test over "
+            "seeds, Holm-corrected over the worlds).*"]
     out += ["", "| knob | Spearman ρ with DecoEvo − SkillOpt over the worlds |", "|---|---|"]
     for k, rho in s["knob_association"].items():
         out.append(f"| {k} | {'–' if rho is None else f'{rho:+.2f}'} |")
     return "\n".join(out) + "\n"
+
+
+def drift_table(results: dict[str, Any]) -> str:
+    """The crowding-out flag (criterion drift) as a predictor of a loss, over the prior's worlds."""
+    d = results["summary"].get("drift") or {}
+    out = ["| unit | flag | predicts | n | flagged | losses | precision [95% CI] | recall [95% CI] |",
+           "|---|---|---|---|---|---|---|---|"]
+    for unit, flag, what in (("per_run", "any criterion flagged in the DecoEvo run",
+                              "DecoEvo's gold below SkillOpt's, same seed"),
+                             ("per_world", "flagged on at least half the seeds", "the world's verdict is a loss")):
+        c = d.get(unit)
+        if c:
+            out.append(f"| {unit.replace('_', ' ')} | {flag} | {what} | {c['n']} | {c['flagged']} | {c['positives']} | "
+                       f"{_rate(c['precision'], c['precision_ci'])} | {_rate(c['recall'], c['recall_ci'])} |")
+    return "\n".join(out) + "\n"
+
+
+def recommendation_table(results: dict[str, Any]) -> str:
+    """The gold-free advice (`recommends`) as a classifier of a win, over the prior's worlds."""
+    d = results["summary"].get("recommendation") or {}
+    out = ["| unit | says co-evolve | is right when | n | says co-evolve | DecoEvo better | precision [95% CI] | "
+           "recall [95% CI] | right [95% CI] |", "|---|---|---|---|---|---|---|---|---|"]
+    for unit, said, what in (("per_run", "the run's first audits propose a new item",
+                              "DecoEvo's gold beats SkillOpt's, same seed"),
+                             ("per_world", "most seeds' first audits do", "the world's verdict is a win")):
+        c = d.get(unit)
+        if c:
+            right = _rate(c.get("accuracy"), c.get("accuracy_ci")) if "accuracy" in c else "–"
+            out.append(f"| {unit.replace('_', ' ')} | {said} | {what} | {c['n']} | {c['flagged']} | {c['positives']} | "
+                       f"{_rate(c['precision'], c['precision_ci'])} | {_rate(c['recall'], c['recall_ci'])} | {right} |")
+    return "\n".join(out) + "\n"
+
+
+def _rate(x: float | None, ci: list[float] | None) -> str:
+    return "–" if x is None or ci is None else f"{x:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _share_ci(ci: list[float] | None) -> str:
+    return "–" if ci is None else f"[{ci[0]:.0%}, {ci[1]:.0%}]"
 
 
 def _pfmt(p: float) -> str:
@@ -178,35 +345,88 @@ def _range(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
+def combine(parts: list[Path], out_path: Path) -> None:
+    """One results file from several of disjoint worlds, same seeds and methods (runs kept, cells joined)."""
+    loaded = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
+    first = loaded[0]
+    if any(x.get("methods") != first.get("methods") for x in loaded):
+        sys.exit("the parts hold other methods")
+    cells = [c for x in loaded for c in x["cells"]]
+    if len({(c["world"], c["seed"], c["method"]) for c in cells}) != len(cells):
+        sys.exit("the parts overlap: a world is in two of them")
+    runs = [r for x in loaded for r in x.get("runs", [])]
+    out = {**first, "worlds": sorted({c["world"] for c in cells}), "seeds": sorted({c["seed"] for c in cells}),
+           "planned_worlds": sorted({w for x in loaded for w in x.get("planned_worlds", x["worlds"])}), "runs": runs,
+           "run": {"wall_s": round(max(r.get("wall_s", 0) for r in runs), 1),
+                   "cpu_s": round(sum(r.get("cpu_s", 0) for r in runs), 1), "cells": len(cells),
+                   "commit": ", ".join(dict.fromkeys(r["commit"] for r in runs))},
+           "summary": summarise(cells), "cells": cells}
+    out_path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out_path} ({len(cells)} cells from {len(parts)} parts)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worlds", default="100-111", help="world ids of the prior (a-b or a,b,c)")
+    parser.add_argument("--worlds", default=WORLDS, help="world ids of the prior (a-b or a,b,c)")
     parser.add_argument("--seeds", default="0-19")
+    parser.add_argument("--methods", default=",".join(METHODS), help="of skillopt, decoevo, sc_coevo")
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the (world, seed) cells --out already holds (same methods) and run the rest")
     parser.add_argument("--tables", action="store_true", help="print the markdown tables of --out and exit")
     parser.add_argument("--resummarise", action="store_true", help="recompute the summary of --out from its cells")
+    parser.add_argument("--combine", nargs="+", metavar="PART",
+                        help="write --out from results files of disjoint worlds (e.g. two processes' --out)")
     args = parser.parse_args()
+    out_path = Path(args.out)
+    if args.combine:
+        combine([Path(x) for x in args.combine], out_path)
+        return
     if args.resummarise:
-        results = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        results = json.loads(out_path.read_text(encoding="utf-8"))
         results["summary"] = summarise(results["cells"])
-        Path(args.out).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        out_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         return
     if args.tables:
-        print(tables(json.loads(Path(args.out).read_text(encoding="utf-8"))))
+        results = json.loads(out_path.read_text(encoding="utf-8"))
+        print(tables(results) + "\n" + drift_table(results) + "\n" + recommendation_table(results))
         return
     worlds, seeds = _range(args.worlds), _range(args.seeds)
-    started, cpu0, at = time.time(), time.process_time(), commit()
-    cells: list[dict[str, Any]] = []
+    methods = tuple(m for m in METHODS if m in args.methods.split(","))
+    earlier = json.loads(out_path.read_text(encoding="utf-8")) if args.resume and out_path.is_file() else None
+    cells: list[dict[str, Any]] = list(earlier["cells"]) if earlier else []
+    runs: list[dict[str, Any]] = list(earlier.get("runs", [])) if earlier else []
+    if earlier and earlier.get("methods", list(METHODS)) != list(methods):
+        sys.exit(f"{out_path} holds other methods: resume with the same --methods")
+    done = {(c["world"], c["seed"]) for c in cells}
+    started, cpu0 = time.time(), time.process_time()
+    timing: dict[str, Any] = {"commit": commit(), "worlds": []}
+    runs.append(timing)
+
+    def save() -> None:
+        timing.update(wall_s=round(time.time() - started, 1), cpu_s=round(time.process_time() - cpu0, 1))
+        ran = sorted({c["world"] for c in cells})
+        out = {"bench": "mechanism_prior", "machine": machine(), "worlds": ran, "planned_worlds": worlds,
+               "seeds": sorted({c["seed"] for c in cells}), "planned_seeds": seeds, "methods": list(methods),
+               "splits": SPLITS, "hyper": HYPER,
+               "prior": {k: list(v) for k, v in PRIOR.items()}, "runs": runs,
+               "run": {"wall_s": round(sum(r.get("wall_s", 0) for r in runs), 1),
+                       "cpu_s": round(sum(r.get("cpu_s", 0) for r in runs), 1), "cells": len(cells),
+                       "commit": ", ".join(dict.fromkeys(r["commit"] for r in runs))},
+               "summary": summarise(cells), "cells": cells}
+        out_path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+    # Seed by seed over every world: a run stopped early has every world on fewer seeds (what the shares over
+    # worlds need), and --resume adds seeds; results are saved after every seed's sweep of the worlds.
     with tempfile.TemporaryDirectory() as tmp:
-        for w in worlds:
-            cells += run_world(w, seeds, Path(tmp))
-    timing = {"wall_s": round(time.time() - started, 1), "cpu_s": round(time.process_time() - cpu0, 1),
-              "cells": len(cells), "commit": at}
-    out = {"bench": "mechanism_prior", "machine": machine(), "worlds": worlds, "seeds": seeds, "splits": SPLITS,
-           "hyper": HYPER, "prior": {k: list(v) for k, v in PRIOR.items()}, "run": timing,
-           "summary": summarise(cells), "cells": cells}
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} ({len(cells)} cells, {timing['wall_s']} s wall, {timing['cpu_s']} s CPU)")
+        for seed in seeds:
+            todo = [w for w in worlds if (w, seed) not in done]
+            for w in todo:
+                cells += run_world(w, [seed], Path(tmp), methods)
+            if todo:
+                timing["worlds"].append(f"seed {seed}: worlds {todo[0]}-{todo[-1]}")
+                save()
+    print(f"wrote {args.out} ({len(cells)} cells, {timing.get('wall_s')} s wall, {timing.get('cpu_s')} s CPU)")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from ..analysis.criterion_drift import AS_LOSS_PREDICTOR
 from ..analysis.stats import MeanStd
 from ..fileio import atomic_write_text
 from ..redact import mask_secrets, register_environment_secrets
@@ -110,7 +111,8 @@ def environment() -> Environment:
     env.filters.update(ms=_ms, num=_num, signed=_signed, pvalue=_pvalue, ratio=_ratio, clip=_clip, diff=_diff,
                        pretty=_pretty, ticks=_ticks, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label,
                        bench=benchmark_label)
-    env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps)
+    env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps,
+                       drift_as_predictor=AS_LOSS_PREDICTOR)
     return env
 
 

@@ -8,7 +8,9 @@ four kinds (`WorldParams`):
 - spec: named only in the task specification (the structural audit can find them);
 - contrast: named nowhere, but responses cover them now and then without being told, so two responses
   the rubric scores alike can differ in them (the near-tie contrastive audit can find them);
-- hidden: named nowhere and never covered unless a skill names them (nothing can find them).
+- hidden: named nowhere and never covered unless a skill names them (nothing can find them);
+- local (`n_local`, none by default): met unasked like contrast ones, but rewarded only on the questions
+  `local_questions` lists: an idiosyncrasy of those questions (e.g. of V_g) that no other question shares.
 Tags `D01`... are decoys: principles a rewriter invents by mistake, which no gold criterion rewards.
 
 How each role answers (the role is read from the schema title of the request, as `sim_model` does; a
@@ -25,9 +27,10 @@ from the configuration, the seed of the run or the method:
 - judge: a criterion naming a tag scores 1 if the response holds the tag, else 0 (a loose one 1 anyway
   with `lenient_pass`), plus Gaussian noise of sd `judge_noise`, rounded to the 0-4 scale; a criterion
   naming no tag scores 0.5 plus the same noise;
-- blind preference: the response of higher gold score wins with probability `pref_accuracy` per order
-  asked; a gold gap under `pref_tie` is "equivalent"; when the rubric is shown (the no-rubric-blind
-  ablation) the auditor instead prefers the rubric's favourite with probability `anchor`;
+- blind preference: with probability `position_bias` per order asked, "A" (the response shown first)
+  whatever the two say; else the response of higher gold score wins with probability `pref_accuracy`;
+  a gold gap under `pref_tie` is "equivalent"; when the rubric is shown (the no-rubric-blind ablation)
+  the auditor instead prefers the rubric's favourite with probability `anchor`;
 - stage-2 reveal: explains the auditor's own preference, right or wrong, from the two texts and the
   rubric only: if the preferred response leads on a tag some criterion checks, nothing is missing; else
   it names one tag the preferred one holds and the other lacks, at random (a requirement, or a style or
@@ -110,7 +113,7 @@ _EVIDENCE_FIELDS = ("Omitted or unclear:", "Suggested repair:", "What the rubric
 class Requirement:
     tag: str
     name: str
-    kind: str  # base | spec | contrast | hidden
+    kind: str  # base | spec | contrast | hidden | local
     weight: int
 
 
@@ -122,6 +125,7 @@ class TruthWorld:
         self.seed = seed
         p, rng = self.params, random.Random(f"truth-world:{seed}")
         kinds = ["base"] * p.n_base + ["spec"] * p.n_spec + ["contrast"] * p.n_contrast + ["hidden"] * p.n_hidden
+        kinds += ["local"] * p.n_local
         if len(kinds) > len(_NAMES):
             raise ValueError(f"at most {len(_NAMES)} requirements")
         names = rng.sample(_NAMES, len(kinds))
@@ -151,6 +155,8 @@ class TruthWorld:
     def applies(self, tag: str, question: int | None) -> bool:
         """Whether requirement `tag` counts for question number `question` (every one when it is unknown)."""
         share = self.params.question_share
+        if question is not None and tag in self.by_tag and self.by_tag[tag].kind == "local":
+            return question in self.params.local_questions
         if question is None or share >= 1.0:
             return True
         return random.Random(f"truth-world-applies:{self.seed}:{tag}:{question}").random() < share
@@ -177,8 +183,8 @@ class TruthWorld:
         """The expected gold score in [0, 1] of a solver skill's answers (no sampling noise), averaged over
         the first `n_questions` questions: what a gate deciding between two solver skills should find."""
         p, named = self.params, _ordered_tags(solver_text)
-        rate, chance = self.follow_rate(len(named)), {"contrast": p.contrast_spontaneous, "hidden": 0.0}
-        qs: list[int | None] = [None] if p.question_share >= 1.0 else list(range(n_questions))
+        rate, chance = self.follow_rate(len(named)), _chance(p)
+        qs: list[int | None] = [None] if p.question_share >= 1.0 and not p.n_local else list(range(n_questions))
         per = []
         for q in qs:
             reqs = self.relevant(q)
@@ -295,7 +301,7 @@ class TruthWorld:
         p, rate = self.params, self.follow_rate(len(named))
         covered = [t for t in named if rng.random() < rate]
         for r in self.requirements:
-            chance = {"contrast": p.contrast_spontaneous, "hidden": 0.0}.get(r.kind, p.spontaneous)
+            chance = _chance(p).get(r.kind, p.spontaneous)
             if r.tag not in named and rng.random() < chance:
                 covered.append(r.tag)
         covered += [t for t in self.style if t not in named and rng.random() < p.style_spontaneous]
@@ -342,6 +348,8 @@ class TruthWorld:
             lead = len(measured & set(TAG.findall(a))) - len(measured & set(TAG.findall(b)))
             pref = "equivalent" if lead == 0 else ("A" if lead > 0 else "B")
             return {"rationale": "the rubric favours it", "preference": pref}
+        if p.position_bias and rng.random() < p.position_bias:  # the first shown wins, whatever it says
+            return {"rationale": "response A reads better", "preference": "A"}
         gap = self.gold(a, question) - self.gold(b, question)
         if abs(gap) < p.pref_tie:
             return {"rationale": "neither is clearly better", "preference": "equivalent"}
@@ -497,6 +505,11 @@ def render_skill(header: str, tags: list[str], name: Any, lenient: set[str] | fr
 
 def unquote(block: str) -> str:
     return "\n".join(line[2:] if line.startswith("> ") else "" for line in block.split("\n"))
+
+
+def _chance(p: WorldParams) -> dict[str, float]:
+    """The chance an unnamed requirement of each kind is met unasked (base and spec: `spontaneous`)."""
+    return {"contrast": p.contrast_spontaneous, "local": p.contrast_spontaneous, "hidden": 0.0}
 
 
 def _ordered_tags(text: str) -> list[str]:

@@ -56,12 +56,40 @@ class WorldParams:
     spec_vague: float = 0.0  # share of the specification's requirements given by name only, with no tag
     question_share: float = 1.0  # a requirement applies to a question with this probability (gold per question)
     generator_rewrite_soften: float = 0.0  # a generator rewrite makes one strict principle lenient
+    position_bias: float = 0.0  # one blind preference answers "A" (the response shown first), whatever the two say
+    n_local: int = 0  # requirements met unasked like contrast ones, rewarded only on the local_questions
+    local_questions: tuple[int, ...] = ()  # question numbers where the local requirements count (idiosyncrasies)
 
 
-# The prior the bench draws worlds from (`draw_params`): each cost knob independently, on the ranges below,
-# the round-one knobs at their defaults. Written before any drawn world was run; the bench reports every
-# world it draws, none dropped.
+# The prior the bench draws worlds from (`draw_params`), round three: each knob independently, uniformly
+# over the values listed (a value listed twice has twice the weight), every other knob at its default.
+# Written before any world drawn from it was run; the bench reports every world it draws, none dropped.
+# Round two drew only the cost knobs, with the requirement mix fixed at 2 base, 2 spec, 2 contrast, 1 hidden,
+# so every drawn world had four findable, rewarded requirements; this one draws the mix too, and gives
+# "nothing the audits can find" (no spec and no contrast requirement) a 4 in 25 chance: a task whose
+# initial rubric already checks what an audit could find is a common case, not a corner.
 PRIOR: dict[str, tuple[Any, ...]] = {
+    # the requirement mix: what there is to find, and by which audit
+    "n_base": (1, 2, 3),
+    "n_spec": (0, 0, 1, 2, 3),
+    "n_contrast": (0, 0, 1, 2, 3),
+    "n_hidden": (0, 1, 2),
+    "spec_decoys": (0, 0, 1, 2, 3),
+    "n_style": (0, 2, 4),
+    # the auditors: a wrong or position-biased preference teaches a wrong rule when style tags exist
+    "pref_accuracy": (0.3, 0.5, 0.6, 0.75, 0.9),
+    "position_bias": (0.0, 0.0, 0.2, 0.4),
+    # what an extra rule costs, and the other ways a real setting departs from the default world
+    "capacity": (0, 0, 3, 4, 5, 6),
+    "length_cost": (0.0, 0.0, 0.03, 0.06),
+    "solver_forget": (0.0, 0.1, 0.3),
+    "vague_criteria": (0.0, 0.0, 0.2, 0.5),
+    "spec_vague": (0.0, 0.0, 0.5),
+    "question_share": (1.0, 1.0, 0.7, 0.5),
+    "generator_rewrite_soften": (0.0, 0.0, 0.2, 0.5),
+}
+# Round two's prior (cost knobs only, fixed mix), kept so its results file can be read: `draw_params(w, prior=...)`.
+PRIOR_ROUND_TWO: dict[str, tuple[Any, ...]] = {
     "capacity": (0, 0, 3, 4, 5, 6),
     "length_cost": (0.0, 0.0, 0.03, 0.06),
     "solver_forget": (0.0, 0.1, 0.3),
@@ -75,11 +103,12 @@ PRIOR: dict[str, tuple[Any, ...]] = {
 }
 
 
-def draw_params(world_id: int, base: WorldParams | None = None) -> WorldParams:
-    """World `world_id` of the prior: one value per knob of `PRIOR`, uniformly, seeded by the id."""
+def draw_params(world_id: int, base: WorldParams | None = None,
+                prior: dict[str, tuple[Any, ...]] | None = None) -> WorldParams:
+    """World `world_id` of the prior (`PRIOR` unless given): one value per knob, uniformly, seeded by the id."""
     rng = random.Random(f"truth-world-prior:{world_id}")
     names = {f.name for f in fields(WorldParams)}
-    drawn = {k: rng.choice(v) for k, v in PRIOR.items() if k in names}
+    drawn = {k: rng.choice(v) for k, v in (PRIOR if prior is None else prior).items() if k in names}
     return WorldParams(**{**_as_dict(base or WorldParams()), **drawn})
 
 
