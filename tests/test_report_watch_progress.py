@@ -89,8 +89,8 @@ def test_only_loopback_hosts_on_its_port_get_the_page(tmp_path: Path) -> None:
             assert _get(port, host, "/version")[0] == 200, host
         for host in ("attacker.example", f"attacker.example:{port}", f"127.0.0.1:{port + 1}", "127.0.0.1", ""):
             status, body = _get(port, host)
-            assert status == 421 and "Waiting for runs" not in body, (host, status)
-            assert _get(port, host, "/version")[0] == 421
+            assert status == 403 and "Waiting for runs" not in body, (host, status)
+            assert _get(port, host, "/version")[0] == 403
 
 
 def test_a_dropped_connection_prints_nothing(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -134,22 +134,23 @@ async def _look(devtools_port: int, url: str) -> str:
         async with http_.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
             ids = [0]
             await _cdp(ws, "Page.navigate", ids, url=url)
+            seen = ""
             for _ in range(300):  # until the page has loaded
                 got = await _cdp(ws, "Runtime.evaluate", ids, returnByValue=True, expression=(
-                    "document.readyState === 'complete' && location.href === " + json.dumps(url)
-                    + " ? document.body.innerText : ''"))
-                text = got.get("result", {}).get("value") or ""
-                if text:
+                    "JSON.stringify([document.readyState, location.href, document.body ? document.body.innerText : ''])"))
+                seen = got.get("result", {}).get("value") or seen
+                state, href, text = json.loads(seen) if seen else ("", "", "")
+                if state == "complete" and href == url and text:
                     return str(text)
                 await asyncio.sleep(0.1)
-    raise AssertionError(f"{url} never loaded")
+    raise AssertionError(f"{url} never loaded: {seen[:500]}")
 
 
 def test_the_watch_page_in_chromium_during_a_run(tmp_path: Path) -> None:
     exe = shutil.which("chromium")
     if exe is None:
         pytest.skip("chromium is not installed (scripts/install.sh --dev installs it)")
-    with _SlowRun(tmp_path) as slow, ReportServer([slow.runs], port=0, interval=0.5) as server:
+    with _SlowRun(tmp_path) as slow, ReportServer([slow.run], port=0, interval=0.5) as server:
         port = int(server.url.rsplit(":", 1)[1].strip("/"))
         profile = tmp_path / "profile"
         # rebind.test resolves to 127.0.0.1, as an attacker's name does after a DNS rebinding

@@ -156,7 +156,7 @@ class ReportServer:
                 host = (self.headers.get("Host") or "").strip().lower()
                 if host not in allowed_hosts(server._httpd.server_address[1]):
                     self._send("only served to 127.0.0.1 and localhost on this port\n", "text/plain; charset=utf-8",
-                               status=421)
+                               status=403)
                     return
                 path = self.path.split("?", 1)[0]
                 if path == "/":
