@@ -137,7 +137,8 @@ async def _look(devtools_port: int, url: str) -> str:
             seen = ""
             for _ in range(300):  # until the page has loaded
                 got = await _cdp(ws, "Runtime.evaluate", ids, returnByValue=True, expression=(
-                    "JSON.stringify([document.readyState, location.href, document.body ? document.body.innerText : ''])"))
+                    "JSON.stringify([document.readyState, location.href, "
+                    "document.body ? document.body.innerText : ''])"))
                 seen = got.get("result", {}).get("value") or seen
                 state, href, text = json.loads(seen) if seen else ("", "", "")
                 if state == "complete" and href == url and text:
