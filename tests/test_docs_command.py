@@ -72,5 +72,6 @@ def test_an_offline_fetch_keeps_its_url_on_one_line(tmp_path: Path) -> None:
         "COLUMNS": "80", "DECOEVO_DATA_DIR": str(tmp_path), "DECOEVO_DATA_MIRROR": "http://127.0.0.1:9/"})
     assert out.exit_code != 0
     urls = re.findall(r"https?://\S+", out.output)
-    assert urls and all(u.rstrip(":").endswith((".jsonl", "/")) or "." in u.rsplit("/", 1)[-1] for u in urls), out.output
+    whole = [u.rstrip(":").endswith((".jsonl", "/")) or "." in u.rsplit("/", 1)[-1] for u in urls]
+    assert urls and all(whole), out.output
     assert all(len(line) <= 80 or re.match(r"^https?://\S+$", line) for line in out.output.splitlines()), out.output
