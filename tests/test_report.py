@@ -537,7 +537,6 @@ def test_calls_sent_but_never_answered_are_marked_as_upper_bounds(small):
 
 def test_a_run_plots_j_per_step_with_its_decisions_and_rounds(small):
     from decoevo.report.plots import GatePoint, RoundMark, gates_figure, scores_figure
-
     from decoevo.rundir.outcomes import Outcome
 
     a, r, i, n = Outcome.ACCEPTED, Outcome.REJECTED, Outcome.INVALID, Outcome.NO_CANDIDATE

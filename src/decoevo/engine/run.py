@@ -148,12 +148,14 @@ def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
         return total.effective_calls
     # Matched on tokens, the run makes as many calls as the paired run's tokens buy at its own tokens per
     # call: its role mix (the estimate) at the sizes the paired run measured for each role (its ledger).
-    mix = estimate_calls(method, config.hyper, config.splits, seed=config.seed).calls_by_role()
+    own = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
+    mix = own.calls_by_role()
     sizes = {**role_tokens(config.hyper), **measured_tokens([ledger_path])}
     calls = sum(mix.values())
     spent = sum(n * (sizes[r].prompt + sizes[r].completion) for r, n in mix.items() if r in sizes)
     per_call = spent / calls if calls else 0.0
-    return round(total.effective_tokens / per_call) if per_call > 0 else total.effective_calls
+    bought = round(total.effective_tokens / per_call) if per_call > 0 else total.effective_calls
+    return min(bought, own.upper_bound)  # its step cap ends a run whose tokens run out late
 
 
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
