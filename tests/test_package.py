@@ -52,7 +52,8 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     src = tmp / "src-copy"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc")
     shutil.copytree(ROOT / "src", src / "src", ignore=ignore)
-    for name in ("pyproject.toml", "README.md"):
+    shutil.copytree(ROOT / "docs", src / "docs", ignore=shutil.ignore_patterns("*.png"))
+    for name in ("pyproject.toml", "README.md", "setup.py", "MANIFEST.in"):
         shutil.copy2(ROOT / name, src / name)
     run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(tmp / "dist"), str(src)],
         env=clean_env(tmp))
@@ -67,7 +68,8 @@ def wheel_of(dist: Path) -> Path:
 def test_wheel_and_sdist_hold_the_package_data(dist: Path) -> None:
     names = set(zipfile.ZipFile(wheel_of(dist)).namelist())
     for need in ("decoevo/py.typed", "decoevo/data/healthbench_sample.jsonl", "decoevo/report/templates/report.css",
-                 "decoevo/report/templates/run.html.j2", "decoevo/report/templates/report.html.j2"):
+                 "decoevo/report/templates/run.html.j2", "decoevo/report/templates/report.html.j2",
+                 *(f"decoevo/docs/{page.name}" for page in (ROOT / "docs").glob("*.md"))):  # `decoevo docs`
         assert need in names
     assert not any(n.startswith(("tests/", "bench/")) for n in names)
     meta = zipfile.ZipFile(wheel_of(dist)).read(next(n for n in names if n.endswith("METADATA"))).decode()
@@ -156,6 +158,12 @@ def first_contact(venv: Path, tmp: Path, plain: bool = False) -> None:
             assert all(len(line) <= 80 for line in out.stdout.splitlines()), out.stdout
             said[" ".join(args)] = out.stdout
         assert said["--version"].startswith("decoevo ") and "hyper.steps = 4" in said["config hyper.steps"]
+        listed = run([str(venv / "bin" / "decoevo"), "docs"], cwd=tmp, env=narrow).stdout  # the docs, from the wheel
+        assert all(page.stem in listed for page in (ROOT / "docs").glob("*.md")), listed
+        page = run([str(venv / "bin" / "decoevo"), "docs", "configuration"], cwd=tmp, env=narrow).stdout
+        assert page == (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+        cited = run([str(venv / "bin" / "decoevo"), "config", "hyper.solver_gate"], cwd=tmp, env=narrow).stdout
+        assert "decoevo docs mechanism" in " ".join(cited.split()) and "docs/" not in cited, cited
         toy_server_alone(venv, tmp)
     toy_run_from(venv, tmp)
 

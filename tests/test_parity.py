@@ -171,6 +171,7 @@ def test_a_matched_runs_expected_line_is_its_paired_runs_usage(tmp_path):
     at `paper` whatever its budget); it stops at the paired DecoEvo run's usage, which is known."""
     from decoevo.cli.run_progress import describe_estimate
     from decoevo.engine.estimate import estimate_calls
+    from decoevo.engine.run import paired_calls
     from decoevo.methods import get_method
 
     cache = RequestCache(tmp_path / "cache.sqlite")
@@ -180,8 +181,13 @@ def test_a_matched_runs_expected_line_is_its_paired_runs_usage(tmp_path):
                                "budget": {"match_run": str(paired), "match_on": "tokens"},
                                "hyper": {"steps": 2, "budget_step_cap": 40}})
     line = describe_estimate(config)
-    assert f"~{calls:,} model calls" in line and "whose tokens it is matched to" in line
+    # matched on tokens: the paired run's tokens at this method's tokens per call (issue 34 item 7)
+    bought = paired_calls(config, get_method("budget_matched"))
+    assert bought is not None and f"~{bought:,} model calls" in line
+    assert "tokens at this method's tokens per call" in line
     own = estimate_calls(get_method("budget_matched"), config.hyper, config.splits).expected
-    assert own > 3 * calls  # what the line said before
+    assert own > 3 * calls and bought < own  # what the line said before: the schedule's calls
+    usage = config.model_copy(update={"budget": config.budget.model_copy(update={"match_on": "usage"})})
+    assert f"~{calls:,} model calls" in describe_estimate(usage) and "whose usage" in describe_estimate(usage)
     plain = describe_estimate(config_from_dict({"method": "skillopt", "data": {"path": "unused.jsonl"}}))
     assert "paired run" not in plain

@@ -537,16 +537,20 @@ def test_calls_sent_but_never_answered_are_marked_as_upper_bounds(small):
 
 def test_a_run_plots_j_per_step_with_its_decisions_and_rounds(small):
     from decoevo.report.plots import GatePoint, RoundMark, gates_figure, scores_figure
+    from decoevo.rundir.outcomes import Outcome
 
-    points = [GatePoint(0, 0.40, 0.55, True), GatePoint(1, 0.55, 0.50, False), GatePoint(2, None, None, False),
-              GatePoint(3, 0.55, 0.52, False)]
-    fig = gates_figure("g", "r", points, [RoundMark(1, 0, False), RoundMark(3, 1, True)])
+    a, r, i, n = Outcome.ACCEPTED, Outcome.REJECTED, Outcome.INVALID, Outcome.NO_CANDIDATE
+    points = [GatePoint(0, 0.40, 0.55, a), GatePoint(1, 0.55, 0.50, r), GatePoint(2, None, None, i),
+              GatePoint(3, 0.55, 0.52, r), GatePoint(4, None, None, n)]
+    fig = gates_figure("g", "r", points, [RoundMark(1, 0, r), RoundMark(3, 1, a), RoundMark(4, 2, i)])
     assert fig is not None
-    assert "3 gated: 1 accepted, 2 rejected; 1 with no candidate gated), and 2 outer round" in fig.description
-    for legend in ("J incumbent", "J candidate accepted", "J candidate rejected", "no candidate gated",
-                   "outer round: generator kept", "outer round: generator accepted"):
+    assert ("(1 accepted, 2 rejected (incumbent kept), 1 invalid (not gated), 1 no candidate), and 3 outer round"
+            in fig.description), fig.description
+    for legend in ("J incumbent", "candidate accepted", "candidate rejected (incumbent kept)",
+                   "step: invalid (not gated)", "step: no candidate", "outer round: rejected (incumbent kept)",
+                   "outer round: accepted", "outer round: invalid (not gated)"):
         assert f">{legend}<" in fig.svg, legend  # text stays text in the SVG
-    assert gates_figure("g", "r", [GatePoint(0, None, None, False)], []) is None  # nothing gated: no figure
+    assert gates_figure("g", "r", [GatePoint(0, None, None, n)], []) is None  # nothing gated: no figure
     assert scores_figure("s", "t", {"decoevo": []}) is None
 
     run = small / "runs" / "healthbench" / "decoevo-s0"

@@ -19,6 +19,8 @@ from ..benchmarks.record import DataFile
 from ..lm.errors import ConfigError
 from ..redact import redact
 from .boundary import command_boundary
+from .common import _print_labelled as labelled
+from .common import fail
 from .display import print_json, show_table
 
 data_app = typer.Typer(no_args_is_help=True, help="Download and check the public benchmark files.")
@@ -27,8 +29,7 @@ err_console = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(redact(message))}", highlight=False)
-    raise typer.Exit(code)
+    fail(message, code)  # wrapped at spaces, a URL or a quoted command never split
 
 
 guarded = command_boundary(_fail)
@@ -59,7 +60,7 @@ def choose_data(data: str | None, fmt: str | None, benchmark: str | None) -> tup
 
 
 def _notice(message: str) -> None:
-    err_console.print(f"[yellow]note:[/] {escape(redact(message))}", highlight=False)
+    labelled("note:", "yellow", redact(message))
 
 
 @data_app.command("list")

@@ -11,6 +11,7 @@ import typer
 from . import eval as eval_cmd
 from .config import config_cmd
 from .data import data_app
+from .docs import docs
 from .doctor import doctor
 from .export import export
 from .methods import list_methods
@@ -62,6 +63,7 @@ app.command()(eval_cmd.dynamics)
 app.command()(eval_cmd.align)
 app.command()(report)
 app.command("reproduce")(reproduce_command)
+app.command()(docs)
 
 
 def main() -> None:  # pragma: no cover

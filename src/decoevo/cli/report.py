@@ -10,6 +10,8 @@ import typer
 
 from .common import check_output, console, err_console, fail, guarded
 
+MIN_INTERVAL, MAX_INTERVAL = 0.2, 3600.0  # --watch: a tighter loop burns a core, a longer one is no watch
+
 
 @guarded
 def report(
@@ -19,7 +21,7 @@ def report(
     watch: bool = typer.Option(False, "--watch", help="Serve the report on 127.0.0.1 and refresh it in the "
                                "browser as the runs write (writes no file); Ctrl-C stops."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="--watch: the port (0: any free one)."),
-    interval: float = typer.Option(2.0, "--interval", min=0.2, help="--watch: seconds between checks."),
+    interval: float = typer.Option(2.0, "--interval", help="--watch: seconds between checks (0.2 to 3600)."),
 ) -> None:
     """Write one self-contained HTML report: results, comparisons, dynamics, alignment, cost and every run.
 
@@ -27,6 +29,8 @@ def report(
     from ..report import ReportInputError, build_report, write
 
     if watch:
+        if not MIN_INTERVAL <= interval <= MAX_INTERVAL:  # also nan and inf: neither is a number of seconds
+            fail(f"--interval {interval:g}: give seconds between {MIN_INTERVAL:g} and {MAX_INTERVAL:g}")
         try:
             _watch(paths, title, port, interval)
         except KeyboardInterrupt:  # while the first report was built: a report calls no model, pays nothing

@@ -52,7 +52,8 @@ def reproduce_command(
         "(prices, keys, backends), instead of the four flags above.",
     ),
     seeds: str = typer.Option(None, help="Comma-separated seeds (default 0,1,2,3,4 as the paper)."),
-    benchmarks: str = typer.Option(None, help="Source benchmarks: healthbench,writingbench,researchqa (default)."),
+    benchmarks: str = typer.Option(None, help="Source benchmarks, comma-separated (default: healthbench, "
+                                                 "writingbench, researchqa)."),
     tables: str = typer.Option(None, help="Which of the paper's results: 1,2,3,4,5,fig3 (default: all)."),
     preset: str = typer.Option(None, help="Run sizes: paper (default), default or quick."),
     data: list[str] = typer.Option(

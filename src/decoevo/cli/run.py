@@ -181,9 +181,22 @@ def resume(
 
 def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: bool, config_file: Path | None,
             sets: list[str], track: str | None, track_uri: str | None, as_json: bool) -> None:
+    from ..rundir import RunReader
     from ..tracking import make_tracker
     from .settings import resume_config
+    from .shipped import closing_lines
 
+    summary = RunReader(run_dir).summary() if run_dir.is_dir() else None
+    # nothing to continue (unless an accepted config change, e.g. more steps, extends it): say so, run nothing
+    if summary is not None and summary.run_status == "finished" and not accept_changed_config:
+        out = err_console if as_json else console
+        out.print(f"{run_dir} has already finished ({summary.steps_done} inner steps; summary.json): nothing to "
+                  "resume", highlight=False)
+        for line in closing_lines(run_dir):
+            out.print(line, highlight=False, markup=False, soft_wrap=line.lstrip().startswith("decoevo "))
+        if as_json:
+            print_json({"run_dir": str(run_dir), **summary.model_dump(mode="json")})
+        return
     tracker = make_tracker(track, track_uri)
     _execute(resume_config(run_dir, config_file, sets), run_dir, resume=True, tracker=tracker,
              accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config, as_json=as_json)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
@@ -23,31 +24,43 @@ from ..rundir import (
     BudgetStopEvent,
     InnerStepEvent,
     InnerStepFailedEvent,
-    InvalidCandidateEvent,
     OuterRoundEvent,
     OuterRoundFailedEvent,
     ResumeEvent,
     RunEvent,
     StartEvent,
 )
+from ..rundir.outcomes import STYLE, Outcome, label
 from .display import show_table
 from .shipped import closing_lines
-
-MIN_CALLS_FOR_RATE = 5  # paid calls before the measured call rate is trusted for an ETA
 
 
 def eta_seconds(elapsed: float, calls_done: int, calls_expected: float, units_done: int, units_total: int
                 ) -> float | None:
-    """Seconds left: the expected paid calls not yet made at the measured call rate; once the run has made
-    more calls than expected (or before any rate is known), the phases left at the measured time per
-    phase; None when nothing is measured yet."""
+    """Seconds left. From the first paid call on: the expected paid calls not yet made at the measured call
+    rate; once a phase (an inner step or an outer round) has ended, the larger of that and the phases left
+    at the measured time per phase, since late calls (rewrites, audits) take longer than early ones and
+    a call estimate may be short; past the expected calls, the phases alone. None before any call."""
     if elapsed <= 0:
         return None
-    if calls_done >= MIN_CALLS_FOR_RATE and calls_expected > calls_done:
-        return (calls_expected - calls_done) * elapsed / calls_done
-    if units_done > 0:
-        return max(units_total - units_done, 0) * elapsed / units_done
-    return None
+    by_calls = (calls_expected - calls_done) * elapsed / calls_done if 0 < calls_done < calls_expected else None
+    by_units = max(units_total - units_done, 0) * elapsed / units_done if units_done > 0 else None
+    known = [x for x in (by_calls, by_units) if x is not None]
+    return max(known) if known else None
+
+
+BAR_WIDTH = 20  # the bar's columns on a wide console (rich's default, 40, pushed the line past 120)
+STATUS_MARGIN = 3  # columns kept free for a longer ETA or timer than when the status was fitted
+
+
+def fit(parts: Sequence[str], width: int, sep: str) -> str:
+    """The leading `parts` that fit in `width` columns (always the first)."""
+    out = parts[:1]
+    for part in parts[1:]:
+        if len(sep.join([*out, part])) > width:
+            break
+        out = [*out, part]
+    return sep.join(out)
 
 
 def clock(seconds: float) -> str:
@@ -71,7 +84,7 @@ class Plan:
         from ..methods import get_method
 
         est = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
-        return cls(total_steps, 0, est.expected_rounds, est.expected)
+        return cls(total_steps, 0, est.expected_rounds, expected_calls(config))
 
     def from_step(self, first_step: int) -> Plan:
         """What is left when a resume starts at `first_step` (the share of steps left, of rounds and calls)."""
@@ -105,7 +118,8 @@ class RunProgress:
         self.started = now()
         self.steps_done, self.rounds_done = self.plan.first_step, 0
         self.ended = False
-        bar = [] if self.narrow else [BarColumn()]
+        bar = [] if self.narrow else [BarColumn(bar_width=BAR_WIDTH)]
+        self.label = label
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), *bar, _Live(self.where), TimeElapsedColumn(), _Live(self.eta),
             TextColumn("{task.fields[status]}"), console=console, transient=False,
@@ -142,7 +156,7 @@ class RunProgress:
         if self.phase().startswith("outer"):  # the round after the step that just ended
             steps = f"{self.steps_done}/{self.plan.steps}"
             return f"{steps} outer {self.rounds_done}" if self.narrow else \
-                f"step {steps}  outer round {self.rounds_done} (rounds done {rounds})"
+                f"step {steps}  outer {self.rounds_done} ({rounds} rounds)"
         return f"step {steps}" if self.narrow else f"step {steps}  rounds {rounds}"
 
     def eta(self) -> str:
@@ -150,7 +164,10 @@ class RunProgress:
             return ""
         planned = self.plan.steps - self.plan.first_step + self._rounds_total()
         left = eta_seconds(self.now() - self.started, self.calls, self.plan.expected_calls, self._done(), planned)
-        return "ETA ?" if left is None else f"ETA ~{clock(left)}"
+        if left is not None:
+            return f"ETA ~{clock(left)}"
+        # before the first answer: what the estimate says is ahead, in calls (no rate to turn it into time)
+        return f"ETA: ~{self.plan.expected_calls:,.0f} calls" if self.plan.expected_calls else "ETA ?"
 
     def finish(self) -> None:
         self.ended = True
@@ -160,15 +177,23 @@ class RunProgress:
     def _advance(self) -> None:
         self.progress.update(self.task, total=self._total(), completed=self._done())
 
+    def _status_width(self) -> int:
+        """Columns left for the status beside the label, bar, phase, timer and ETA (one space between
+        columns, and room for the ETA and timer to grow), so the line never wraps."""
+        used = len(self.label) + len(self.where()) + len("0:00:00") + len(self.eta()) + 4 + STATUS_MARGIN
+        return self.console.width - used - (0 if self.narrow else BAR_WIDTH + 1)
+
     def _refresh(self) -> None:
-        if self.narrow:  # what fits 80 columns beside the phase, timer and ETA; tokens are in the closing table
-            status = (f"solver ✓{self.solver_accepts} gen ✓{self.generator_accepts}/{self.outer_rounds} "
-                      f"calls {self.calls}" + (f" ${self.cost:,.4f}" if self.cost is not None else ""))
+        # Most telling first; what does not fit is left out whole (tokens are in the closing table).
+        money = [f"${self.cost:,.4f}"] if self.cost is not None else []
+        if self.narrow:
+            parts = [f"solver ✓{self.solver_accepts}", f"calls {self.calls}",
+                     f"gen ✓{self.generator_accepts}/{self.outer_rounds}", *money]
         else:
-            status = (f"solver ✓{self.solver_accepts}  generator ✓{self.generator_accepts}/{self.outer_rounds}  "
-                      f"calls {self.calls}  hits {self.hits}  tokens {self.tokens:,}"
-                      + (f"  ${self.cost:,.4f}" if self.cost is not None else ""))
-        self.progress.update(self.task, status=status)
+            parts = [f"solver ✓{self.solver_accepts}", f"calls {self.calls}",
+                     f"generator ✓{self.generator_accepts}/{self.outer_rounds}", *money, f"hits {self.hits}",
+                     f"tokens {self.tokens:,}"]
+        self.progress.update(self.task, status=fit(parts, self._status_width(), " " if self.narrow else "  "))
 
     def on_call(self, record: CallRecord) -> None:
         if record.cached:
@@ -194,22 +219,27 @@ class RunProgress:
             self.rounds_done += 1
         self._advance()
         if isinstance(event, InnerStepEvent):
-            mark = "[green]accepted[/]" if event.accepted else "[yellow]kept[/]"
-            j = (f" J {event.J_incumbent:.3f} → {event.J_candidate:.3f}"
+            j = (f", J {event.J_incumbent:.3f} → {event.J_candidate:.3f}"
                  if event.J_incumbent is not None and event.J_candidate is not None else "")
-            self.console.log(f"step {event.step}: solver candidate {mark}{j}")
+            detail = "" if event.candidate_outcome in (Outcome.ACCEPTED, Outcome.REJECTED) else event.note or ""
+            self.console.log(outcome_line(f"step {event.step}", "solver", event.candidate_outcome, detail) + j)
         elif isinstance(event, OuterRoundEvent):
-            mark = "[green]accepted[/]" if event.accepted else "[yellow]kept[/]"
-            self.console.log(f"outer round {event.round}: generator candidate {mark} "
-                             f"({event.reason or 'no candidate'})")
+            self.console.log(outcome_line(f"outer round {event.round}", "generator", event.candidate_outcome,
+                                          event.reason or ""))
         elif isinstance(event, InnerStepFailedEvent | OuterRoundFailedEvent):
             self.console.log(f"[red]{event.event.replace('_', ' ')}[/] ({event.category}, {event.role}): "
                              "nothing accepted from it")
-        elif isinstance(event, InvalidCandidateEvent):
-            self.console.log(f"[yellow]invalid {event.skill} candidate[/] ({event.problem}): {event.reason}")
         elif isinstance(event, BudgetStopEvent):
             self.console.log(f"[red]budget reached[/]: {event.reason}")
         self._refresh()
+
+
+def outcome_line(where: str, kind: str, outcome: Outcome, detail: str = "") -> str:
+    """`step 3: solver candidate rejected (incumbent kept)`: a candidate's outcome in the words the report
+    and the event log use (rundir/outcomes.py), with its reason when there is one."""
+    words = f"[{STYLE[outcome]}]{label(outcome)}[/]"
+    head = f"{where}: {kind}: {words}" if outcome is Outcome.NO_CANDIDATE else f"{where}: {kind} candidate {words}"
+    return head + (f" — {escape(detail)}" if detail else "")
 
 
 def expected_calls(config: Any) -> int:
@@ -236,8 +266,11 @@ def describe_estimate(config: Any) -> str:
     est = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
     matched = paired_calls(config, get_method(config.method))
     if matched is not None:  # it stops at the paired run's usage, not at budget_step_cap × T steps
+        if config.budget.match_on == "tokens":
+            return (f"expected: ~{matched:,} model calls, paid or inherited from the cache: the paired run "
+                    f"{config.budget.match_run}'s tokens at this method's tokens per call")
         return (f"expected: ~{matched:,} model calls, paid or inherited from the cache: those of the paired run "
-                f"{config.budget.match_run}, whose {config.budget.match_on} it is matched to")
+                f"{config.budget.match_run}, whose usage it is matched to")
 
     def price_of(role: str, prompt: float, completion: float) -> float | None:
         price = price_for(config.lm.models[config.lm.model_for(role)])
@@ -247,6 +280,19 @@ def describe_estimate(config: Any) -> str:
     money = f", about ${usd:,.2f}" if usd else ""  # free (embedded) models print no dollars
     return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
             f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits)")
+
+
+def resume_line(run_dir: Path, total_steps: int) -> str:
+    """Where a resume starts: the steps its last checkpoint completed, of the run's total."""
+    from ..rundir import RunReader
+
+    checkpoint = RunReader(run_dir).checkpoint()
+    done = checkpoint.state.get("next_step") if checkpoint is not None else None
+    if not isinstance(done, int) or done <= 0:
+        return (f"resuming {run_dir} from its start: no step was completed before (the calls it paid are "
+                "answered by the cache)")
+    return (f"resuming {run_dir}: {done} of {total_steps} inner steps done, continuing with the next "
+            "(the calls it paid are answered by the cache)")
 
 
 def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Console,
@@ -261,9 +307,11 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
     holder: dict[str, RunProgress] = {}
 
     def attach(engine: Any) -> None:  # the engine exists once the data is loaded: only then the banner
+        total = engine.total_steps()
         if not resume:
             console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n{describe_estimate(config)}")
-        total = engine.total_steps()
+        else:
+            console.print(resume_line(run_dir, total), highlight=False)
         holder["bar"] = RunProgress(console, total, f"{method.name} s{config.seed}", Plan.of(config, total),
                                     phase=lambda: str(engine.phase))
         holder["bar"].__enter__()

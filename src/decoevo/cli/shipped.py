@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 from ..rundir import RunReader, RunReadError
 from ..rundir.records import SPLITS, Summary
@@ -19,6 +21,51 @@ def shipped_line(summary: Summary | None) -> str:
     return f"shipped: the INITIAL solver skill, unchanged; {why}"
 
 
+_SIZE = re.compile(r"(?<![a-z0-9])(\d+(?:\.\d+)?)\s*([mb])(?![a-z])", re.IGNORECASE)
+TINY_PARAMS = 1e9  # under a billion parameters a model follows a rubric too loosely to grade by it
+_EMBEDDED = "smollm2-135m-instruct-q4_1"  # the label of the embedded default (ModelSpec's)
+
+
+def model_params(name: str) -> float | None:
+    """Parameters as a model's name states them (`SmolLM2-135M`, `qwen2.5-0.5b`); None when it does not."""
+    found = _SIZE.findall(name)
+    if not found:
+        return None
+    number, unit = found[-1]
+    return float(number) * (1e6 if unit.lower() == "m" else 1e9)
+
+
+def self_judged_tiny(config: dict[str, Any]) -> str | None:
+    """The model that judged during the run when it is the solver model itself and tiny (its name says
+    under TINY_PARAMS parameters): then "improved" means "this model liked it more", little else."""
+    def mapping(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
+
+    lm = mapping(config.get("lm"))
+    models, roles = mapping(lm.get("models")), mapping(lm.get("roles"))
+
+    def label(role: str) -> str:
+        spec = models.get(str(roles.get(role, "default")), models.get("default"))
+        return str(spec.get("model") or _EMBEDDED) if isinstance(spec, dict) else _EMBEDDED
+
+    judge = label("judge")
+    params = model_params(judge)
+    return judge if judge == label("solve") and params is not None and params < TINY_PARAMS else None
+
+
+def self_judge_note(run_dir: Path) -> str | None:
+    """One line for a run judged by its own tiny solver model; None otherwise (or unreadable config)."""
+    try:
+        judge = self_judged_tiny(RunReader(run_dir).config_dict())
+    except RunReadError:
+        return None
+    if judge is None:
+        return None
+    return (f"note: the judge was the solver model itself, {judge}, a model too small to grade by a rubric; "
+            "its scores (and so what was accepted) say little: check the skill, and grade it with a larger "
+            "--grader-model")
+
+
 def closing_lines(run_dir: Path) -> list[str]:
     """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
     under a comment saying what it does (a command line is printed unwrapped, so it copies whole), and each
@@ -28,8 +75,10 @@ def closing_lines(run_dir: Path) -> list[str]:
     summary = reader.summary()
     ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
     run = shlex.quote(str(run_dir))
+    note = self_judge_note(run_dir)
     lines = [
         shipped_line(summary) + ended,
+        *([note] if note else []),
         f"the skill: {run_dir / 'final_solver_skill.md'}; everything else: {run_dir} (summary.json, "
         "events.jsonl, candidates/)",
         "next:",
@@ -84,4 +133,7 @@ def export_warnings(run_dir: Path) -> list[str]:
         warnings.append(f"{run_dir} shipped its initial solver skill: {summary.final_solver.partition(': ')[2]}")
     elif summary is None and version == 0:
         warnings.append(f"{run_dir}: this is the initial solver skill (no rewrite accepted so far)")
+    note = self_judge_note(run_dir)
+    if note:
+        warnings.append(note.removeprefix("note: "))
     return warnings

@@ -29,7 +29,8 @@ def sweep(
     spec: Path = typer.Option(None, "--spec", "-s", help="A sweep YAML (methods, seeds, benchmarks, preset, and "
                               "the run keys of `decoevo config`). Default: "
                               "SWEEP/sweep.yaml of an earlier sweep, else the flags below."),
-    methods: str = typer.Option(None, help="Comma-separated methods, e.g. decoevo,skillopt,budget_matched"),
+    methods: str = typer.Option(None, help="Comma-separated methods, e.g. decoevo,skillopt "
+                               "(`decoevo methods` lists them)."),
     seeds: str = typer.Option(None, help="Comma-separated seeds, e.g. 0,1,2 (matched across methods)."),
     data: str = typer.Option(None, help="One benchmark's questions (replaces the spec's benchmarks)."),
     fmt: str = typer.Option(None, "--format", help="The format of --data (see `decoevo run --help`)."),

@@ -40,12 +40,12 @@ class Hyper(BaseModel):
     solver_gate: Literal["margin", "paired_bound"] = Field(
         "margin", description="margin: accept a solver rewrite when J on V_s rises by more than ε (the paper); "
         "paired_bound: when the lower confidence bound of the paired per-question difference, mean − z·sd/√n, "
-        "exceeds ε (fewer false accepts under a noisy judge, more false rejects; docs/mechanism.md)")
+        "exceeds ε (fewer false accepts under a noisy judge, more false rejects; `decoevo docs mechanism`)")
     solver_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound solver gate (1.645: one-sided 95%)")
     generator_gate: Literal["pareto", "paired_bound"] = Field(
         "pareto", description="pareto: the paper's rule on the changes of Φ_str and Φ_ctr (δ, η); paired_bound: an "
         "objective counts as improved only when the lower confidence bound of its paired per-item difference "
-        "exceeds δ (per V_g question; per frozen pair, resolutions signed) (docs/mechanism.md)")
+        "exceeds δ (per V_g question; per frozen pair, resolutions signed) (`decoevo docs mechanism`)")
     generator_gate_z: float = Field(1.645, gt=0, description="z of the paired_bound generator rule")
     max_failures: int = Field(3, ge=1, le=MAX_COUNT, description="failures shown to the solver rewriter per step")
     rollouts: int = Field(4, ge=2, le=MAX_ROLLOUTS,
@@ -83,10 +83,10 @@ class Hyper(BaseModel):
                                   "contrastive-audit stages; unset and `structural_audit` served by "
                                   "openai/litellm: 1200")
     concurrency: int = Field(8, ge=1, le=MAX_COUNT, description="questions processed at once")
-    decision_shortcuts: bool = Field(True, description="skip work that cannot change a decision (docs/cost.md): "
-                                     "V_g's contrastive verification when the structural objective already "
-                                     "rejects the candidate, a blind comparison's second order after an "
-                                     "'equivalent'; the same decisions and skills either way")
+    decision_shortcuts: bool = Field(True, description="skip work that cannot change a decision "
+                                     "(`decoevo docs cost`): V_g's contrastive verification when the structural "
+                                     "objective already rejects the candidate, a blind comparison's second order "
+                                     "after an 'equivalent'; the same decisions and skills either way")
     # Cost levers (docs/cost.md). Both change which rollouts the audits see, so both are off by default.
     reuse_frozen_set: bool = Field(False, description="V_g's frozen near-tie set is drawn once per (solver, "
                                    "generator) pair and reused by every round in which neither changed")

@@ -8,9 +8,10 @@ from ..aio import together
 from ..domain import QuestionView, Skill
 from ..policies import SolverGateDecision, select_failures
 from ..policies import solver_gate as gate_for
+from ..roles.rewrite_solver import SYSTEM as REWRITER_INSTRUCTIONS
 from ..roles.rewrite_solver import Failure, rewrite_solver
 from .context import EngineContext, Scored
-from .validity import VALID, Validity, check_candidate
+from .validity import VALID, Shown, Validity, check_candidate
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ async def inner_step(ctx: EngineContext, step: int, solver: Skill, generator: Sk
                                params=ctx.params(h.max_tokens_rewrite, sample_index=rewrite_index))
     candidate = Skill(kind="solver", version=solver.version + 1, text=out.skill, parent=solver.version,
                       reason=f"step {step}: {out.analysis}")
-    validity = check_candidate(out.skill, solver.text, truncated=out.truncated, analysis=out.analysis)
+    shown = Shown(REWRITER_INSTRUCTIONS, tuple(f.question.as_text() for f in failures),
+                  tuple(f.response for f in failures))
+    validity = check_candidate(out.skill, solver.text, truncated=out.truncated, analysis=out.analysis, shown=shown)
     if not validity.valid:  # never gated: a noisy gate must not get the chance to accept it
         return InnerOutcome(step, {k: v.score for k, v in by_id.items()}, candidate, None, validity)
     # Paired ε-gate on V_s with the same cached rubrics R_q(g_t) (or its noise-aware option).

@@ -15,11 +15,12 @@ from ..policies import (
     VerifyBySolverScore,
 )
 from ..roles.contrastive_audit import ContrastiveRecord
+from ..roles.rewrite_generator import SYSTEM as REWRITER_INSTRUCTIONS
 from ..roles.rewrite_generator import append_raw_suggestions, record_entries, rewrite_generator
 from ..roles.structural_audit import StructuralRecord
 from .audits import AuditedPair, audited_pairs, contrastive_records, draw_starts, structural_records
 from .context import EngineContext
-from .validity import VALID, Validity, check_candidate
+from .validity import VALID, Shown, Validity, check_candidate
 from .verify import (
     FrozenPair,
     audit_objectives,
@@ -91,7 +92,11 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     candidate = Skill(kind="generator", version=generator.version + 1, text=text, parent=generator.version,
                       reason=f"outer round {round_idx}: {why}")
     # A rewriter's output must be a skill; the no-distillation ablation's text is built from the records.
-    validity = check_candidate(text, generator.text, truncated=truncated, analysis=why) if m.distill else VALID
+    questions = tuple(dict.fromkeys(q for q in [*(r.question for r in structural), *(r.question for r in contrastive)]
+                                    if q))
+    shown = Shown(REWRITER_INSTRUCTIONS, questions, tuple(a for r in contrastive for a in (r.preferred, r.other) if a))
+    validity = (check_candidate(text, generator.text, truncated=truncated, analysis=why, shown=shown) if m.distill
+                else VALID)
     if not validity.valid:  # never verified, never accepted, whatever the acceptance rule
         return OuterOutcome(round_idx, structural, contrastive, candidate, None, validity=validity)
 

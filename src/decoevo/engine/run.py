@@ -34,6 +34,7 @@ from ..rundir import (
     checkpoint_to_resume,
     prepare_resume,
 )
+from ..rundir.outcomes import outcome_of
 from ..rundir.reader import RunReadError, validate_record
 from ..rundir.records import CHECKPOINT, INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
@@ -42,13 +43,14 @@ from ..tasks.splits import Splits, make_splits
 from ..userfiles import check_lm_files, read_user_text
 from .config import RunConfig, with_backend_token_limits
 from .context import EngineContext
-from .estimate import planned_steps
+from .estimate import estimate_calls, planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, checkpoint_mismatch, data_changes, data_sha256, identity_changes
 from .outer import OuterOutcome, outer_step
 from .provenance import gather_provenance
 from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
+from .tokens import measured_tokens, role_tokens
 from .top_up import more_steps, rewrite_sample_index
 from .validity import Validity
 
@@ -143,7 +145,18 @@ def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
         total = UsageLedger.from_dict(json.loads(ledger_path.read_text(encoding="utf-8"))).total()
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return total.effective_calls
+    if config.budget.match_on != "tokens" or not total.effective_tokens:
+        return total.effective_calls
+    # Matched on tokens, the run makes as many calls as the paired run's tokens buy at its own tokens per
+    # call: its role mix (the estimate) at the sizes the paired run measured for each role (its ledger).
+    own = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
+    mix = own.calls_by_role()
+    sizes = {**role_tokens(config.hyper), **measured_tokens([ledger_path])}
+    calls = sum(mix.values())
+    spent = sum(n * (sizes[r].prompt + sizes[r].completion) for r, n in mix.items() if r in sizes)
+    per_call = spent / calls if calls else 0.0
+    bought = round(total.effective_tokens / per_call) if per_call > 0 else total.effective_calls
+    return min(bought, own.upper_bound)  # its step cap ends a run whose tokens run out late
 
 
 def spec_lookup(config: RunConfig) -> Callable[[str], str]:
@@ -437,6 +450,7 @@ class Engine:
                 self.run.save_candidate(inner.candidate, f"step{inner.step:03d}_rejected")
             state.consecutive_rejections += 1
         data["solver_version"] = state.solver.version
+        data["outcome"] = outcome_of(data["accepted"], invalid=data.get("invalid"), gated=inner.decision is not None)
         self._emit("inner_step", state, **data)
 
     def _invalid(self, state: LoopState, candidate: Skill, label: str, validity: Validity, **where: Any) -> None:
@@ -466,6 +480,7 @@ class Engine:
         state.outer_rounds += 1
         state.consecutive_rejections = 0  # the audit answered the stall; count afresh
         data["generator_version"] = state.generator.version
+        data["outcome"] = outcome_of(data.get("accepted"), invalid=data.get("invalid"))
         self._emit("outer_round", state, **data)
 
     def _finish(self, state: LoopState) -> None:

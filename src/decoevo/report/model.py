@@ -192,8 +192,8 @@ def _dynamics(section: Section) -> tuple[DynamicsView, ...]:
 
 
 def _run_figure(run: RunRecord) -> InlineFigure | None:
-    points = [GatePoint(g.step, g.j_incumbent, g.j_candidate, g.accepted) for g in run.inner_gates]
-    rounds = [RoundMark(g.after_step, g.round, g.accepted) for g in run.outer_gates]
+    points = [GatePoint(g.step, g.j_incumbent, g.j_candidate, g.outcome) for g in run.inner_gates]
+    rounds = [RoundMark(g.after_step, g.round, g.outcome) for g in run.outer_gates]
     return gates_figure(f"gates-{run.anchor}", run.name, points, rounds)
 
 

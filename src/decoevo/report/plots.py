@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 from scipy import stats as _sp
 
 from ..analysis.costs import CostTable
+from ..rundir.outcomes import Outcome, label
 from ..rundir.records import DynamicsFile
 from .labels import ROLE_COLORS, method_color, method_label, method_order
 
@@ -225,80 +226,82 @@ def cost_figure(key: str, title: str, table: CostTable) -> InlineFigure | None:
 
 @dataclass(frozen=True)
 class GatePoint:
-    """One inner step's solver gate: J of the incumbent and of the candidate on V_s, and the decision."""
+    """One inner step's solver gate: J of the incumbent and of the candidate on V_s, and the outcome."""
 
     step: int
     incumbent: float | None
     candidate: float | None
-    accepted: bool
+    outcome: Outcome
 
 
 @dataclass(frozen=True)
 class RoundMark:
-    """One outer round, drawn after the inner step it followed; accepted None: no candidate proposed."""
+    """One outer round, drawn after the inner step it followed, with its candidate's outcome."""
 
     after_step: int | None
     round: int
-    accepted: bool | None
+    outcome: Outcome
 
 
 _ACCEPT, _REJECT, _INCUMBENT = "#15803d", "#b91c1c", "#1d4ed8"
+# How an inner step's candidate is drawn: gated ones at their J, the others on the incumbent's line.
+_STEP_MARK = {Outcome.ACCEPTED: ("o", _ACCEPT, 6.0), Outcome.REJECTED: ("x", _REJECT, 6.0),
+              Outcome.INVALID: ("D", "#b45309", 4.0), Outcome.NO_CANDIDATE: ("o", "#94a3b8", 3.5)}
+_ROUND_LINE = {Outcome.ACCEPTED: ("-", _ACCEPT), Outcome.REJECTED: ((0, (4, 3)), "#64748b"),
+               Outcome.INVALID: ((0, (4, 1, 1, 1)), "#b45309"), Outcome.NO_CANDIDATE: ((0, (1, 3)), "#94a3b8")}
 
 
 def gates_figure(key: str, name: str, points: Sequence[GatePoint], rounds: Sequence[RoundMark]
                  ) -> InlineFigure | None:
-    """J of the incumbent (a step line) and of each candidate per inner step, the candidate marked
-    accepted (filled circle) or rejected (cross), a step with no gated candidate (none written, or not a
-    valid skill) a grey dot on the incumbent's line; each outer round a vertical line after its step,
-    solid when the generator's candidate was accepted. None for a run with no scored step."""
+    """J of the incumbent (a step line) and of each candidate per inner step, the candidate marked by its
+    outcome in the words of rundir/outcomes.py: accepted (filled circle), rejected (cross) at its J; invalid
+    (never gated) and no candidate on the incumbent's line; each outer round a vertical line after its
+    step, styled by its candidate's outcome. None for a run with no scored step."""
     scored = [p for p in points if p.incumbent is not None and p.candidate is not None]
     if not scored:
         return None
     # The incumbent's J at every step: measured where the gate ran, else carried from the last measure
     # (the accepted candidate's J after an acceptance), so the line spans the run.
-    line: list[tuple[int, float]] = []
+    line: dict[int, float] = {}
     current: float | None = None
     for p in sorted(points, key=lambda q: q.step):
         if p.incumbent is not None:
             current = p.incumbent
         if current is not None:
-            line.append((p.step, current))
-        if p.accepted and p.candidate is not None:
+            line[p.step] = current
+        if p.outcome is Outcome.ACCEPTED and p.candidate is not None:
             current = p.candidate
     with mpl.rc_context(_rc(key, grid_axis="y")):
         fig = Figure(figsize=(9.2, 2.9), layout="constrained")
         ax = fig.subplots()
-        ax.plot([x for x, _ in line], [y for _, y in line], drawstyle="steps-mid", color=_INCUMBENT,
-                linewidth=1.6, label="J incumbent")
-        for accepted, marker, color, label in ((True, "o", _ACCEPT, "candidate accepted"),
-                                               (False, "x", _REJECT, "candidate rejected")):
-            chosen = [(p.step, p.candidate) for p in scored if p.accepted is accepted and p.candidate is not None]
+        ax.plot(list(line), list(line.values()), drawstyle="steps-mid", color=_INCUMBENT, linewidth=1.6,
+                label="J incumbent")
+        for outcome, (marker, color, size) in _STEP_MARK.items():
+            gated = outcome in (Outcome.ACCEPTED, Outcome.REJECTED)
+            at = [(p.step, p.candidate if gated else line.get(p.step)) for p in points if p.outcome is outcome]
+            chosen = [(x, y) for x, y in at if y is not None]
             if chosen:
                 ax.plot([x for x, _ in chosen], [y for _, y in chosen], linestyle="none", marker=marker,
-                        markersize=6, color=color, markeredgewidth=1.6, label=f"J {label}")
-        ungated = {p.step for p in points} - {p.step for p in scored}
-        flat = [(x, y) for x, y in line if x in ungated]
-        if flat:
-            ax.plot([x for x, _ in flat], [y for _, y in flat], linestyle="none", marker="o", markersize=3.5,
-                    color="#94a3b8", label="no candidate gated")
-        drawn: set[bool | None] = set()
+                        markersize=size, color=color, markeredgewidth=1.6 if gated else 1.0,
+                        label=f"candidate {label(outcome)}" if gated else f"step: {label(outcome)}")
+        drawn: set[Outcome] = set()
         for r in rounds:
             if r.after_step is None:
                 continue
-            style = {True: ("-", _ACCEPT, "generator accepted"), False: ((0, (4, 3)), "#64748b", "generator kept"),
-                     None: ((0, (1, 3)), "#94a3b8", "round without a candidate")}[r.accepted]
-            ax.axvline(r.after_step + 0.5, linestyle=style[0], color=style[1], linewidth=1.0,
-                       label=f"outer round: {style[2]}" if r.accepted not in drawn else None)
-            drawn.add(r.accepted)
+            style, color = _ROUND_LINE[r.outcome]
+            ax.axvline(r.after_step + 0.5, linestyle=style, color=color, linewidth=1.0,
+                       label=f"outer round: {label(r.outcome)}" if r.outcome not in drawn else None)
+            drawn.add(r.outcome)
         ax.set_xlabel("inner step (outer rounds drawn after the step they followed)")
         ax.set_ylabel("J on the solver gate set")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        fig.legend(loc="outside lower center", ncols=5, fontsize=8.5)
-        n_acc = sum(p.accepted for p in scored)
+        fig.legend(loc="outside lower center", ncols=4, fontsize=8.5)
+        count = {o: sum(p.outcome is o for p in points) for o in Outcome}
         description = (f"{name}: J of the incumbent and of the candidate on the solver gate set at each inner step "
-                       f"({len(scored)} gated: {n_acc} accepted, {len(scored) - n_acc} rejected; "
-                       f"{len(ungated)} with no candidate gated), and {len(rounds)} outer round(s) of the "
-                       "generator.")
+                       f"({count[Outcome.ACCEPTED]} {label(Outcome.ACCEPTED)}, {count[Outcome.REJECTED]} "
+                       f"{label(Outcome.REJECTED)}, {count[Outcome.INVALID]} {label(Outcome.INVALID)}, "
+                       f"{count[Outcome.NO_CANDIDATE]} {label(Outcome.NO_CANDIDATE)}), and {len(rounds)} outer "
+                       "round(s) of the generator.")
         return _svg(fig, key, description)
 
 

@@ -14,6 +14,7 @@ from ..analysis.criterion_drift import AS_LOSS_PREDICTOR
 from ..analysis.stats import MeanStd
 from ..fileio import atomic_write_text
 from ..redact import mask_secrets, register_environment_secrets
+from ..rundir.outcomes import Outcome, label
 from .hints import next_steps
 from .labels import benchmark_label, method_color, method_description, method_label
 from .model import Report
@@ -105,12 +106,25 @@ def _seeds(seeds: Any) -> str:
     return ", ".join("—" if s is None else str(s) for s in seeds) or "none"
 
 
+_BADGE = {Outcome.ACCEPTED: "ok", Outcome.REJECTED: "no", Outcome.INVALID: "warn", Outcome.NO_CANDIDATE: ""}
+
+
+def _outcome(outcome: Outcome) -> Markup:
+    """A candidate's outcome as a badge, in the words the terminal uses (rundir/outcomes.py)."""
+    return Markup(f'<span class="badge {_BADGE[outcome]}">{escape(label(outcome))}</span>')
+
+
+def _decided(accepted: object) -> Markup:
+    """A verification record's decision (accepted or not) as the outcome badge."""
+    return _outcome(Outcome.ACCEPTED if accepted else Outcome.REJECTED)
+
+
 def environment() -> Environment:
     env = Environment(loader=PackageLoader("decoevo.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(ms=_ms, num=_num, signed=_signed, pvalue=_pvalue, ratio=_ratio, clip=_clip, diff=_diff,
                        pretty=_pretty, ticks=_ticks, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label,
-                       bench=benchmark_label)
+                       bench=benchmark_label, outcome=_outcome, decided=_decided)
     env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps,
                        drift_as_predictor=AS_LOSS_PREDICTOR)
     return env

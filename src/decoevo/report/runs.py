@@ -31,6 +31,8 @@ from ..rundir import (
     TranscriptEntry,
     parse_skill_markdown,
 )
+from ..rundir.outcomes import Outcome
+from ..rundir.progress import live_progress
 from ..rundir.records import (
     ALIGNMENT,
     DYNAMICS,
@@ -82,6 +84,7 @@ class InnerGate:
     n: int | None
     solver_version: int | None
     note: str | None
+    outcome: Outcome  # accepted, rejected, invalid or no candidate (rundir/outcomes.py)
 
     @property
     def delta(self) -> float | None:
@@ -100,6 +103,7 @@ class OuterGate:
     reason: str | None
     deltas: Mapping[str, float]
     generator_version: int | None
+    outcome: Outcome  # accepted, rejected, invalid or no candidate (rundir/outcomes.py)
     after_step: int | None = None  # the inner step the round followed (None: the log has no step before it)
 
 
@@ -263,12 +267,14 @@ def _gates(events: list[RunEvent]) -> tuple[tuple[InnerGate, ...], tuple[OuterGa
             last_step = e.step
         if isinstance(e, InnerStepEvent):
             inner.append(InnerGate(step=e.step, accepted=e.accepted, j_incumbent=e.J_incumbent,
-                                   j_candidate=e.J_candidate, n=e.n, solver_version=e.solver_version, note=e.note))
+                                   j_candidate=e.J_candidate, n=e.n, solver_version=e.solver_version, note=e.note,
+                                   outcome=e.candidate_outcome))
         elif isinstance(e, OuterRoundEvent):
             outer.append(OuterGate(round=e.round, structural_records=e.structural_records,
                                    contrastive_records=e.contrastive_records, accepted=e.accepted,
                                    policy=e.policy, reason=e.reason, deltas=dict(e.deltas),
-                                   generator_version=e.generator_version, after_step=last_step))
+                                   generator_version=e.generator_version, after_step=last_step,
+                                   outcome=e.candidate_outcome))
         elif isinstance(e, InnerStepFailedEvent | OuterRoundFailedEvent | StoppedEvent):
             where = (f"step {e.step}" if isinstance(e, InnerStepFailedEvent) else
                      f"round {e.round}" if isinstance(e, OuterRoundFailedEvent) else f"at_step {e.at_step}")
@@ -435,8 +441,10 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     inner, outer, incidents = _gates(events)
     usage = None
     ledger_total = None
+    live = live_progress(path) if summary is None else None
     try:
-        usage = load_run_usage(path)
+        if live is None:  # a running run writes ledger.json at its end: until then it has no usage to read
+            usage = load_run_usage(path)
         total = (reader.ledger() or {}).get("total")
         ledger_total = total if isinstance(total, dict) else None
     except (RunUsageError, RunReadError) as e:
@@ -450,7 +458,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
                         f"is v{final:03d}; its score describes that version, not the run's result")
     budget = _map(config.get("budget"))
-    status, detail = _status(summary, incidents, path, budget)
+    status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
     split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
     splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \

@@ -4,7 +4,9 @@ A standard-library HTTP server in a thread, answering two paths: `/` (the report
 added) and `/version` (a counter bumped at each rebuild). The script asks for `/version` every few seconds
 and reloads the page when it changed, keeping the runs that were open. The runs are polled by their
 files' sizes and modification times; nothing is written, to the runs or anywhere else. Bound to the
-loopback address only: the report shows prompts, skills and model replies.
+loopback address only, and answering only requests whose Host header names it (127.0.0.1 or localhost on
+its port), so a web page that rebinds its own name to 127.0.0.1 cannot read it: the report shows prompts,
+skills and model replies. A run still being written shows as progress (rundir/progress.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,26 @@ from .model import build_report
 from .render import page
 
 HOST = "127.0.0.1"
+# A dropped connection (a closed tab, a reload mid-answer) is the client's business: nothing is printed.
+_DROPPED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], _DROPPED):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
+def allowed_hosts(port: int) -> frozenset[str]:
+    """The Host headers the page is served to: the loopback names on its own port. A page on another
+    site that rebinds its own name to 127.0.0.1 sends its own name, and gets nothing (DNS rebinding)."""
+    names = ("127.0.0.1", "localhost")
+    return frozenset({f"{n}:{port}" for n in names} | (set(names) if port == 80 else set()))
 
 _LIVE = """<script>(() => {{
   const key = "decoevo-open-runs", version = "{version}";
@@ -68,7 +90,7 @@ class ReportServer:
         self._seen: tuple[tuple[str, int, int], ...] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._httpd = ThreadingHTTPServer((HOST, port), self._handler())
+        self._httpd = _Server((HOST, port), self._handler())
         self._threads: list[threading.Thread] = []
 
     @property
@@ -131,6 +153,11 @@ class ReportServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # http.server's name
+                host = (self.headers.get("Host") or "").strip().lower()
+                if host not in allowed_hosts(server._httpd.server_address[1]):
+                    self._send("only served to 127.0.0.1 and localhost on this port\n", "text/plain; charset=utf-8",
+                               status=403)
+                    return
                 path = self.path.split("?", 1)[0]
                 if path == "/":
                     self._send(server.html(), "text/html; charset=utf-8")
@@ -139,14 +166,17 @@ class ReportServer:
                 else:
                     self.send_error(404)
 
-            def _send(self, text: str, kind: str) -> None:
+            def _send(self, text: str, kind: str, status: int = 200) -> None:
                 data = text.encode("utf-8")
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Cache-Control", "no-store")
+                    self.end_headers()
+                    self.wfile.write(data)
+                except _DROPPED:  # the browser went away mid-answer
+                    self.close_connection = True
 
             def log_message(self, format: str, *args: object) -> None:  # quiet: no request log
                 return

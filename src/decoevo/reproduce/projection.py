@@ -53,7 +53,7 @@ class Projection:
         return (
             f"{self.cells} runs ({cells}), {self.cells_to_run} still to run; projected paid calls: "
             f"~{self.training_calls:,} training + ~{self.evaluation_calls:,} evaluation = ~{self.calls:,}, "
-            f"{money} (runs of one seed counted with the answers they share; docs/reproduce.md)"
+            f"{money} (runs of one seed counted with the answers they share; `decoevo docs reproduce`)"
             + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
                if self.matched else "")
             + (f". Graded with our prompt, not the official one (not fetched): {', '.join(self.unofficial)}; "

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from .outcomes import Outcome, outcome_of
+
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -49,6 +51,12 @@ class InnerStepEvent(_Event):
     n: int | None = None
     note: str | None = None
     solver_version: int
+    invalid: str | None = None  # the validity problem of a candidate that was not a skill (never gated)
+    outcome: Outcome | None = None  # None in runs written before it was recorded: `candidate_outcome` derives it
+
+    @property
+    def candidate_outcome(self) -> Outcome:
+        return self.outcome or outcome_of(self.accepted, invalid=self.invalid, gated=self.J_candidate is not None)
 
 
 class OuterRoundEvent(_Event):
@@ -63,6 +71,12 @@ class OuterRoundEvent(_Event):
     reason: str | None = None
     deltas: dict[str, float] = Field(default_factory=dict)
     generator_version: int
+    invalid: str | None = None  # the validity problem of a candidate that was not a skill (never verified)
+    outcome: Outcome | None = None  # None in runs written before it was recorded: `candidate_outcome` derives it
+
+    @property
+    def candidate_outcome(self) -> Outcome:
+        return self.outcome or outcome_of(self.accepted, invalid=self.invalid)
 
 
 class _Failure(_Event):
