@@ -8,6 +8,7 @@ import sys
 import typer
 
 from . import eval as eval_cmd
+from .compare import compare as compare_cmd
 from .config import config_cmd
 from .data import data_app
 from .doctor import doctor
@@ -49,6 +50,7 @@ app.command()(resume)
 app.command()(sweep)
 app.command()(export)
 app.command("eval")(eval_cmd.eval_)
+app.command("compare")(compare_cmd)
 app.command()(eval_cmd.dynamics)
 app.command()(eval_cmd.align)
 app.command()(report)

@@ -15,6 +15,7 @@ from ..fileio import atomic_write_text
 from ..redact import mask_secrets, register_environment_secrets
 from .hints import next_steps
 from .labels import benchmark_label, method_color, method_description, method_label
+from .lead import grid
 from .model import Report
 
 CLIP = 1500  # characters of a model response shown before it is cut (the run directory has it all)
@@ -110,7 +111,8 @@ def environment() -> Environment:
     env.filters.update(ms=_ms, num=_num, signed=_signed, pvalue=_pvalue, ratio=_ratio, clip=_clip, diff=_diff,
                        pretty=_pretty, ticks=_ticks, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label,
                        bench=benchmark_label)
-    env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps)
+    env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps,
+                       compare_pairs=grid)
     return env
 
 
