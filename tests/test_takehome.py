@@ -132,6 +132,7 @@ def test_run_eval_both_versions_compare_and_report_keep_everything(toy_env: Path
     before = {p: p.read_bytes() for p in (run / "eval").rglob("*") if p.is_file()}
     reported = runner.invoke(app, ["report", str(run), "-o", str(toy_env / "report.html")])
     assert reported.exit_code == 0, reported.output
+    assert "(1 run, " in reported.output  # not "1 runs"
     assert {p: p.read_bytes() for p in (run / "eval").rglob("*") if p.is_file()} == before  # reading never writes
     html = (toy_env / "report.html").read_text()
     page = _Sections()
@@ -141,10 +142,18 @@ def test_run_eval_both_versions_compare_and_report_keep_everything(toy_env: Path
     shipped = html[html.index('<section id="shipped">'):html.index('<section id="overview">')]
     assert "v000</span> 28.6" in shipped and "v001</span> 100.0" in shipped and "Δ +71.4" in shipped
     assert "paired 95% CI [+71.4, +71.4]" in shipped and 'class="diff"' in shipped
+    assert "the differences have zero variance) over 4 of 4 questions" in shipped
     assert all(q in shipped for q in test_ids) and "self-graded, not an independent result" in shipped
     # the run's result is the shipped skill's grading, the initial one is labelled by its version
     assert re.search(r"test 100\.0</span></summary>", html)
     assert "eval/test-v000-toy-ours.json" in html and "eval/test-v001-toy-ours.json" in html
+    assert "gold grader (test) in 1 run<" in html  # two gradings of one run are one run
+    # a grader's model name under an upper-cased column head is shown as written, and the score axis names
+    # the prompt that graded (here decoevo's own), not an "official grader"
+    assert re.search(r"th \.grader \{[^}]*text-transform: none", html)
+    assert "decoevo&#39;s grading prompt" in html or "decoevo's grading prompt" in html
+    assert "official grader" not in html
+    assert re.search(r'<span class="grader small muted" title="gold grader of this column">toy</span>', html)
     # sections with nothing to show are one line; the paper's claims take no screen
     folded = " ".join("".join(page.folded).split())
     assert "Training dynamics" in folded and "The paper's claims" in folded and "Paired comparisons" in folded

@@ -104,8 +104,9 @@ def summary_lines(run_dir: Path, record: dict[str, Any], width: int = 80) -> lis
     lines += ["both answers to each question side by side, with the grader's reasons:",
               f"  {shlex.join(['decoevo', 'report', str(run_dir)])}"]
     if record.get("self_graded"):
-        lines.append(f"the grader is the run's own model ({', '.join(record.get('self_graded_roles') or [])}); "
-                     "for an independent result:")
+        roles = list(record.get("self_graded_roles") or [])
+        played = ", ".join(roles[:2]) + (f" and {len(roles) - 2} other role(s)" if len(roles) > 2 else "")
+        lines.append(f"the grader is the run's own model (it played {played}); for an independent result:")
         lines.append(f"  {shlex.join(['decoevo', 'compare', str(run_dir)])} --grader-model MODEL "
                      "[--grader-base-url URL]")
     return lines

@@ -168,9 +168,9 @@ def _models(runs: Iterable[RunRecord]) -> tuple[ModelRow, ...]:
             roles = "every role" if m.roles == ("default",) else ", ".join(
                 "other roles" if x == "default" else x for x in m.roles)
             uses[(m.label, m.backend)][f"optimization ({roles})"] += 1
-        for ev in r.evals.values():
-            if ev.grader_model:
-                uses[(ev.grader_model, "")][f"gold grader ({'transfer' if ev.kind == 'transfer' else 'test'})"] += 1
+        # once per run, however many versions or evaluations it graded
+        for grader, kind in {(ev.grader_model, ev.kind) for ev in r.evals.values() if ev.grader_model}:
+            uses[(grader, "")][f"gold grader ({'transfer' if kind == 'transfer' else 'test'})"] += 1
         if r.alignment is not None and r.alignment.matcher_model:
             uses[(r.alignment.matcher_model, "")]["rubric matcher"] += 1
     rows = []
