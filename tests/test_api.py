@@ -55,6 +55,8 @@ def test_the_readme_example_runs_on_the_toy_world(tmp_path: Path, monkeypatch: p
     assert result.solver.text.strip() and result.solver.text.strip() in printed  # type: ignore[attr-defined]
     test = RunReader(run).model(EvalFile, result_file(run).relative_to(run).as_posix())
     assert test.n_graded > 0 and f"{test.score}" in printed
+    (compared,) = RunReader(run).compare_names()  # decoevo.compare: the initial vs the shipped skill
+    assert f"{RunReader(run).comparison(compared).mean_delta}" in printed
     accepted = [e for e in RunReader(run).events() if e.event == "inner_step" and e.accepted]
     assert printed.count("accepted") == len(accepted)  # the callback saw exactly the accepted steps
     assert (run / "questions.jsonl").is_file() and (run / "task_spec.txt").read_text().startswith("A good answer")
