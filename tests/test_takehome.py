@@ -145,7 +145,7 @@ def test_run_eval_both_versions_compare_and_report_keep_everything(toy_env: Path
     assert "the differences have zero variance) over 4 of 4 questions" in shipped
     assert all(q in shipped for q in test_ids) and "self-graded, not an independent result" in shipped
     # the run's result is the shipped skill's grading, the initial one is labelled by its version
-    assert re.search(r"test 100\.0</span></summary>", html)
+    assert re.search(r"test 100\.0 \(v001\)</span></summary>", html)
     assert "eval/test-v000-toy-ours.json" in html and "eval/test-v001-toy-ours.json" in html
     assert "gold grader (test) in 1 run<" in html  # two gradings of one run are one run
     # a grader's model name under an upper-cased column head is shown as written, and the score axis names

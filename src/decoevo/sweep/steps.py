@@ -68,8 +68,8 @@ def run_step(name: str, run_dir: Path) -> None:
     step = STEPS[name]
     record = asyncio.run(_call(name, run_dir))
     label = f" ({record['grader_independence']})" if record.get("self_graded") else ""
-    print(f"{step.name}: " + ", ".join(f"{k} {record[k]}" for k in ("score", "n_graded", "n_ungraded", "f1",
-                                                                      "n_questions") if k in record) + label,
+    print(f"{step.name}: " + ", ".join(f"{k} {record[k]}" for k in ("skill_version", "score", "n_graded", "n_ungraded",
+                                                                      "f1", "n_questions") if k in record) + label,
           flush=True)
     if not step.done(run_dir):
         raise StepFailed(f"`decoevo {step.command} {run_dir}` wrote no {step.output} (nothing could be graded, "
