@@ -63,7 +63,7 @@ async def _cdp(ws: Any, method: str, ids: list[int], **params: Any) -> Any:
 async def _drive(devtools_port: int, run: Path) -> dict[str, Any]:
     """Open a run's section, write its test score, and wait for the page to reload itself with it."""
     probe = ("JSON.stringify({figures: [...document.querySelectorAll('main svg.figure')].filter(f => "
-             "f.getBoundingClientRect().width > 100).length, open: [...document.querySelectorAll('details[open]')]"
+             "f.getBoundingClientRect().width > 100).length, open: [...document.querySelectorAll('details.run[open]')]"
              ".map(d => d.id), marker: window.marker === 1, score: document.body.innerText.includes('61.5')})")
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{devtools_port}/json/list") as r:
