@@ -58,7 +58,7 @@ def render(with_run: bool = True) -> str:
         if with_run:
             parts.append("## A toy-world run\n\nA two-step DecoEvo run against the simulated server "
                          "(`decoevo.testing`);\ntimings and counts vary from run to run. It holds out no test "
-                         "split, so its next\ncommands leave out `decoevo eval RUN`, which a run from any "
+                         "split, so its next\ncommands leave out `decoevo compare RUN`, which a run from any "
                          "preset gets.\n\n```text\n"
                          + toy_run(home).strip() + "\n```\n")
     return "\n".join(parts)

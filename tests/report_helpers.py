@@ -80,8 +80,10 @@ def write_eval(run: Path, name: str, benchmark: str, method: str, seed: int, val
                grader: str = GRADER) -> None:
     items = [{"question_id": f"q{i}", "response": "…", "grade": {"question_id": f"q{i}", "scheme": benchmark,
                                                                   "score": value, "items": []}} for i in range(3)]
+    summary = run / "summary.json"  # the version the run ships: a grading of another version is no result
+    version = json.loads(summary.read_text()).get("solver_version", 1) if summary.is_file() else 1
     data = {"name": name, "kind": "test" if name == "test" else "transfer", "benchmark": benchmark,
-            "data": f"/data/{benchmark}.jsonl", "format": benchmark, "skill_version": 1, "method": method,
+            "data": f"/data/{benchmark}.jsonl", "format": benchmark, "skill_version": version, "method": method,
             "seed": seed, "grader_model": grader, "score": value, "n_graded": 0 if value is None else 3,
             "n_ungraded": 3 if value is None else 0, "details": {}, "items": items}
     (run / "eval").mkdir(exist_ok=True)

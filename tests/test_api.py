@@ -19,6 +19,8 @@ from decoevo.rundir.records import EvalFile
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_server, write_toy_questions
 
+from .result_files import has_result, result_file
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 SERVER_LINE = 'lm = decoevo.ModelSpec(backend="openai", base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-8B")'
 
@@ -51,8 +53,10 @@ def test_the_readme_example_runs_on_the_toy_world(tmp_path: Path, monkeypatch: p
     run = tmp_path / "runs" / "from-python"
     assert result.run_dir == run and RunReader(run).status() == "finished"  # type: ignore[attr-defined]
     assert result.solver.text.strip() and result.solver.text.strip() in printed  # type: ignore[attr-defined]
-    test = RunReader(run).model(EvalFile, "eval/test.json")
+    test = RunReader(run).model(EvalFile, result_file(run).relative_to(run).as_posix())
     assert test.n_graded > 0 and f"{test.score}" in printed
+    (compared,) = RunReader(run).compare_names()  # decoevo.compare: the initial vs the shipped skill
+    assert f"{RunReader(run).comparison(compared).mean_delta}" in printed
     accepted = [e for e in RunReader(run).events() if e.event == "inner_step" and e.accepted]
     assert printed.count("accepted") == len(accepted)  # the callback saw exactly the accepted steps
     assert (run / "questions.jsonl").is_file() and (run / "task_spec.txt").read_text().startswith("A good answer")
@@ -117,7 +121,7 @@ def test_the_readme_example_runs_on_the_embedded_model(tmp_path: Path, monkeypat
     assert RunReader(run).status() == "finished"
     assert {"inner_step", "outer_round", "finish"} <= {e.event for e in RunReader(run).events()}
     assert result.solver.text.strip() in printed  # type: ignore[attr-defined]
-    assert (run / "eval" / "test.json").is_file() or (run / "eval" / "failed" / "test.json").is_file()
+    assert has_result(run) or has_result(run, failed=True)
 
 
 @pytest.mark.real_model

@@ -17,6 +17,8 @@ from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_reply, toy_run_args, toy_server, write_toy_questions
 
+from .result_files import has_result, result_file
+
 pytest.importorskip("uvicorn")
 runner = CliRunner()
 
@@ -98,7 +100,7 @@ def test_eval_dynamics_align_on_toy_runs(toy_env: Path) -> None:
         (printed,) = [json.loads(line) for line in again.stdout.splitlines()]
 
     assert (decoevo / "calls.jsonl").read_text() == training_calls  # the training spend log is untouched
-    test = json.loads((decoevo / "eval" / "test.json").read_text())
+    test = json.loads(result_file(decoevo).read_text())
     assert printed["run_dir"] == str(decoevo) and printed["score"] == test["score"]
     assert printed["n_graded"] == test["n_graded"]
     # the toy solver learns safety advice, which is what the toy gold rubric rewards: 7 of 7 points
@@ -131,7 +133,7 @@ def test_transfer_grades_another_file_with_the_final_skill(toy_env: Path) -> Non
         result = runner.invoke(app, ["eval", str(run), "--data", str(other), "--format", "jsonl",
                                      "--grader-base-url", f"{url}/v1", "--grader-model", "toy"])
         assert result.exit_code == 0, result.output
-    record = json.loads((run / "eval" / "transfer-jsonl.json").read_text())
+    record = json.loads(result_file(run, "transfer-jsonl").read_text())
     assert record["kind"] == "transfer" and record["n_graded"] == 3 and record["split"] is None
 
 
@@ -147,8 +149,8 @@ def test_an_unparseable_grade_is_ungraded_not_zero(toy_env: Path) -> None:
         run = _train(url, toy_env, "skillopt")
         result = runner.invoke(app, ["eval", str(run), "--grader-base-url", f"{broken}/v1", "--grader-model", "b"])
         assert result.exit_code == 1 and "nothing could be graded" in " ".join(result.output.split()), result.output
-    assert not (run / "eval" / "test.json").exists()  # never a score of nothing; the attempt is kept apart
-    record = json.loads((run / "eval" / "failed" / "test.json").read_text())
+    assert not has_result(run)  # never a score of nothing; the attempt is kept apart
+    record = json.loads(result_file(run, failed=True).read_text())
     assert record["score"] is None and record["n_graded"] == 0 and record["n_ungraded"] == 2
     items = record["items"][0]["grade"]["items"]
     assert items and all(i["value"] is None and i["error"] == "parse" for i in items)

@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 
 from decoevo.cli import app
 
+from .result_files import result_file
+
 runner = CliRunner()
 
 
@@ -264,7 +266,7 @@ def test_eval_of_an_unfinished_run_warns_that_it_grades_a_checkpoint_skill(toy_r
     assert result.exit_code == 0, result.output
     assert "warning:" not in result.output  # a finished run: no warning
     (toy_run / "summary.json").unlink()  # as a run killed (or still running) leaves it
-    (toy_run / "eval" / "test.json").unlink()
+    result_file(toy_run).unlink()
     result = runner.invoke(app, ["eval", str(toy_run)])
     assert result.exit_code == 0, result.output
     assert squash("warning:") in squash(result.output)

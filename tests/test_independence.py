@@ -22,6 +22,8 @@ from decoevo.lm import LMConfig, ModelSpec
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
+from .result_files import result_file
+
 runner = CliRunner()
 LOCAL_A = "http://127.0.0.1:8000/v1"
 LOCAL_B = "http://127.0.0.1:9000/v1"
@@ -95,8 +97,8 @@ def test_self_graded_result_is_labelled_in_output_record_and_report(
     assert own.exit_code == 0 and separate.exit_code == 0, own.output + separate.output
     assert SELF_GRADED_LABEL in " ".join(own.output.split())
     assert "self-graded" not in separate.output
-    own_rec = json.loads((runs["own"] / "eval" / "test.json").read_text())
-    sep_rec = json.loads((runs["separate"] / "eval" / "test.json").read_text())
+    own_rec = json.loads(result_file(runs["own"]).read_text())
+    sep_rec = json.loads(result_file(runs["separate"]).read_text())
     assert own_rec["self_graded"] is True and "solve" in own_rec["self_graded_roles"]
     assert own_rec["grader_model"] == "toy"
     assert sep_rec["self_graded"] is False and sep_rec["grader_model"] == "toy-grader"
@@ -115,6 +117,7 @@ def test_self_graded_result_is_labelled_in_output_record_and_report(
 
     # a record written before `self_graded` existed still reads, and is judged by its grader's name
     old = {k: v for k, v in own_rec.items() if k not in {"self_graded", "self_graded_roles", "grader_independence"}}
+    result_file(runs["own"]).unlink()  # as a run evaluated before one file per version has it: eval/test.json
     (runs["own"] / "eval" / "test.json").write_text(json.dumps(old))
     assert runner.invoke(app, ["report", str(runs["own"]), "-o", str(tmp_path / "old.html")]).exit_code == 0
     assert SELF_GRADED_LABEL in (tmp_path / "old.html").read_text()

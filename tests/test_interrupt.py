@@ -20,6 +20,8 @@ from decoevo.cli.boundary import run_guarded
 from decoevo.testing.server import free_port, serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
+from .result_files import has_result
+
 
 def _as_started_from_a_shell() -> None:
     """The child gets Ctrl-C as from a terminal. A shell starts a background job (`cmd &` without job
@@ -57,7 +59,7 @@ def test_ctrl_c_during_eval_says_what_to_do_in_one_line(tmp_path: Path, monkeypa
     assert "Traceback" not in text
     assert "interrupted (Ctrl-C) while grading" in text and str(run_dir) in text
     assert "answers already paid for come from the cache" in text
-    assert not (run_dir / "eval" / "test.json").exists()  # nothing half-written under the result's name
+    assert not has_result(run_dir)  # nothing half-written under the result's name
 
 
 def test_any_command_interrupted_ends_in_one_line_with_code_130(capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,7 @@ from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
 from .data_helpers import unpinned
+from .result_files import result_file
 
 runner = CliRunner()
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "decoevo" / "data" / "healthbench_sample.jsonl"
@@ -186,7 +187,7 @@ def test_official_template_fetched_from_127_0_0_1_is_used_verbatim(
         )
         assert result.exit_code == 0, result.output
         assert "official prompt" in result.output
-    record = json.loads((run / "eval" / "transfer-healthbench.json").read_text())
+    record = json.loads(result_file(run, "transfer-healthbench").read_text())
     assert record["grader_prompt"] == "official" and record["n_graded"] == 1
     assert [s["key"] for s in record["grader_prompt_sources"]] == ["grader", "system"]
     answer = record["items"][0]["response"]

@@ -22,6 +22,7 @@ from decoevo.roles.solve import solve
 
 from .conftest import SHARED_DATA
 from .real_model import requires_model
+from .result_files import result_file
 
 # Records shaped like the 25 odd ones of the full published file: `sanswer` a number or NaN, `checklist` NaN.
 PUBLISHED = """{"医疗知识": [
@@ -161,7 +162,7 @@ def test_eqbench_transfer_eval_samples_the_piece_with_the_benchmarks_settings(tm
     pieces = solves(bodies[trained:])
     assert len(pieces) == 12 and len({b["messages"][-1]["content"] for b in pieces}) == 12
     assert all(b["temperature"] == 0.7 and b["min_p"] == 0.1 for b in pieces)
-    record_file = json.loads((tmp_path / "runs" / "r" / "eval" / "transfer-eqbench_cw.json").read_text())
+    record_file = json.loads(result_file(tmp_path / "runs" / "r", "transfer-eqbench_cw").read_text())
     assert record_file["n_graded"] == 12 and record_file["score"] == pytest.approx(50.0)
     assert record_file["headline"] == BENCHMARKS["eqbench_cw"].headline
 

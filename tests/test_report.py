@@ -22,6 +22,7 @@ from decoevo.report.tables import Column
 from decoevo.rundir.records import DynamicsFile
 
 from .report_helpers import GRADER, browser_probe, make_sweep, run_chromium, score, write_eval
+from .result_files import result_file
 
 SKIPPED = "writingbench/task_prior-s2"  # a cell with no evaluation files at all
 SEEDS = (0, 1, 2)
@@ -197,8 +198,13 @@ def test_html_content(html, report):
 def test_reports_without_any_evaluation(small, tmp_path):
     out = write(build_report([small]), tmp_path / "r.html")
     html = out.read_text()
-    assert "No test scores yet" in html and "Test scores: not computed" in html
-    assert html.count("Training dynamics: not computed") == 1 and html.count("Rubric alignment: not computed") == 1
+    # sections with nothing to show are one line, each with the command that fills it (issue 34 item 5)
+    folded = html[html.index('<p class="folded small" id="folded">'):html.index('<section id="overview">')]
+    for title in ("Main results", "Training dynamics", "Rubric alignment", "The paper&#39;s claims"):
+        assert f"<b>{title}</b>" in folded, (title, folded)
+    assert "<b>Main results</b>: not computed: it holds out no test split" in folded, folded
+    assert 'id="results"' not in html and 'id="dynamics"' not in html and 'id="alignment"' not in html
+    assert "not computed</strong>" not in html[:html.index('<section id="runs">')]
     assert "Optimization cost" in html and '<svg class="figure"' in html  # cost needs only the ledgers
     assert "No gold-grader evaluation is\n    recorded yet" in html
 
@@ -259,9 +265,17 @@ def test_other_splits_and_stale_evaluations(small):
     assert set(run.evals) == {"test", "diagnostic"}  # shown under the run ...
     row = next(r for r in built.sections[0].data.main.rows if r.method == "decoevo")
     assert [c.stat.mean for c in row.cells] == [51.0]  # ... but only the test split is a result
+    # a grading of another version than the one the run ships (`eval --skill-version 0`) is no result: it is
+    # listed under the run by its version, and the run's score is not computed rather than that version's
     record = json.loads((de / "eval" / "test.json").read_text())
-    (de / "eval" / "test.json").write_text(json.dumps({**record, "skill_version": 0}))
-    assert any("grades solver v000, but the run's final solver is v001" in p for p in build_report([small]).problems)
+    other = 0 if record["skill_version"] != 0 else 1
+    (de / "eval" / "test.json").write_text(json.dumps({**record, "skill_version": other}))
+    built = build_report([small])
+    run = next(r for r in built.runs if r.method == "decoevo")
+    assert run.test_eval is None and "test" in run.evals and built.problems == ()
+    row = next(r for r in built.sections[0].data.main.rows if r.method == "decoevo")
+    assert all(c.stat is None for c in row.cells)
+    assert f"v{other:03d}</span>{' initial' if other == 0 else ''}</td>" in render(built)
 
 
 def test_sweep_benchmarks_sharing_a_gold_scheme_get_a_column_each(small):
@@ -460,13 +474,14 @@ def test_report_reads_what_eval_dynamics_and_align_write(tmp_path, monkeypatch):
         for cmd in ("eval", "dynamics", "align"):
             result = runner.invoke(app, [cmd, *runs, "--grader-base-url", f"{url}/v1", "--grader-model", "toy"])
             assert result.exit_code == 0, result.output
-    assert (tmp_path / "runs" / "decoevo" / "eval" / "ledger-test.json").is_file()
+    graded = result_file(tmp_path / "runs" / "decoevo")
+    assert (graded.parent / f"ledger-{graded.stem}.json").is_file()
 
     built = build_report(runs)
     assert built.problems == ()
     (section,) = built.sections
     for run in built.runs:
-        written = json.loads((run.path / "eval" / "test.json").read_text())
+        written = json.loads(result_file(run.path).read_text())
         row = next(r for r in section.data.main.rows if r.method == run.method)
         assert [c.label for c in section.data.main.columns] == ["Custom (weighted gold)"]
         assert row.cells[0].stat.mean == pytest.approx(written["score"])

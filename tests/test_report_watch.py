@@ -66,7 +66,7 @@ async def _drive(devtools_port: int, run: Path) -> dict[str, Any]:
     # parser is still on its way to the live script that reopens the runs (seen with Chromium 156 on a loaded
     # machine): the restore is judged only once the page has loaded.
     probe = ("JSON.stringify({figures: [...document.querySelectorAll('main svg.figure')].filter(f => "
-             "f.getBoundingClientRect().width > 100).length, open: [...document.querySelectorAll('details[open]')]"
+             "f.getBoundingClientRect().width > 100).length, open: [...document.querySelectorAll('details.run[open]')]"
              ".map(d => d.id), marker: window.marker === 1, score: document.body.innerText.includes('61.5'), "
              "loaded: document.readyState === 'complete'})")
     async with aiohttp.ClientSession() as http:

@@ -17,6 +17,8 @@ from decoevo.lm import ModelSpec
 from decoevo.lm.spend import CAP_STOP, read_spend
 from decoevo.reproduce import ABLATIONS, CONTROLS, MAIN, DataChoice, ReproducePlan
 
+from .result_files import has_result, result_file
+
 pytest.importorskip("uvicorn")
 
 GOLD = {
@@ -156,11 +158,11 @@ def test_a_tiny_reproduce_end_to_end_then_a_rerun_pays_nothing(tmp_path, sim):
     assert code == 0, out
     runs = tmp_path / "out" / "sweeps" / "healthbench" / "runs" / "healthbench"
     for method in MAIN:
-        test = json.loads((runs / f"{method}-s0" / "eval" / "test.json").read_text())
+        test = json.loads(result_file(runs / f"{method}-s0").read_text())
         assert test["grader_model"] == "sim-grader" and test["self_graded"] is False and test["n_graded"] > 0
         # LLMEval-Med from HealthBench, named by its benchmark (a JSONL file of WritingBench's transfer would
         # otherwise share transfer-jsonl.json's name and column)
-        transfer = json.loads((runs / f"{method}-s0" / "eval" / "transfer-llmeval_med.json").read_text())
+        transfer = json.loads(result_file(runs / f"{method}-s0", "transfer-llmeval_med").read_text())
         assert transfer["format"] == "jsonl" and transfer["name"] == "transfer-llmeval_med"
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'id="claims"' in html and "decoevo_above_skillopt_every_setting" in out
@@ -276,7 +278,7 @@ def test_max_cost_stops_the_whole_experiment_and_a_raised_cap_finishes_it(tmp_pa
     # reserved its worst case first (before: up to 2 cells × 8 in flight past it, $0.61–0.98 seen)
     assert len(paid) == sim.stats.requests - before and spent == pytest.approx(sum(paid))
     assert 0.5 * cap < spent <= cap
-    assert not all((runs / f"{m}-s0" / "eval" / "test.json").is_file() for m in MAIN)
+    assert not all(has_result(runs / f"{m}-s0") for m in MAIN)
     stops = [json.loads(p.read_text()).get("stopped") or "" for p in runs.glob("*/summary.json")]
     assert any(s.startswith(CAP_STOP) for s in stops), stops
     # the same (stored) cap: one line, nothing paid, nothing run
@@ -292,7 +294,7 @@ def test_max_cost_stops_the_whole_experiment_and_a_raised_cap_finishes_it(tmp_pa
     assert len(settled()) == sim.stats.requests - before  # nothing paid twice: the cache answered the rest
     assert spent < 0.8 * read_spend(spend)  # the cap stopped the experiment well short of its whole cost
     for method in MAIN:
-        assert (runs / f"{method}-s0" / "eval" / "transfer-llmeval_med.json").is_file()
+        assert has_result(runs / f"{method}-s0", "transfer-llmeval_med")
         summary = json.loads((runs / f"{method}-s0" / "summary.json").read_text())
         # a topped-up control ends at its own (token) budget; none ends at the experiment's cap
         assert summary["status"] == "finished" or not summary["stopped"].startswith(CAP_STOP), summary

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from .result_files import has_result
 from .sweep_helpers import own_ray_instance
 from .test_reproduce import invoke, sim  # noqa: F401  (the simulated server fixture)
 
@@ -35,7 +36,7 @@ def test_reproduce_on_ray(tmp_path, sim):  # noqa: F811
     assert len(cells) == 4 and all(c["state"] == "done" for c in cells.values())
     runs = sweep / "runs" / "healthbench"
     assert all(
-        (runs / f"{m}-s0" / "eval" / "transfer-llmeval_med.json").is_file()
+        has_result(runs / f"{m}-s0", "transfer-llmeval_med")
         for m in ("zero_shot", "skillopt", "sc_coevo", "decoevo")
     )
     assert (tmp_path / "out" / "report.html").is_file()

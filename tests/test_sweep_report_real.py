@@ -18,6 +18,7 @@ from decoevo.rundir import RunReader
 
 from .real_model import requires_model
 from .report_helpers import browser_probe
+from .result_files import result_file
 
 pytestmark = [pytest.mark.real_model, requires_model]
 
@@ -59,9 +60,9 @@ def test_sweep_then_report_on_the_embedded_model(tmp_path):
     assert [r.name for r in runs] == ["decoevo-s0", "skillopt-s0"]  # one seed: the default suite's time
     for run in runs:
         assert (run / "summary.json").is_file()
-        for name in ("test", "dynamics", "alignment"):
+        for name in ("dynamics", "alignment"):
             assert (run / "eval" / f"{name}.json").is_file(), (run, name, status)
-        test = json.loads((run / "eval" / "test.json").read_text())
+        test = json.loads(result_file(run).read_text())
         for item in (i for q in test["items"] for i in q["grade"]["items"]):  # a verdict, or a categorised failure
             assert item["value"] in (0.0, 1.0) or (item["value"] is None and item["error"] in ("parse", "refusal"))
         aligned = json.loads((run / "eval" / "alignment.json").read_text())

@@ -16,6 +16,8 @@ from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 from decoevo.tracking import MlflowTracker, default_store, flatten
 
+from .result_files import result_file
+
 pytest.importorskip("uvicorn")
 mlflow_tracking = pytest.importorskip("mlflow.tracking")
 SPLITS = {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3, "test": 0}
@@ -186,11 +188,12 @@ def test_cli_default_store_and_eval_scores_reach_the_runs_mlflow_run(tmp_path: P
         result = runner.invoke(app, ["eval", str(runs / "e"), "--grader-base-url", f"{url}/v1",
                                      "--grader-model", "toy"])
         assert result.exit_code == 0, result.output
-    record = json.loads((runs / "e" / "eval" / "test.json").read_text())
+    graded = result_file(runs / "e")
+    record = json.loads(graded.read_text())
     client, run = only_run(default_store(runs))
     assert run.data.metrics["eval.test.score"] == pytest.approx(record["score"])
     assert run.data.metrics["eval.test.n_graded"] == record["n_graded"] == 2
-    assert "eval/test.json" in {a.path for a in client.list_artifacts(run.info.run_id, "eval")}
+    assert f"eval/{graded.name}" in {a.path for a in client.list_artifacts(run.info.run_id, "eval")}
     # the grader's labels travel with its scores: here the grader is the run's own model
     assert record["self_graded"] is True
     assert run.data.tags["eval.test.self_graded"] == "true"

@@ -24,6 +24,8 @@ from decoevo.testing.sim_backend import openai_body
 from decoevo.testing.truth_world import TruthWorld, WorldParams, render_skill, truth_server
 from decoevo.testing.truth_world_run import gold_score, write_world_files
 
+from .result_files import result_file
+
 Q = QuestionView.from_text("q001", "Question 1: what should I do about a rash?")
 
 
@@ -198,7 +200,7 @@ def test_a_run_from_the_world_over_http_is_evaluated_and_reported_like_any_other
         graded = runner.invoke(app, ["eval", str(tmp_path / "runs" / "tw")])  # the run's own server
         assert graded.exit_code == 0, graded.output
     run_dir = tmp_path / "runs" / "tw"
-    record = json.loads((run_dir / "eval" / "test.json").read_text())
+    record = json.loads(result_file(run_dir).read_text())
     splits = json.loads((run_dir / "splits.json").read_text())
     questions = {q["id"]: QuestionView.from_text(q["id"], q["prompt"]) for q in world.questions(30)}
     final = (run_dir / "final_solver_skill.md").read_text()

@@ -13,7 +13,8 @@ __version__ = "0.1.0"
 
 # The library API (decoevo.api), loaded on first use: `import decoevo` stays cheap for the CLI's
 # subcommands and for worker processes.
-_API = {"optimize", "optimize_async", "resume", "resume_async", "evaluate", "evaluate_async", "dynamics",
+_API = {"optimize", "optimize_async", "resume", "resume_async", "evaluate", "evaluate_async", "compare",
+        "compare_async", "dynamics",
         "dynamics_async", "align", "align_async", "run_config", "RunResult", "RunCallback"}
 _TYPES = {"ModelSpec": "lm", "LMConfig": "lm", "GenParams": "lm", "Question": "domain", "Skill": "domain",
           "RunReader": "rundir", "RunEvent": "rundir"}

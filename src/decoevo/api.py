@@ -4,6 +4,7 @@
     result = decoevo.optimize(questions, method="decoevo", lm=decoevo.ModelSpec(...), task_spec="...")
     print(result.solver.text)                 # the skill that ships
     decoevo.evaluate(result.run_dir)          # the final skill graded on the run's test split
+    decoevo.compare(result.run_dir)           # the initial and the shipped skill, paired per question
 
 Every function is synchronous (it runs its own event loop, or a worker thread when called from inside
 one, as in Jupyter) and has an `_async` twin. Callbacks are objects with `on_event(event, state)` and/or
@@ -46,8 +47,8 @@ TASK_SPEC = "task_spec.txt"
 
 T = TypeVar("T")
 
-__all__ = ["RunCallback", "RunResult", "align", "align_async", "dynamics", "dynamics_async", "evaluate",
-           "evaluate_async", "optimize", "optimize_async", "resume",
+__all__ = ["RunCallback", "RunResult", "align", "align_async", "compare", "compare_async", "dynamics",
+           "dynamics_async", "evaluate", "evaluate_async", "optimize", "optimize_async", "resume",
            "resume_async", "run_config", "run_config_async"]
 
 
@@ -345,6 +346,63 @@ async def evaluate_async(run: RunResult | Path | str, *, split: str = "test", da
 def evaluate(run: RunResult | Path | str, **kwargs: Any) -> dict[str, Any]:
     """Synchronous `evaluate_async` (see there for the arguments)."""
     return _run_sync(lambda: evaluate_async(run, **kwargs))
+
+
+async def compare_async(run: RunResult | Path | str, *, data: Mapping[str, Any] | None = None,
+                        grader: ModelSpec | None = None, before: int = 0, after: int | None = None,
+                        force: bool = False, on_item: Callable[[Any], None] | None = None,
+                        grader_prompt: str = "auto", concurrency: int | None = None,
+                        name: str | None = None) -> dict[str, Any]:
+    """The initial (`before`, v000) and the shipped (`after`, default the final) solver skill on the run's
+    test split or, given `data` (path, format, limit), on that file; each answer graded by the gold grader,
+    paired per question: both means, after − before with a paired 95% CI, and per question both answers,
+    grades and the criteria that changed. Writes RUN/eval/compare-….json (never an eval result) and returns
+    its record. Answers already paid for (by `evaluate` or an earlier comparison) come from the cache."""
+    from pydantic import ValidationError
+
+    from .engine.config import DataConfig, describe_validation_error
+    from .evaluation import EvalSession, EvalTarget, RunView
+    from .evaluation.compare import compare
+
+    path = _run_path("compare", run)
+    need_mapping("compare", "data", data)
+    need_model("compare", "grader", grader)
+    need("compare", "force", force, (bool,), "True or False")
+    need("compare", "before", before, (int,), "an integer")
+    need("compare", "after", after, (int,), "an integer")
+    for which, version in (("before", before), ("after", after)):
+        if (version is None and which == "before") or (isinstance(version, int) and version < 0):
+            raise ArgumentError(f"compare: {which} must be a solver version (0 or more), not {version!r}")
+    need_callable("compare", "on_item", on_item)
+    if name is not None and (not isinstance(name, str) or not name or
+                             not all(c.isalnum() or c in "-_" for c in name)):
+        raise ArgumentError(f"compare: name must be letters, digits, - or _ (a file name part), got {name!r}")
+    if grader_prompt not in ("auto", "official", "ours"):
+        raise ConfigError(f"grader_prompt must be auto, official or ours, got {grader_prompt!r}")
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
+                                    or concurrency < 1):
+        raise ArgumentError(f"compare: concurrency must be a positive integer, not {concurrency!r}")
+    view = RunView(path)
+    try:
+        target = EvalTarget(data=DataConfig.model_validate(dict(data)) if data else None, label=name)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error("compare(data=...)", exc)) from None
+    except ValueError as exc:
+        raise ConfigError(f"compare: data: {exc}") from None
+    session = EvalSession(view, grader=grader, force=force, grader_prompt=grader_prompt,  # type: ignore[arg-type]
+                          concurrency=concurrency)
+    try:
+        record = await compare(session, target, before=before, after=after, on_item=on_item)
+    finally:
+        await session.aclose()
+    if session.saved is not None and not session.saved.write:
+        record = {**record, "kept_previous": session.saved.reason}
+    return record
+
+
+def compare(run: RunResult | Path | str, **kwargs: Any) -> dict[str, Any]:
+    """Synchronous `compare_async` (see there for the arguments)."""
+    return _run_sync(lambda: compare_async(run, **kwargs))
 
 
 async def dynamics_async(run: RunResult | Path | str, *, split: str = "diagnostic", grader: ModelSpec | None = None,

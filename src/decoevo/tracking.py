@@ -382,13 +382,17 @@ def log_evaluation(run_dir: Path | str, record: Mapping[str, Any], uri: str | No
         from .evaluation.independence import tracking_tags
 
         name = str(record.get("name") or "test")
+        version, shipped = record.get("skill_version"), record.get("shipped_version")
+        if isinstance(version, int) and isinstance(shipped, int) and version != shipped:
+            name = f"{name}.v{version:03d}"  # another skill than the shipped one: its own metrics, never eval.test
         stamp = int(time.time() * 1000)
         metrics = [Metric(f"eval.{name}.{key}", float(record[key]), stamp, 0) for key in EVAL_METRICS
                    if isinstance(record.get(key), int | float) and not isinstance(record.get(key), bool)]
         # the grader's labels beside its scores: a self-graded score is not an independent result
         tags = [RunTag(f"eval.{name}.{key}", value) for key, value in tracking_tags(record).items()]
         client.log_batch(run_id, metrics=metrics, tags=tags)
-        client.log_text(run_id, json.dumps(dict(record), indent=1, default=str), f"eval/{name}.json")
+        client.log_text(run_id, json.dumps(dict(record), indent=1, default=str),
+                        str(record.get("file") or f"eval/{name}.json"))
     except Exception as exc:
         print(f"decoevo: evaluation not logged to MLflow ({exc})", file=sys.stderr)
         return False

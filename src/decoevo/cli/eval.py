@@ -124,6 +124,15 @@ def _saved(record: dict[str, Any], graded: int, what: str) -> tuple[str, bool, d
     return what, True, record
 
 
+def version_label(record: dict[str, Any]) -> str:
+    """`v003 (shipped)`, `v000 (initial)`: the solver version a score belongs to, said on every score line."""
+    version, shipped = record.get("skill_version"), record.get("shipped_version")
+    if not isinstance(version, int):
+        return "version unknown"
+    which = [w for w, yes in (("initial", version == 0), ("shipped", version == shipped)) if yes]
+    return f"v{version:03d}" + (f" ({', '.join(which)})" if which else "")
+
+
 def _fmt(x: float | None, scale: float = 1.0) -> str:
     return "n/a" if x is None else f"{x * scale:.1f}"
 
@@ -150,7 +159,9 @@ def eval_(
     concurrency: int = typer.Option(None, min=1, help="Questions graded at once (default: the run's)."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>.json."""
+    """Grade a run's solver skill with the benchmark's official rule; writes RUN/eval/<name>-v<N>-<grader>.json.
+
+    One file per skill version and grader: grading another version (--skill-version 0) never replaces a result."""
     from ..api import evaluate_async
     from ..evaluation.independence import SELF_GRADED_LABEL
     from .shipped import unfinished_warning
@@ -180,11 +191,11 @@ def eval_(
         r = asyncio.run(evaluate_async(run_dir, split=split, data=target, grader=grader, skill_version=skill_version,
                                        force=force, on_item=lambda _: tick(), grader_prompt=grader_prompt,
                                        concurrency=concurrency))
-        return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']} score {_fmt(r['score'])} ({r['n_graded']} "
-                                        f"graded, {r['n_ungraded']} ungraded; grader {r['grader_model']}, "
-                                        f"{r['grader_prompt']} prompt"
+        return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']}, solver {version_label(r)}: score "
+                                        f"{_fmt(r['score'])} ({r['n_graded']} graded, {r['n_ungraded']} ungraded; "
+                                        f"grader {r['grader_model']}, {r['grader_prompt']} prompt"
                                         f"{'; ' + r['not_implemented'] if r.get('not_implemented') else ''}"
-                                        f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''})")
+                                        f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''}) -> {r['file']}")
 
     _each_run(run_dirs, "grading", job, as_json, count=questions_in(split, target))
 

@@ -9,6 +9,7 @@ import sys
 import typer
 
 from . import eval as eval_cmd
+from .compare import compare as compare_cmd
 from .config import config_cmd
 from .data import data_app
 from .docs import docs
@@ -59,6 +60,7 @@ app.command()(sweep)
 app.command()(export)
 app.command()(rubric)
 app.command("eval")(eval_cmd.eval_)
+app.command("compare")(compare_cmd)
 app.command()(eval_cmd.dynamics)
 app.command()(eval_cmd.align)
 app.command()(report)

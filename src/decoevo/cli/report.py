@@ -50,7 +50,8 @@ def report(
         written = write(built, output)
     except OSError as exc:
         fail(f"-o {output}: cannot write ({exc.strerror or exc})")
-    console.print(f"wrote {written} ({len(built.runs)} runs, {written.stat().st_size / 1024:,.0f} KiB)")
+    n = len(built.runs)
+    console.print(f"wrote {written} ({n} run{'s' if n != 1 else ''}, {written.stat().st_size / 1024:,.0f} KiB)")
 
 
 def _watch(paths: list[Path], title: str, port: int, interval: float) -> None:

@@ -69,8 +69,8 @@ def self_judge_note(run_dir: Path) -> str | None:
 def closing_lines(run_dir: Path) -> list[str]:
     """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
     under a comment saying what it does (a command line is printed unwrapped, so it copies whole), and each
-    one that works on this run: `eval` only when the run holds out a test
-    split, the split it grades by default."""
+    one that works on this run: `compare` (first) only when the run holds out a test split, the split it
+    compares on by default."""
     reader = RunReader(run_dir)
     summary = reader.summary()
     ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
@@ -82,18 +82,17 @@ def closing_lines(run_dir: Path) -> list[str]:
         f"the skill: {run_dir / 'final_solver_skill.md'}; everything else: {run_dir} (summary.json, "
         "events.jsonl, candidates/)",
         "next:",
-        "  # prints the skill",
-        f"  decoevo export {run}",
-        "  # writes report.html: the run on one page",
-        f"  decoevo report {run}",
     ]
     try:
         test = len(reader.split_ids().get("test", ())) if reader.has(SPLITS) else 0
     except RunReadError:  # a damaged splits.json: suggest nothing that would fail on it
         test = 0
-    if test:
-        lines += [f"  # grades its {test} test question(s) (self-graded without --grader-model)",
-                  f"  decoevo eval {run}"]
+    if test:  # the question every user asks first: is the shipped skill better than mine, and where?
+        lines += [f"  # your initial vs the shipped skill on its {test} test question(s), per question;",
+                  "  # add --grader-model MODEL for an independent grader (without it: self-graded)",
+                  f"  decoevo compare {run}"]
+    lines += ["  # prints the skill", f"  decoevo export {run}",
+              "  # writes report.html: the run on one page", f"  decoevo report {run}"]
     return lines
 
 

@@ -13,7 +13,8 @@ from ..domain import Question
 from ..engine.config import DataConfig
 from ..grading import role_name
 from ..lm.errors import ConfigError
-from ..rundir.records import EvalFile
+from ..rundir.evalfiles import result_stem
+from ..rundir.records import EVAL_DIR, EvalFile
 from ..tasks.load import load_questions
 from .independence import independence
 from .models import model_label
@@ -50,8 +51,9 @@ class EvalTarget:
 
 async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: int | None = None,
                    on_item: Callable[[GradedResponse], None] | None = None) -> dict[str, Any]:
-    """Grade the solver skill (the final one unless `skill_version`) on `target`; write and return
-    RUN/eval/<name>.json (format in docs/evaluation-files.md)."""
+    """Grade the solver skill (the final one unless `skill_version`) on `target`; write
+    RUN/eval/<name>-v<NNN>-<grader>.json (format in docs/evaluation-files.md) and return its record, with
+    `file` (where it was written, relative to the run) and `shipped_version` (the run's final solver version)."""
     view = session.view
     solver = view.final("solver") if skill_version is None else view.skill("solver", skill_version)
     questions = target.questions(session)
@@ -91,5 +93,8 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "details": score.details,
         "items": [g.to_dict() for g in graded],
     }
-    session.save(target.name, record, EvalFile)
-    return record
+    # one file per evaluation, skill version and grader: grading another version adds a file (evalfiles.py)
+    stem = result_stem(target.name, solver.version, record["grader_model"], record["grader_prompt"])
+    session.save(stem, record, EvalFile)
+    shipped = view.final("solver").version if skill_version is not None else solver.version
+    return {**record, "file": f"{EVAL_DIR}/{stem}.json", "shipped_version": shipped}

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from ..rundir import RunReader, RunReadError, RunWriter
 from ..rundir.reader import validate_record
-from ..rundir.records import AlignmentFile, DynamicsFile, EvalFile
+from ..rundir.records import AlignmentFile, CompareFile, DynamicsFile, EvalFile
 
 
 def coverage(record: BaseModel) -> int:
@@ -23,6 +23,8 @@ def coverage(record: BaseModel) -> int:
         return record.n_graded
     if isinstance(record, AlignmentFile):
         return record.n_questions
+    if isinstance(record, CompareFile):
+        return record.n_paired
     if isinstance(record, DynamicsFile):
         return sum(p.n_gold_graded or 0 for p in record.points) + sum(p.proxy is not None for p in record.points)
     raise TypeError(f"not an evaluation record: {type(record).__name__}")

@@ -12,7 +12,9 @@ from .. import __version__
 from ..analysis.claims import ClaimResult, evaluate_claims
 from .claim_evidence import RunEvidence
 from .discover import ReportInputError, SweepInfo, discover
+from .fold import Fold, claims_fold, section_folds
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
+from .lead import Lead, lead
 from .plots import GatePoint, InlineFigure, RoundMark, cost_figure, dynamics_figure, gates_figure, scores_figure
 from .runs import RunRecord, load_run, transcripts_shown
 from .tables import Section, sections
@@ -42,6 +44,11 @@ class SectionView:
     dynamics: tuple[DynamicsView, ...]
     cost_figures: Mapping[str, InlineFigure]
     score_figures: Mapping[str, InlineFigure] = field(default_factory=dict)  # by benchmark: test score per method
+    folds: tuple[Fold, ...] = ()  # its sections with nothing to show, folded into one line
+
+    @property
+    def folded(self) -> frozenset[str]:
+        return frozenset(f.key for f in self.folds)
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,15 @@ class Report:
     problems: tuple[str, ...]
     claims: tuple[ClaimResult, ...] = ()  # the paper's claims checked on these runs (analysis/claims.py)
     run_figures: Mapping[str, InlineFigure] = field(default_factory=dict)  # by run anchor: its gate decisions
+    lead: Lead | None = None  # a report of one run opens on what it ships and how that compares
+    claims_fold: Fold | None = None  # the paper's claims, when none could be decided on these runs
+
+    @property
+    def folds(self) -> tuple[tuple[str, Fold], ...]:
+        """(where, fold) for every section folded into the report's one line of what is not shown."""
+        many = len(self.sections) > 1
+        out = [(sv.data.backbone if many else "", f) for sv in self.sections for f in sv.folds]
+        return tuple(out + ([("", self.claims_fold)] if self.claims_fold is not None else []))
 
     @property
     def methods(self) -> tuple[str, ...]:
@@ -152,9 +168,9 @@ def _models(runs: Iterable[RunRecord]) -> tuple[ModelRow, ...]:
             roles = "every role" if m.roles == ("default",) else ", ".join(
                 "other roles" if x == "default" else x for x in m.roles)
             uses[(m.label, m.backend)][f"optimization ({roles})"] += 1
-        for ev in r.evals.values():
-            if ev.grader_model:
-                uses[(ev.grader_model, "")][f"gold grader ({'transfer' if ev.kind == 'transfer' else 'test'})"] += 1
+        # once per run, however many versions or evaluations it graded
+        for grader, kind in {(ev.grader_model, ev.kind) for ev in r.evals.values() if ev.grader_model}:
+            uses[(grader, "")][f"gold grader ({'transfer' if kind == 'transfer' else 'test'})"] += 1
         if r.alignment is not None and r.alignment.matcher_model:
             uses[(r.alignment.matcher_model, "")]["rubric matcher"] += 1
     rows = []
@@ -201,10 +217,12 @@ def _score_figures(section: Section) -> dict[str, InlineFigure]:
     out = {}
     for bench in section.benchmarks:
         by_method: dict[str, list[float]] = defaultdict(list)
+        prompts: list[str] = []
         for r in section.runs:
             if r.benchmark == bench and r.test_eval is not None and r.test_eval.score is not None:
                 by_method[r.method].append(r.test_eval.score)
-        fig = scores_figure(f"scores-{section.backbone}-{bench}", benchmark_label(bench), by_method)
+                prompts.append(r.test_eval.grader_prompt or "ours")
+        fig = scores_figure(f"scores-{section.backbone}-{bench}", benchmark_label(bench), by_method, prompts)
         if fig is not None:
             out[bench] = fig
     return out
@@ -232,18 +250,21 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
                 fig = cost_figure(f"cost-{s.backbone}-{c.benchmark}", benchmark_label(c.benchmark), c.table)
                 if fig is not None:
                     figures[c.benchmark] = fig
-        views.append(SectionView(s, _dynamics(s), figures, _score_figures(s)))
+        dyn = _dynamics(s)
+        views.append(SectionView(s, dyn, figures, _score_figures(s),
+                                 section_folds(s, any(d.figure is not None for d in dyn))))
     problems = [f"sweep {sw.path}: cell {cell} failed: {msg}" for sw in sweeps for cell, msg in sw.failed]
     problems += [p for r in runs for p in r.problems]
     problems += [p for s in secs for p in s.problems]
     problems += [f"cost table for {benchmark_label(c.benchmark)}: {c.error}" for s in secs for c in s.costs
                  if c.error]
     graders = {ev.grader_model for r in runs for ev in r.evals.values() if ev.grader_model}
+    claims = evaluate_claims(RunEvidence(runs))
     return Report(
         title=title, generated_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=__version__,
         inputs=inputs, sweeps=tuple(sweeps), runs=runs, sections=tuple(views), models=_models(runs),
         usage=_usage(runs), budgets=_budgets(runs), graders=tuple(sorted(graders)),
         tiny_grader=any(is_tiny_embedded(g) for g in graders),
         tiny_judge=any(is_tiny_embedded(r.judge_model) for r in runs), problems=tuple(problems),
-        claims=evaluate_claims(RunEvidence(runs)),
+        claims=claims, lead=lead(runs), claims_fold=claims_fold(claims),
         run_figures={r.anchor: fig for r in runs if (fig := _run_figure(r)) is not None})

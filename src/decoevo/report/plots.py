@@ -156,7 +156,7 @@ def dynamics_figure(key: str, title: str, by_method: Mapping[str, Sequence[tuple
     with mpl.rc_context(_rc(key)):
         fig = Figure(figsize=(9.2, 3.5), layout="constrained")
         axes = fig.subplots(1, 2, sharex=True)
-        panels = (("gold", "Gold rubric (official grader)"), ("proxy", "Generated-rubric proxy (training judge)"))
+        panels = (("gold", "Gold rubric (gold grader)"), ("proxy", "Generated-rubric proxy (training judge)"))
         for ax, (which, panel_title) in zip(axes, panels, strict=True):
             for m in methods:
                 b = band(by_method[m], which)
@@ -308,8 +308,18 @@ def gates_figure(key: str, name: str, points: Sequence[GatePoint], rounds: Seque
 # ---- test score per method -----------------------------------------------------------------------
 
 
-def scores_figure(key: str, title: str, by_method: Mapping[str, Sequence[float]]) -> InlineFigure | None:
-    """The test score of each method: a bar at the mean over seeds and a dot per seed."""
+def grading_prompt_label(prompts: Sequence[str]) -> str:
+    """Which prompt graded: the benchmark's official one (fetched, verbatim), decoevo's own, or both."""
+    kinds = set(prompts) or {"ours"}
+    if kinds == {"official"}:
+        return "the benchmark's official grading prompt"
+    return "decoevo's grading prompt" if kinds == {"ours"} else "official and decoevo's grading prompts"
+
+
+def scores_figure(key: str, title: str, by_method: Mapping[str, Sequence[float]],
+                  prompts: Sequence[str] = ()) -> InlineFigure | None:
+    """The test score of each method: a bar at the mean over seeds and a dot per seed. `prompts`: the
+    grading prompts behind the scores ("official", "ours"), said on the axis."""
     methods = sorted((m for m, v in by_method.items() if v), key=method_order)
     if not methods:
         return None
@@ -324,7 +334,7 @@ def scores_figure(key: str, title: str, by_method: Mapping[str, Sequence[float]]
             ax.plot(values, [y] * len(values), linestyle="none", marker="o", markersize=4, color=method_color(m))
             ax.text(mean, y, f"  {mean:.1f} (n={len(values)})", va="center", color="#0f172a", fontsize=9)
         ax.set_yticks(range(len(shown)), [method_label(m) for m in shown])
-        ax.set_xlabel("test score (0-100, official grader)")
+        ax.set_xlabel(f"test score (0-100, gold rubric; {grading_prompt_label(prompts)})")
         top = max(float(v) for m in shown for v in by_method[m])
         ax.set_xlim(0, max(top * 1.25, 1.0))
         ax.grid(axis="y", visible=False)

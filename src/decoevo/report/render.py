@@ -17,6 +17,7 @@ from ..redact import mask_secrets, register_environment_secrets
 from ..rundir.outcomes import Outcome, label
 from .hints import next_steps
 from .labels import benchmark_label, method_color, method_description, method_label
+from .lead import grid
 from .model import Report
 
 CLIP = 1500  # characters of a model response shown before it is cut (the run directory has it all)
@@ -126,7 +127,7 @@ def environment() -> Environment:
                        pretty=_pretty, ticks=_ticks, seeds=_seeds, ver=_ver, fixed=_fixed, method=method_label,
                        bench=benchmark_label, outcome=_outcome, decided=_decided)
     env.globals.update(method_color=method_color, method_description=method_description, next_steps=next_steps,
-                       drift_as_predictor=AS_LOSS_PREDICTOR)
+                       drift_as_predictor=AS_LOSS_PREDICTOR, compare_pairs=grid)
     return env
 
 

@@ -31,6 +31,7 @@ from ..rundir import (
     TranscriptEntry,
     parse_skill_markdown,
 )
+from ..rundir.evalfiles import results_of, shipped_comparison
 from ..rundir.outcomes import Outcome
 from ..rundir.progress import live_progress
 from ..rundir.records import (
@@ -40,6 +41,7 @@ from ..rundir.records import (
     PROVENANCE,
     SPLITS,
     AlignmentFile,
+    CompareFile,
     DynamicsFile,
     EvalFile,
     Provenance,
@@ -165,7 +167,7 @@ class RunRecord:
     outer_gates: tuple[OuterGate, ...]
     incidents: tuple[Incident, ...]
     audits: tuple[AuditRound, ...]
-    evals: Mapping[str, EvalFile]
+    evals: Mapping[str, EvalFile]  # every grading under eval/, by file stem (any skill version and grader)
     dynamics: DynamicsFile | None
     alignment: AlignmentFile | None
     # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw;
@@ -176,6 +178,8 @@ class RunRecord:
     provenance: Provenance | None = None  # None for runs made before provenance.json existed
     split_ids: Mapping[str, tuple[str, ...]] | None = None  # splits.json; None when absent or unreadable
     test_gold: bool | None = None  # whether a test question has a gold rubric; None: data not readable here
+    shipped_version: int | None = None  # the solver version the run ships (None: no skill found)
+    comparisons: Mapping[str, CompareFile] = field(default_factory=dict)  # eval/compare-*.json, by file stem
 
     @property
     def finished(self) -> bool:
@@ -187,12 +191,24 @@ class RunRecord:
         return _map(self.config.get("data"))
 
     @property
+    def results(self) -> Mapping[str, EvalFile]:
+        """The run's results: per evaluation (test, transfer-…), the grading of the skill it ships. A grading
+        of another version (`eval --skill-version 0`) is shown labelled by its version, never as the result."""
+        return {name: self.evals[stem] for name, stem in results_of(self.evals, self.shipped_version).items()}
+
+    @property
     def test_eval(self) -> EvalFile | None:
-        return self.evals.get("test")
+        return self.results.get("test")
 
     @property
     def transfer_evals(self) -> tuple[EvalFile, ...]:
-        return tuple(e for e in self.evals.values() if e.kind == "transfer")
+        return tuple(e for e in self.results.values() if e.kind == "transfer")
+
+    @property
+    def comparison(self) -> CompareFile | None:
+        """The initial against the shipped skill on the test split (`decoevo compare`), if compared."""
+        stem = shipped_comparison(self.comparisons, self.shipped_version)
+        return self.comparisons[stem] if stem is not None else None
 
 
 # ---- pieces --------------------------------------------------------------------------------------
@@ -379,17 +395,22 @@ def _identity(config: Mapping[str, Any], summary: Mapping[str, Any] | None, path
     return method, seed
 
 
-def _eval_files(reader: RunReader, method: str, seed: int | None, problems: list[str]) -> dict[str, EvalFile]:
-    out: dict[str, EvalFile] = {}
-    for name in reader.eval_names():
-        ev = _attempt(partial(reader.eval, name), problems, None)
+E = TypeVar("E", EvalFile, CompareFile)
+
+
+def _eval_files(names: list[str], read: Callable[[str], E], reader: RunReader, method: str, seed: int | None,
+                problems: list[str]) -> dict[str, E]:
+    """The gradings (or comparisons) under eval/ by file stem that are this run's own."""
+    out: dict[str, E] = {}
+    for name in names:
+        ev = _attempt(partial(read, name), problems, None)
         if ev is None:
             continue
         if (ev.method, ev.seed) != (method, seed):
             problems.append(f"{reader.path / EVAL_DIR / f'{name}.json'}: evaluates {ev.method}/seed {ev.seed}, but "
                             f"the run is {method}/seed {seed}; left out")
             continue
-        out[ev.name] = ev
+        out[name] = ev
     return out
 
 
@@ -451,12 +472,10 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         problems.append(str(e))
     lineages = {kind: _lineage(reader, kind, problems) for kind in ("solver", "generator")}
     models, judge = _models(config)
-    evals = {k: _independence(ev, models) for k, ev in _eval_files(reader, method, seed, problems).items()}
-    test = evals.get("test")
-    final = lineages["solver"][-1].version if lineages["solver"] else None
-    if test is not None and test.skill_version is not None and final is not None and test.skill_version != final:
-        problems.append(f"{path}/eval/test.json grades solver v{test.skill_version:03d}, but the run's final solver "
-                        f"is v{final:03d}; its score describes that version, not the run's result")
+    evals = {k: _independence(ev, models)
+             for k, ev in _eval_files(reader.eval_names(), reader.eval, reader, method, seed, problems).items()}
+    shipped = _int((summary or {}).get("solver_version"))
+    shipped = shipped if shipped is not None else lineages["solver"][-1].version if lineages["solver"] else None
     budget = _map(config.get("budget"))
     status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
     split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
@@ -465,7 +484,8 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         next((u.label for u in models if u.name == "default"), EMBEDDED_DEFAULT)
     return RunRecord(
         path=path, name=name, anchor=anchor, method=method, seed=seed,
-        benchmark=_benchmark(config, benchmark_hint, evals.get("test"), problems, path),
+        benchmark=_benchmark(config, benchmark_hint, evals.get(results_of(evals, shipped).get("test", "")),
+                             problems, path),
         backbone=solver_model, sweep=sweep, config=config, summary=summary, status=status, status_detail=detail,
         models=models, judge_model=judge, budget={k: v for k, v in budget.items() if v is not None},
         usage=usage, ledger_total=ledger_total, solver=lineages["solver"], generator=lineages["generator"],
@@ -477,6 +497,8 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,
         problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
+        shipped_version=shipped,
+        comparisons=_eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems),
     )
 
 

@@ -237,7 +237,7 @@ def collect_scores(runs: Sequence[RunRecord], problems: list[str]) -> tuple[
     for run in runs:
         key = (run.method, run.seed)
         scores.setdefault(key, {})
-        for ev in run.evals.values():
+        for ev in run.results.values():  # the shipped skill's gradings (another version's is no result)
             if ev.name != "test" and ev.kind != "transfer":  # another split (e.g. `eval --split diagnostic`)
                 continue
             # The test split is of the run's own data, so its column is the run's benchmark: in a sweep, the

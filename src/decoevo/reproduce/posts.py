@@ -30,7 +30,10 @@ class PostTask:
         return self.run_dir / "eval" / name
 
     def done(self) -> bool:
-        return self.output.is_file()
+        if self.output.is_file():  # dynamics, alignment, or a transfer graded before one file per version
+            return True
+        # a transfer's result is transfer-<benchmark>-v<NNN>-<grader>.json (rundir/evalfiles.py)
+        return self.kind == "transfer" and any(self.output.parent.glob(f"{self.output.stem}-v*.json"))
 
 
 

@@ -21,6 +21,7 @@ from ..lm import ModelSpec
 from ..lm.pricing import price_for
 from ..methods import METHODS, get_method
 from ..sweep.plan import Cell
+from ..sweep.steps import STEPS
 from .bill import Bill, bench_bill, expected_criteria
 from .plan import MAIN, PAIRED, TRACKED, TRANSFERS, ReproducePlan
 from .posts import PostTask
@@ -133,7 +134,7 @@ def project(
                     training += calls
                     usd = est.dollars(lambda role, p, c: solver_price(p, c), bill.training)
                     add(None if usd is None else usd * (calls / est.expected if est.expected else 0.0))
-                if not (run_dir / "eval" / "test.json").is_file():
+                if not STEPS["test"].done(run_dir):
                     n = config.splits.test * tested[share.method]
                     per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
                     evaluation += n * per

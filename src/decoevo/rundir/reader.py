@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..domain import Skill
+from .evalfiles import COMPARE_PREFIX
 from .events import EventError, RunEvent, parse_event
 from .files import RunReadError, complete_lines, read_json, read_jsonl, read_text, read_yaml
 from .records import (
@@ -35,6 +36,7 @@ from .records import (
     AlignmentFile,
     CallLine,
     Checkpoint,
+    CompareFile,
     DynamicsFile,
     EvalFile,
     RunStatus,
@@ -174,14 +176,22 @@ class RunReader:
 
     # ---- evaluation files (RUN/eval/, docs/evaluation-files.md) -----------------------------------
     def eval_names(self) -> list[str]:
-        """The gradings under eval/ by name (test, transfer, other splits): every eval/*.json but the
-        dynamics and alignment records and the evaluations' own ledgers."""
+        """The gradings under eval/ by file stem (`test-v003-gpt-4.1-official`, or `test` as runs evaluated
+        before one file per skill version and grader have it; evalfiles.py): every eval/*.json but the
+        dynamics and alignment records, the comparisons and the evaluations' own ledgers."""
         skip = {Path(DYNAMICS).name, Path(ALIGNMENT).name, Path(EVAL_LEDGER).name}
         return [Path(rel).stem for rel in self.files(f"{EVAL_DIR}/*.json")
-                if Path(rel).name not in skip and not Path(rel).name.startswith(EVAL_LEDGER_PREFIX)]
+                if Path(rel).name not in skip and not Path(rel).name.startswith((EVAL_LEDGER_PREFIX, COMPARE_PREFIX))]
 
-    def eval(self, name: str) -> EvalFile:
-        return self.model(EvalFile, f"{EVAL_DIR}/{name}.json")
+    def eval(self, stem: str) -> EvalFile:
+        return self.model(EvalFile, f"{EVAL_DIR}/{stem}.json")
+
+    def compare_names(self) -> list[str]:
+        """The comparisons under eval/ (`decoevo compare`) by file stem."""
+        return [Path(rel).stem for rel in self.files(f"{EVAL_DIR}/{COMPARE_PREFIX}*.json")]
+
+    def comparison(self, stem: str) -> CompareFile:
+        return self.model(CompareFile, f"{EVAL_DIR}/{stem}.json")
 
     def dynamics(self) -> DynamicsFile | None:
         return self.model(DynamicsFile, DYNAMICS) if self.has(DYNAMICS) else None

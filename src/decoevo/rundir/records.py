@@ -156,6 +156,51 @@ class EvalFile(_EvalRecord):
         return self.n_graded / total if total else 0.0
 
 
+class CompareSide(_EvalRecord):
+    """One skill's answer to one question and its gold grade (GradeResult.model_dump())."""
+
+    response: str | None = None
+    score: float | None = Field(None, ge=0, le=100)
+    grade: dict[str, Any] = Field(default_factory=dict)
+
+
+class CompareRow(_EvalRecord):
+    question_id: str
+    question: str = ""  # the question's last user turn, as the solver saw it
+    before: CompareSide
+    after: CompareSide
+    delta: float | None = None  # after - before, when both were graded
+    changed: list[dict[str, Any]] = Field(default_factory=list)  # criteria scored differently: index, criterion,
+    #                                                              before, after (values on the benchmark's scale)
+
+
+class CompareFile(_EvalRecord):
+    """`RUN/eval/compare-<name>-v<A>-v<B>-<grader>.json`: two solver versions (the initial and the shipped
+    one) graded on the same questions, paired per question (docs/evaluation-files.md)."""
+
+    name: str
+    kind: Literal["test", "transfer"]
+    benchmark: str
+    method: str
+    seed: int
+    before_version: int = Field(ge=0)
+    after_version: int = Field(ge=0)
+    grader_model: str | None = None
+    self_graded: bool | None = None
+    self_graded_roles: list[str] = Field(default_factory=list)
+    grader_prompt: Literal["official", "ours"] | None = None
+    n_questions: int = Field(ge=0)
+    n_paired: int = Field(ge=0)  # graded under both skills: the only questions the difference uses
+    before_score: float | None = Field(None, ge=0, le=100)  # mean over the paired questions
+    after_score: float | None = Field(None, ge=0, le=100)
+    mean_delta: float | None = None
+    ci_low: float | None = None  # paired t-based 95% interval of the mean difference (None: fewer than 2 pairs)
+    ci_high: float | None = None
+    p_value: float | None = Field(None, ge=0, le=1)
+    note: str | None = None  # why the interval is missing or degenerate
+    rows: list[CompareRow] = Field(default_factory=list)
+
+
 class DynamicsPoint(_EvalRecord):
     step: int = Field(ge=0)
     skill_version: int = Field(ge=0)

@@ -20,14 +20,17 @@ from ..errors import ConfigError
 class PostStep:
     name: str
     command: str  # the equivalent `decoevo COMMAND RUN_DIR`, for messages
-    output: str  # the file it writes, relative to the run directory (docs/evaluation-files.md)
+    output: str  # the file it writes, relative to the run directory, a glob (docs/evaluation-files.md)
+    legacy: str | None = None  # what an older version wrote instead (still counts as done)
 
     def done(self, run_dir: Path) -> bool:
-        return (run_dir / self.output).is_file()
+        return any(p.is_file() for p in run_dir.glob(self.output)) or (
+            self.legacy is not None and (run_dir / self.legacy).is_file())
 
 
 STEPS: dict[str, PostStep] = {s.name: s for s in [
-    PostStep("test", "eval", "eval/test.json"),
+    # one file per solver version and grader (rundir/evalfiles.py); a cell grades its final skill only
+    PostStep("test", "eval", "eval/test-v*.json", legacy="eval/test.json"),
     PostStep("dynamics", "dynamics", "eval/dynamics.json"),
     PostStep("alignment", "align", "eval/alignment.json"),
 ]}
@@ -65,8 +68,8 @@ def run_step(name: str, run_dir: Path) -> None:
     step = STEPS[name]
     record = asyncio.run(_call(name, run_dir))
     label = f" ({record['grader_independence']})" if record.get("self_graded") else ""
-    print(f"{step.name}: " + ", ".join(f"{k} {record[k]}" for k in ("score", "n_graded", "n_ungraded", "f1",
-                                                                      "n_questions") if k in record) + label,
+    print(f"{step.name}: " + ", ".join(f"{k} {record[k]}" for k in ("skill_version", "score", "n_graded", "n_ungraded",
+                                                                      "f1", "n_questions") if k in record) + label,
           flush=True)
     if not step.done(run_dir):
         raise StepFailed(f"`decoevo {step.command} {run_dir}` wrote no {step.output} (nothing could be graded, "

@@ -1,0 +1,93 @@
+"""Where an evaluation result lives under RUN/eval/, and which one is the run's result.
+
+One file per evaluation (test, a transfer), solver skill version and grader, so grading the initial skill
+after the shipped one (or with another grader) adds a file and never replaces one:
+`eval/<name>-v<NNN>-<grader>.json`, e.g. `eval/test-v003-gpt-4.1-official.json`. Runs evaluated before
+this layout have `eval/<name>.json`; those files still read, with the skill version they record.
+A comparison of two skills (`decoevo compare`) is `eval/compare-...json`, never read as a grading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Protocol
+
+COMPARE_PREFIX = "compare-"
+_UNSAFE = re.compile(r"[^a-z0-9._]+")
+
+
+def slug(text: str, limit: int = 48) -> str:
+    """A file-name part: lower case, runs of anything but letters, digits, '.' and '_' as one '-'."""
+    out = _UNSAFE.sub("-", text.lower()).strip("-.")
+    return out[:limit].rstrip("-.") or "unnamed"
+
+
+def grader_slug(grader_model: str | None, grader_prompt: str | None) -> str:
+    """The grader's part of a file name: its model's name (a path's file name) and its prompt."""
+    model = (grader_model or "grader").replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    return f"{slug(model)}-{grader_prompt or 'ours'}"
+
+
+def result_stem(name: str, skill_version: int, grader_model: str | None, grader_prompt: str | None) -> str:
+    """`test-v003-gpt-4.1-official`: the stem of one evaluation's result file under eval/."""
+    return f"{name}-v{skill_version:03d}-{grader_slug(grader_model, grader_prompt)}"
+
+
+def compare_stem(name: str, before: int, after: int, grader_model: str | None, grader_prompt: str | None) -> str:
+    """`compare-test-v000-v003-gpt-4.1-official`: a comparison of two solver versions on `name`'s questions."""
+    return f"{COMPARE_PREFIX}{name}-v{before:03d}-v{after:03d}-{grader_slug(grader_model, grader_prompt)}"
+
+
+class _Graded(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def skill_version(self) -> int | None: ...
+    @property
+    def self_graded(self) -> bool | None: ...
+    @property
+    def n_graded(self) -> int: ...
+    @property
+    def grader_prompt(self) -> str | None: ...
+
+
+def _preference(stem: str, ev: _Graded) -> tuple[int, int, int, str]:
+    """Higher is preferred: an independent grader, then more questions graded, then the official prompt;
+    the file name breaks a tie, so the choice never depends on the order files were listed in."""
+    independent = {False: 2, None: 1, True: 0}[ev.self_graded]
+    return independent, ev.n_graded, int(ev.grader_prompt == "official"), stem
+
+
+def results_of(evals: Mapping[str, _Graded], version: int | None) -> dict[str, str]:
+    """For each evaluation name (test, transfer-…): the file stem of its result for solver `version`
+    (a record that does not say its version counts as any), the best graded when there are several."""
+    best: dict[str, str] = {}
+    for stem, ev in evals.items():
+        if version is not None and ev.skill_version is not None and ev.skill_version != version:
+            continue
+        held = best.get(ev.name)
+        if held is None or _preference(stem, ev) > _preference(held, evals[held]):
+            best[ev.name] = stem
+    return best
+
+
+class _Compared(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def before_version(self) -> int: ...
+    @property
+    def after_version(self) -> int: ...
+    @property
+    def self_graded(self) -> bool | None: ...
+    @property
+    def n_paired(self) -> int: ...
+
+
+def shipped_comparison(comparisons: Mapping[str, _Compared], shipped: int | None) -> str | None:
+    """The stem of the comparison of the initial (v000) and the `shipped` solver on the test split; the
+    independent and best-covered one when several graders compared them."""
+    own = [(c.self_graded is False, c.n_paired, stem) for stem, c in comparisons.items()
+           if c.name == "test" and c.before_version == 0 and c.after_version == shipped]
+    return max(own)[2] if own else None
