@@ -24,6 +24,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,34 +38,40 @@ from bench._common import RESULTS, machine
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The safety-critical modules and the test files that guard each (run in this order, fastest first).
+# The safety-critical modules and the tests that guard each: test files, then optionally "-k EXPR" to
+# keep a long file's tests to those about the module (fast tests first: `-x` stops at the first failure).
+_GUARDS = "not blind_auditor_is_sent and not no_generator_decision and not poisoned"
 MODULES: dict[str, list[str]] = {
     # policies and scoring (eqs. 2-10), pair selection, verification, the audits
     "policies.py": ["test_scoring_policies.py", "test_thresholds.py", "test_truth_world_gate.py",
-                    "test_method_guards.py"],
-    "scoring.py": ["test_scoring_policies.py", "test_thresholds.py", "test_method_guards.py"],
-    "thresholds.py": ["test_thresholds.py", "test_scoring_policies.py", "test_method_guards.py"],
+                    "test_method_guards.py", "-k", "not blind_auditor_is_sent and not poisoned"],
+    "scoring.py": ["test_scoring_policies.py", "test_thresholds.py", "test_method_guards.py", "-k",
+                   "not blind_auditor_is_sent and not poisoned"],
+    "thresholds.py": ["test_thresholds.py", "test_scoring_policies.py", "test_method_guards.py", "-k", _GUARDS],
     "engine/pairs.py": ["test_scoring_policies.py", "test_thresholds.py"],
-    "engine/verify.py": ["test_method_guards.py", "test_decision_shortcuts.py", "test_engine_toy.py"],
-    "engine/audits.py": ["test_method_guards.py", "test_engine_toy.py", "test_cost_levers.py"],
-    "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "test_injection.py",
-                                   "test_truth_world.py"],
-    "engine/top_up.py": ["test_top_up.py"],
+    "engine/verify.py": ["test_method_guards.py", "test_decision_shortcuts.py", "-k",
+                         "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"],
+    "engine/audits.py": ["test_method_guards.py", "test_engine_toy.py", "-k",
+                         "blind_auditor_is_sent or no_generator_decision or decoevo_learns or every_method_runs"],
+    "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
+                                   "auditor or stage1"],
+    "engine/top_up.py": ["test_top_up.py", "-k", "not cost_world and not every_seed"],
     # the spend cap and the run's budget
-    "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "test_top_up.py"],
-    "lm/spend.py": ["test_spend_cap.py", "test_lm_cost.py"],
+    "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "-k",
+                     "landing or client_refuses or lands_on_its or token_cap or budget or cap"],
+    "lm/spend.py": ["test_spend_cap.py"],
     # redaction, transport and redirects
-    "redact.py": ["test_leaks.py", "test_secrets.py", "test_secrets_errors.py", "test_lm_credentials.py"],
+    "redact.py": ["test_leaks.py", "test_secrets.py", "test_secrets_errors.py"],
     "lm/bounded_body.py": ["test_transport_bounds.py"],
-    "benchmarks/download.py": ["test_data_downloads.py", "test_adversary_round3.py"],
+    "benchmarks/download.py": ["test_data_downloads.py"],
     # run-directory writes, resume classification
-    "fileio.py": ["test_rundir.py", "test_adversary_round3.py"],
-    "rundir/files.py": ["test_rundir.py", "test_report_reader.py", "test_adversary_round3.py"],
-    "rundir/writer.py": ["test_rundir.py", "test_kill_resume.py"],
-    "rundir/lock.py": ["test_rundir.py", "test_kill_resume.py"],
-    "engine/resume_config.py": ["test_resume_changes.py", "test_faults.py"],
+    "fileio.py": ["test_rundir.py"],
+    "rundir/files.py": ["test_rundir.py", "test_report_reader.py"],
+    "rundir/writer.py": ["test_rundir.py"],
+    "rundir/lock.py": ["test_rundir.py"],
+    "engine/resume_config.py": ["test_resume_changes.py"],
     # report escaping
-    "report/render.py": ["test_report.py", "test_rundir.py"],
+    "report/render.py": ["test_report.py"],
 }
 
 _FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
@@ -247,7 +254,7 @@ def _pytest(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     """'passed', 'failed' or 'timeout', and the seconds taken."""
     start = time.monotonic()
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
-           *[f"tests/{t}" for t in tests]]
+           *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
     try:
         done = subprocess.run(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               timeout=timeout, check=False)
@@ -282,18 +289,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", default="", help="comma-separated module paths under src/decoevo "
                         "(default: all in the map), e.g. redact.py,engine/verify.py")
-    parser.add_argument("--max-per-module", type=int, default=None, help="sample at most N mutants a module")
+    parser.add_argument("--max-per-module", type=int, default=12,
+                        help="sample at most N mutants a module (default 12; 0: all)")
     parser.add_argument("--jobs", type=int, default=2, help="checkout copies testing mutants at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.json")
     parser.add_argument("--list", action="store_true", help="only count the mutants per module")
     args = parser.parse_args(argv)
+    # a kill ends the run through the temporary directory's cleanup: no copy (nor mutant) is left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     wanted = [m.strip() for m in args.modules.split(",") if m.strip()] or list(MODULES)
     unknown = [m for m in wanted if m not in MODULES]
     if unknown:
         parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
     sources = {m: (ROOT / "src" / "decoevo" / m).read_text(encoding="utf-8") for m in wanted}
     plan = {m: (mutants_of(m, sources[m]), []) for m in wanted}
-    chosen = {m: sample(all_, m, args.max_per_module) for m, (all_, _) in plan.items()}
+    chosen = {m: sample(all_, m, args.max_per_module or None) for m, (all_, _) in plan.items()}
     if args.list:
         for m in wanted:
             print(f"{m}: {len(plan[m][0])} mutants, {len(chosen[m])} sampled")
