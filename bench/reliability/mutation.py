@@ -285,6 +285,16 @@ class Worker:
             path.write_text(source, encoding="utf-8")
 
 
+def _write(out: Path, report: dict[str, Any], started: float) -> None:
+    total = sum(r["mutants"] for r in report["modules"].values())
+    killed = sum(r["killed"] for r in report["modules"].values())
+    report.update(mutants=total, killed=killed, survived=total - killed,
+                  kill_rate=round(killed / total, 4) if total else None,
+                  seconds=round(time.monotonic() - started, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", default="", help="comma-separated module paths under src/decoevo "
@@ -342,17 +352,12 @@ def main(argv: list[str] | None = None) -> int:
                 "baseline_s": round(took, 1), "seconds": round(time.monotonic() - t0, 1)}
             print(f"{module}: {killed}/{len(mutants)} killed ({len(plan[module][0])} sites), "
                   f"{time.monotonic() - t0:.0f}s", flush=True)
+            _write(args.out, report, started)  # after every module: an interrupted run keeps what it measured
             for s in survivors:
                 print(f"  survived {module}:{s['line']}:{s['col']} {s['kind']}: {s['original']!r} -> "
                       f"{s['mutated']!r}", flush=True)
-    total = sum(r["mutants"] for r in report["modules"].values())
-    killed = sum(r["killed"] for r in report["modules"].values())
-    report.update(mutants=total, killed=killed, survived=total - killed,
-                  kill_rate=round(killed / total, 4) if total else None,
-                  seconds=round(time.monotonic() - started, 1))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{killed}/{total} killed ({report['kill_rate']}), {report['seconds']:.0f}s -> {args.out}")
+    _write(args.out, report, started)
+    print(f"{report['killed']}/{report['mutants']} killed ({report['kill_rate']}), {report['seconds']:.0f}s")
     return 0
 
 
