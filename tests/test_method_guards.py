@@ -402,3 +402,19 @@ def test_what_a_score_decoupled_acceptance_can_receive() -> None:
     for fn in (verify.audit_objectives, verify.structural_objective, verify.contrastive_objective,
                verify.objectives, verify.decided_by_structural):
         assert "solver" not in inspect.signature(fn).parameters, fn.__name__
+
+
+# ---- survivors of the mutation bench (docs/reliability.md § Mutation bench) --------------------------
+def test_a_cost_budget_refuses_the_next_call_once_spend_reaches_it_exactly() -> None:
+    from decoevo.lm.budget import in_flight
+
+    ledger = UsageLedger()
+    ledger.record_call("judge", "m", 100, 100, 0.0, cost_usd=0.25)
+    Budget(max_cost=0.26).check(ledger)  # under: taken
+    with pytest.raises(BudgetExceeded, match="cost budget reached"):
+        Budget(max_cost=0.25).check(ledger)  # reached exactly: refused (≥, not >)
+    # calls paying now are expected to cost what a call has averaged: 2 paying on 1 answered, $0.25 each
+    pending = in_flight(2, ledger)
+    assert (pending.calls, pending.tokens, pending.cost_usd) == (2, 400, pytest.approx(0.5))
+    with pytest.raises(BudgetExceeded, match="cost budget reached"):
+        Budget(max_cost=0.7).check(ledger, pending)  # 0.25 + 0.5 in flight ≥ 0.7
