@@ -51,8 +51,8 @@ class Budget:
         if self.max_calls is not None and calls >= self.max_calls:
             raise BudgetExceeded(f"call budget reached: {total.effective_calls} of {self.max_calls} calls used"
                                  + (f", {pending.calls} in flight" if pending.calls else ""))
-        tokens = total.effective_tokens + pending.tokens + (next_tokens / 2 if self.land_on_tokens else 0.0)
-        if self.max_tokens is not None and tokens >= self.max_tokens:
+        if self.max_tokens is not None and refuses_on_tokens(total.effective_tokens + pending.tokens,
+                                                             self.max_tokens, next_tokens, land=self.land_on_tokens):
             raise BudgetExceeded(f"token budget reached: {total.effective_tokens} of {self.max_tokens} tokens used"
                                  + (f", about {pending.tokens:.0f} in flight" if pending.calls else "")
                                  + (f", the next call's ~{next_tokens:.0f} would land further from it"
@@ -61,6 +61,14 @@ class Budget:
         if self.max_cost is not None and cost >= self.max_cost:
             raise BudgetExceeded(f"cost budget reached: ${total.effective_cost_usd:.4f} of ${self.max_cost:.4f} used"
                                  + (f", about ${pending.cost_usd:.4f} in flight" if pending.calls else ""))
+
+
+def refuses_on_tokens(used: float, target: float, next_tokens: float, *, land: bool) -> bool:
+    """Whether a token budget refuses the next paid call at `used` tokens. A cap refuses once `used` reaches
+    it. A target to land on (`land`) refuses the call once the run would end farther from the target with
+    it (at used + next_tokens) than without it (at used): past the midpoint, used + next_tokens / 2 ≥ target.
+    At the midpoint both ends are as far; the call is refused, so a control never pays to be as far over."""
+    return used + (next_tokens / 2 if land else 0.0) >= target
 
 
 def in_flight(paying: int, ledger: UsageLedger) -> InFlight:

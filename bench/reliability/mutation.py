@@ -1,0 +1,365 @@
+"""Mutation bench: break the safety-critical code on purpose, one small change at a time, and count how
+many of the changes the tests that cover it notice.
+
+A mutant is one small edit of one module: a comparison flipped or moved across its boundary, `and`/`or`
+swapped, a condition negated or forced, a boolean or numeric constant changed, a returned value replaced
+by a constant, a statement call removed, one entry dropped from a literal list. For each module the map
+below names the test files that guard it; each mutant runs them (`pytest -x -q`) against a copy of the
+checkout in a temporary directory (`PYTHONPATH` points at the copy's `src/`), so the working tree is never
+edited and an interrupted bench leaves no mutant anywhere but in its temporary directory. A mutant is
+killed when a test fails (or the run exceeds its time limit), and survives when every test passes.
+
+    python -m bench.reliability.mutation [--modules redact,policies] [--max-per-module N] [--jobs 2]
+
+Mutants per module are sampled deterministically (a generator seeded by the module's path) when a module
+has more sites than `--max-per-module`. Writes bench/results/mutation.json: per module the mutants, the
+killed and the survivors (line, column, mutation, original and mutated source), and the wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench._common import RESULTS, machine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The safety-critical modules and the tests that guard each: test files, then optionally "-k EXPR" to
+# keep a long file's tests to those about the module (fast tests first: `-x` stops at the first failure).
+_GUARDS = "not blind_auditor_is_sent and not no_generator_decision and not poisoned"
+MODULES: dict[str, list[str]] = {
+    # policies and scoring (eqs. 2-10), pair selection, verification, the audits
+    "policies.py": ["test_scoring_policies.py", "test_thresholds.py", "test_truth_world_gate.py",
+                    "test_method_guards.py", "-k", "not blind_auditor_is_sent and not poisoned"],
+    "scoring.py": ["test_scoring_policies.py", "test_thresholds.py", "test_method_guards.py", "-k",
+                   "not blind_auditor_is_sent and not poisoned"],
+    "thresholds.py": ["test_thresholds.py", "test_scoring_policies.py", "test_method_guards.py", "-k", _GUARDS],
+    "engine/pairs.py": ["test_scoring_policies.py", "test_thresholds.py"],
+    "engine/verify.py": ["test_method_guards.py", "test_decision_shortcuts.py", "-k",
+                         "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"],
+    "engine/audits.py": ["test_method_guards.py", "test_engine_toy.py", "-k",
+                         "blind_auditor_is_sent or no_generator_decision or decoevo_learns or every_method_runs"],
+    "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
+                                   "auditor or stage1"],
+    "engine/top_up.py": ["test_top_up.py", "-k", "not cost_world and not every_seed"],
+    # the spend cap and the run's budget
+    "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "-k",
+                     "landing or client_refuses or lands_on_its or token_cap or budget or cap"],
+    "lm/spend.py": ["test_spend_cap.py"],
+    # redaction, transport and redirects
+    "redact.py": ["test_leaks.py", "test_secrets.py", "test_secrets_errors.py"],
+    "lm/bounded_body.py": ["test_transport_bounds.py"],
+    "benchmarks/download.py": ["test_data_downloads.py"],
+    # run-directory writes, resume classification
+    "fileio.py": ["test_rundir.py"],
+    "rundir/files.py": ["test_rundir.py", "test_report_reader.py"],
+    "rundir/writer.py": ["test_rundir.py"],
+    "rundir/lock.py": ["test_rundir.py"],
+    "engine/resume_config.py": ["test_resume_changes.py"],
+    # report escaping
+    "report/render.py": ["test_report.py"],
+}
+
+_FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
+         ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
+_BOUNDARY = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    line: int
+    col: int
+    kind: str
+    original: str
+    mutated: str
+    start: int  # character offsets of the replaced span in the module's source
+    end: int
+
+
+def _offsets(source: str) -> list[int]:
+    starts, pos = [0], 0
+    for line in source.splitlines(keepends=True):
+        pos += len(line)
+        starts.append(pos)
+    return starts
+
+
+def _span(source: str, lines: list[int], node: ast.AST) -> tuple[int, int]:
+    """The node's character span (ast columns count UTF-8 bytes)."""
+    def at(lineno: int, col: int) -> int:
+        text = source[lines[lineno - 1]:lines[lineno]]
+        return lines[lineno - 1] + len(text.encode("utf-8")[:col].decode("utf-8"))
+
+    return at(node.lineno, node.col_offset), at(node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _skipped_nodes(tree: ast.Module) -> set[int]:
+    """Nodes not worth mutating: docstrings, annotations, f-string parts, TYPE_CHECKING blocks, and the
+    messages of raised errors and warnings (text, not behaviour)."""
+    skip: set[int] = set()
+
+    def mark(node: ast.AST | None) -> None:
+        if node is not None:
+            skip.update(id(n) for n in ast.walk(node))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "strict":  # zip(strict=...) on equal lengths: the same
+            mark(node)
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            mark(body[0])
+        if isinstance(node, ast.AnnAssign):
+            mark(node.annotation)
+        if isinstance(node, ast.arg):
+            mark(node.annotation)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            mark(node.returns)
+        if isinstance(node, ast.JoinedStr):
+            mark(node)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            mark(node)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            mark(node)
+    return skip
+
+
+def _returns_bool(node: ast.expr) -> bool:
+    return isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp)
+                                                            and isinstance(node.op, ast.Not))
+
+
+def mutants_of(module: str, source: str) -> list[Mutant]:
+    """Every mutant of one module's source, in source order."""
+    tree = ast.parse(source)
+    lines = _offsets(source)
+    skip = _skipped_nodes(tree)
+    out: list[Mutant] = []
+
+    def add(node: ast.AST, kind: str, replacement: str, wrap: bool = True) -> None:
+        start, end = _span(source, lines, node)
+        original = source[start:end]
+        text = f"({replacement})" if wrap else replacement
+        mutated = source[:start] + text + source[end:]
+        try:
+            if ast.dump(ast.parse(mutated)) == ast.dump(tree):
+                return
+        except SyntaxError:
+            return
+        out.append(Mutant(module, node.lineno, node.col_offset, kind, original, text, start, end))
+
+    def unparse_with(node: ast.AST, **changes: Any) -> str:
+        copy = ast.parse(ast.unparse(node), mode="eval").body if isinstance(node, ast.expr) else node
+        for key, value in changes.items():
+            setattr(copy, key, value)
+        return ast.unparse(copy)
+
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Compare):
+            for i, op in enumerate(node.ops):
+                for table, kind in ((_FLIP, "negate comparison"), (_BOUNDARY, "boundary")):
+                    if type(op) in table:
+                        ops = list(node.ops)
+                        ops[i] = table[type(op)]()
+                        add(node, kind, unparse_with(node, ops=ops))
+        elif isinstance(node, ast.BoolOp):
+            other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+            add(node, "and/or", unparse_with(node, op=other))
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            add(node, "drop not", ast.unparse(node.operand))
+        elif isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+            add(node, "arithmetic", unparse_with(node, op=_ARITH[type(node.op)]()))
+        elif isinstance(node, ast.Constant) and not isinstance(node.value, str):
+            value = node.value
+            if isinstance(value, bool):
+                add(node, "constant", repr(not value), wrap=False)
+            elif isinstance(value, int):
+                add(node, "constant", repr(value + 1), wrap=False)
+                if value:
+                    add(node, "constant", "0", wrap=False)
+            elif isinstance(value, float):
+                add(node, "constant", repr(value * 2 if value else 1.0), wrap=False)
+        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            if not (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):  # "drop not" does it
+                add(node.test, "negate condition", f"not ({ast.unparse(node.test)})")
+            if isinstance(node, ast.If):
+                add(node.test, "remove condition", "True" if node.orelse else "False", wrap=False)
+        elif isinstance(node, ast.Return) and node.value is not None:
+            if _returns_bool(node.value):
+                add(node.value, "return constant", "True", wrap=False)
+                add(node.value, "return constant", "False", wrap=False)
+            elif not isinstance(node.value, ast.Constant):
+                add(node.value, "return constant", "None", wrap=False)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, (ast.Call, ast.Await)):
+            add(node, "remove call", "pass", wrap=False)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)) and len(node.elts) >= 2 \
+                and all(isinstance(e, ast.Constant) for e in node.elts):
+            for i in range(len(node.elts)):
+                rest = [ast.unparse(e) for j, e in enumerate(node.elts) if j != i]
+                text = {ast.List: "[{}]", ast.Set: "{{{}}}", ast.Tuple: "({},)"}[type(node)].format(", ".join(rest))
+                add(node, "drop entry", text, wrap=False)
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            add(node, "remove raise", "pass", wrap=False)
+    out.sort(key=lambda m: (m.start, m.end, m.kind, m.mutated))
+    return out
+
+
+def sample(mutants: list[Mutant], module: str, limit: int | None) -> list[Mutant]:
+    """At most `limit` mutants, drawn by a generator seeded with the module path (the same every run)."""
+    if limit is None or len(mutants) <= limit:
+        return mutants
+    picked = random.Random(f"mutation:{module}").sample(range(len(mutants)), limit)
+    return [mutants[i] for i in sorted(picked)]
+
+
+def _copy_tree(dest: Path) -> Path:
+    """A copy of what the tests read (sources, tests, benches, docs, project file), without caches."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "results", ".mypy_cache")
+    for name in ("src", "tests", "bench", "docs", "scripts"):
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        if (ROOT / name).is_file():
+            shutil.copy2(ROOT / name, dest / name)
+    (dest / "bench" / "results").mkdir(exist_ok=True)
+    return dest
+
+
+def _env(copy: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PYTHONPATH=str(copy / "src") + os.pathsep + str(copy), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONHASHSEED="0")
+    return env
+
+
+def _pytest(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
+    """'passed', 'failed' or 'timeout', and the seconds taken."""
+    start = time.monotonic()
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
+           *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
+    try:
+        done = subprocess.run(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - start
+    return ("passed" if done.returncode == 0 else "failed"), time.monotonic() - start
+
+
+class Worker:
+    """One copy of the checkout; mutants are written into it one at a time and always restored."""
+
+    def __init__(self, base: Path, index: int) -> None:
+        self.copy = _copy_tree(base / f"w{index}")
+        probe = subprocess.run([sys.executable, "-c", "import decoevo; print(decoevo.__file__)"],
+                               cwd=self.copy, env=_env(self.copy), capture_output=True, text=True, check=True)
+        if not probe.stdout.strip().startswith(str(self.copy / "src")):
+            raise SystemExit(f"the copy's decoevo is not the one imported: {probe.stdout.strip()}")
+
+    def baseline(self, tests: list[str]) -> tuple[str, float]:
+        return _pytest(self.copy, tests, timeout=1800)
+
+    def run(self, m: Mutant, source: str, tests: list[str], timeout: float) -> tuple[str, float]:
+        path = self.copy / "src" / "decoevo" / m.module
+        try:
+            path.write_text(source[:m.start] + m.mutated + source[m.end:], encoding="utf-8")
+            return _pytest(self.copy, tests, timeout)
+        finally:
+            path.write_text(source, encoding="utf-8")
+
+
+def _write(out: Path, report: dict[str, Any], started: float) -> None:
+    total = sum(r["mutants"] for r in report["modules"].values())
+    killed = sum(r["killed"] for r in report["modules"].values())
+    report.update(mutants=total, killed=killed, survived=total - killed,
+                  kill_rate=round(killed / total, 4) if total else None,
+                  seconds=round(time.monotonic() - started, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modules", default="", help="comma-separated module paths under src/decoevo "
+                        "(default: all in the map), e.g. redact.py,engine/verify.py")
+    parser.add_argument("--max-per-module", type=int, default=12,
+                        help="sample at most N mutants a module (default 12; 0: all)")
+    parser.add_argument("--jobs", type=int, default=2, help="checkout copies testing mutants at once")
+    parser.add_argument("--out", type=Path, default=RESULTS / "mutation.json")
+    parser.add_argument("--list", action="store_true", help="only count the mutants per module")
+    args = parser.parse_args(argv)
+    # a kill ends the run through the temporary directory's cleanup: no copy (nor mutant) is left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    wanted = [m.strip() for m in args.modules.split(",") if m.strip()] or list(MODULES)
+    unknown = [m for m in wanted if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {', '.join(unknown)}; choose from {', '.join(MODULES)}")
+    sources = {m: (ROOT / "src" / "decoevo" / m).read_text(encoding="utf-8") for m in wanted}
+    plan = {m: (mutants_of(m, sources[m]), []) for m in wanted}
+    chosen = {m: sample(all_, m, args.max_per_module or None) for m, (all_, _) in plan.items()}
+    if args.list:
+        for m in wanted:
+            print(f"{m}: {len(plan[m][0])} mutants, {len(chosen[m])} sampled")
+        return 0
+    started = time.monotonic()
+    report: dict[str, Any] = {"machine": machine(), "max_per_module": args.max_per_module, "jobs": args.jobs,
+                              "modules": {}}
+    with tempfile.TemporaryDirectory(prefix="decoevo-mutation-") as tmp:
+        workers = [Worker(Path(tmp), i) for i in range(max(1, args.jobs))]
+        for module in wanted:
+            tests = MODULES[module]
+            status, took = workers[0].baseline(tests)
+            if status != "passed":
+                raise SystemExit(f"{module}: its tests fail without a mutant ({status}); fix that first")
+            timeout = max(60.0, 4 * took)
+            mutants = chosen[module]
+            t0 = time.monotonic()
+
+            def one(k: int, m: Mutant, _tests: list[str] = tests, _timeout: float = timeout,
+                    _module: str = module) -> tuple[Mutant, str]:
+                return m, workers[k % len(workers)].run(m, sources[_module], _tests, _timeout)[0]
+
+            # a worker runs one mutant at a time: mutant k goes to worker k % jobs, in rounds of `jobs`
+            results: list[tuple[Mutant, str]] = []
+            with ThreadPoolExecutor(len(workers)) as pool:
+                for i in range(0, len(mutants), len(workers)):
+                    batch = list(enumerate(mutants[i:i + len(workers)]))
+                    results += list(pool.map(lambda km: one(*km), batch))
+            survivors = [asdict(m) | {"status": s} for m, s in results if s == "passed"]
+            for s in survivors:
+                del s["start"], s["end"]
+            killed = sum(1 for _, s in results if s != "passed")
+            report["modules"][module] = {
+                "tests": tests, "sites": len(plan[module][0]), "mutants": len(mutants), "killed": killed,
+                "timeouts": sum(1 for _, s in results if s == "timeout"), "survived": survivors,
+                "baseline_s": round(took, 1), "seconds": round(time.monotonic() - t0, 1)}
+            print(f"{module}: {killed}/{len(mutants)} killed ({len(plan[module][0])} sites), "
+                  f"{time.monotonic() - t0:.0f}s", flush=True)
+            _write(args.out, report, started)  # after every module: an interrupted run keeps what it measured
+            for s in survivors:
+                print(f"  survived {module}:{s['line']}:{s['col']} {s['kind']}: {s['original']!r} -> "
+                      f"{s['mutated']!r}", flush=True)
+    _write(args.out, report, started)
+    print(f"{report['killed']}/{report['mutants']} killed ({report['kill_rate']}), {report['seconds']:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
