@@ -136,7 +136,10 @@ def test_the_lock_is_exclusive_names_its_holder_and_is_released(tmp_path: Path) 
 def test_a_second_process_on_a_live_run_is_refused_and_a_kill_releases_it(toy_env: Path) -> None:
     """`decoevo run` in the background against a slow server; `decoevo resume` on the same directory is
     refused while it lives (naming its pid), and works once it was killed with SIGKILL."""
-    delay = {"s": 0.2}  # slow while the first process lives; the resume after its kill needs no slowness
+    # While the first process lives no answer comes back (it holds the run without ever finishing: with a short
+    # delay, a loaded machine let it finish before the second process looked); the resume after its kill
+    # gets answers at once. The held requests die with the server.
+    delay = {"s": 3600.0}
     slow = FakeOpenAI(lambda body, n: Reply(content=toy_reply(body, n).content, delay_s=delay["s"]))
     data = write_toy_questions(toy_env / "toy.jsonl")
     run = toy_env / "runs" / "live"
