@@ -117,7 +117,13 @@ def markdown(result: dict[str, Any]) -> str:
                      + " | ".join(_cell(p[k], a[k], k == "dollars") for k in PHASES)
                      + f" | {c['server_requests']:,} |")
     for preset, s in result["spread"].items():
-        lines.append(f"| {preset} | every seed ({s['cells']}) | min / median / max | | "
+        mine = [c for c in result["cells"] if c["preset"] == preset and c["exit_code"] == 0]
+        plan = {k: sum(c["projected"][k] for c in mine) for k in PHASES}
+        paid = {k: sum(c["paid"][k] for c in mine) for k in PHASES}
+        lines.append(f"| {preset} | all {s['cells']} | sum | | "
+                     + " | ".join(_cell(plan[k], paid[k], k == "dollars") for k in PHASES)
+                     + f" | {sum(c['server_requests'] for c in mine):,} |")
+        lines.append(f"| {preset} | per seed ({s['cells']}) | ÷ min / median / max | | "
                      + " | ".join(f"{s[k]['min']:.2f} / {s[k]['median']:.2f} / {s[k]['max']:.2f}" if s[k] else ""
                                   for k in PHASES) + " | |")
     return "\n".join(lines)
