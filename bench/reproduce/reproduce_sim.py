@@ -188,8 +188,8 @@ def screenshot(report: Path, png: Path) -> bool:
     return png.is_file()
 
 
-def invoke(out: Path, models: Path, data: list[str], seeds: str, sets: list[str], yes: bool = True
-           ) -> tuple[float, str, int]:
+def invoke(out: Path, models: Path, data: list[str], seeds: str, sets: list[str], yes: bool = True,
+           preset: str = "quick", extra: tuple[str, ...] = ()) -> tuple[float, str, int]:
     """`decoevo reproduce` as a user types it; without `yes` it prints the plan and its projection and
     stops before spending (stdin is not a terminal)."""
     cmd = [
@@ -203,7 +203,8 @@ def invoke(out: Path, models: Path, data: list[str], seeds: str, sets: list[str]
         "--seeds",
         seeds,
         "--preset",
-        "quick",
+        preset,
+        *extra,
         *(x for s in sets for x in ("--set", s)),
         *(["--yes"] if yes else []),
         *data,
