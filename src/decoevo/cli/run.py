@@ -182,6 +182,7 @@ def resume(
 def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: bool, config_file: Path | None,
             sets: list[str], track: str | None, track_uri: str | None, as_json: bool) -> None:
     from ..rundir import RunReader
+    from ..engine.run import checked_checkpoint
     from ..tracking import make_tracker
     from .settings import resume_config
     from .shipped import closing_lines
@@ -189,6 +190,7 @@ def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: boo
     summary = RunReader(run_dir).summary() if run_dir.is_dir() else None
     # nothing to continue (unless an accepted config change, e.g. more steps, extends it): say so, run nothing
     if summary is not None and summary.run_status == "finished" and not accept_changed_config:
+        checked_checkpoint(run_dir)  # a damaged checkpoint or call log is named even when nothing is left to do
         out = err_console if as_json else console
         out.print(f"{run_dir} has already finished ({summary.steps_done} inner steps; summary.json): nothing to "
                   "resume", highlight=False)
