@@ -181,8 +181,8 @@ def resume(
 
 def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: bool, config_file: Path | None,
             sets: list[str], track: str | None, track_uri: str | None, as_json: bool) -> None:
-    from ..rundir import RunReader
     from ..engine.run import checked_checkpoint
+    from ..rundir import RunReader
     from ..tracking import make_tracker
     from .settings import resume_config
     from .shipped import closing_lines
