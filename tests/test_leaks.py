@@ -232,6 +232,18 @@ async def test_a_key_cut_by_an_error_bodys_length_limit_is_masked(monkeypatch: p
     assert key[:PARTIAL] not in str(caught.value)
 
 
+
+def test_a_cut_copy_is_masked_as_far_as_it_follows_the_key() -> None:
+    """A copy of a registered key cut anywhere past its first PARTIAL characters is masked whole, up to where
+    it stops following the key, and the text after it stays: no character of the key's tail is left."""
+    from decoevo.redact import mask_secrets, register_secret
+
+    key = secret("tail") + "Zq9"
+    register_secret(key)
+    for cut in (PARTIAL, PARTIAL + 1, len(key) // 2 + PARTIAL // 2, len(key) - 1):
+        text = f"error: key {key[:cut]}… was refused"
+        assert mask_secrets(text) == f"error: key {MASK}… was refused", cut
+
 def test_credentials_in_the_environment_and_old_cache_rows_are_masked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
