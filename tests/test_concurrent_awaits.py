@@ -24,8 +24,9 @@ from .engine_helpers import toy_engine
 
 
 def outcome(run_dir: Path) -> dict:
-    """What a run decided: its events without timestamps, every skill file, and its paid usage."""
-    events = [{k: v for k, v in json.loads(line).items() if k != "t"}
+    """What a run decided: its events without timestamps (and the start's run id, drawn per run), every skill
+    file, and its paid usage."""
+    events = [{k: v for k, v in json.loads(line).items() if k not in ("t", "run_id")}
               for line in (run_dir / "events.jsonl").read_text().splitlines()]
     skills = {str(p.relative_to(run_dir)): p.read_text() for p in sorted((run_dir / "skills").rglob("*"))
               if p.is_file()}

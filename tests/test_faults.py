@@ -48,8 +48,9 @@ def run_cli(base_url: str, data: Path, root: Path, name: str) -> subprocess.Comp
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
-    """The events without their times and the start's configuration (its base_url is the proxy's)."""
-    return [{k: v for k, v in json.loads(line).items() if k not in ("t", "config")}
+    """The events without their times, the start's configuration (its base_url is the proxy's) and run id
+    (drawn per run)."""
+    return [{k: v for k, v in json.loads(line).items() if k not in ("t", "config", "run_id")}
             for line in (run_dir / "events.jsonl").read_text().splitlines()]
 
 

@@ -131,7 +131,7 @@ def compare(
     """Your initial solver skill vs the shipped one, per question: both scores, Δ with a paired 95% CI.
 
     On the run's test split (or --data), graded by the gold grader; prints each question's scores and the
-    criteria that changed, writes RUN/eval/compare-….json (never an eval result); answers `eval` already paid
+    criteria that changed, writes RUN/eval/compare-*.json (never an eval result); answers `eval` already paid
     for come from the cache. `decoevo report RUN` shows both answers side by side."""
     from ..api import compare_async
     from .shipped import unfinished_warning

@@ -181,16 +181,17 @@ def resume(
 
 def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: bool, config_file: Path | None,
             sets: list[str], track: str | None, track_uri: str | None, as_json: bool) -> None:
-    from ..engine.run import checked_checkpoint
     from ..rundir import RunReader
     from ..tracking import make_tracker
     from .settings import resume_config
     from .shipped import closing_lines
 
     summary = RunReader(run_dir).summary() if run_dir.is_dir() else None
-    # nothing to continue (unless an accepted config change, e.g. more steps, extends it): say so, run nothing
-    if summary is not None and summary.run_status == "finished" and not accept_changed_config:
-        checked_checkpoint(run_dir)  # a damaged checkpoint or call log is named even when nothing is left to do
+    # nothing to continue (unless an accepted config change, e.g. more steps, extends it): say so, run nothing.
+    # Anything a resume refuses (a link, a damaged checkpoint, an edit that changes results) goes the resume's
+    # way instead, to be refused there.
+    if (summary is not None and summary.run_status == "finished" and not accept_changed_config
+            and _nothing_to_resume(run_dir, resume_config(run_dir, config_file, sets).model_dump(mode="json"))):
         out = err_console if as_json else console
         out.print(f"{run_dir} has already finished ({summary.steps_done} inner steps; summary.json): nothing to "
                   "resume", highlight=False)
@@ -202,3 +203,21 @@ def _resume(run_dir: Path, accept_changed_data: bool, accept_changed_config: boo
     tracker = make_tracker(track, track_uri)
     _execute(resume_config(run_dir, config_file, sets), run_dir, resume=True, tracker=tracker,
              accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config, as_json=as_json)
+
+
+def _nothing_to_resume(run_dir: Path, config: dict[str, Any]) -> bool:
+    """A finished run that a resume would only read again: its own folder with no link in it, a checkpoint
+    that reads, and a config.yaml that changed nothing that changes results since it was recorded."""
+    from ..engine.resume_config import result_changes
+    from ..engine.run import checked_checkpoint
+    from ..rundir import RunReader
+    from ..rundir.events import ResumeEvent, StartEvent
+
+    if run_dir.is_symlink() or any(p.is_symlink() for p in run_dir.rglob("*")):
+        return False
+    checked_checkpoint(run_dir)  # a damaged checkpoint or call log is named even when nothing is left to do
+    recorded = None
+    for event in RunReader(run_dir).events(problems=[]):
+        if isinstance(event, StartEvent | ResumeEvent) and event.config is not None:
+            recorded = event.config
+    return recorded is None or not result_changes(recorded, config)

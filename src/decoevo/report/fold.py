@@ -44,8 +44,9 @@ def section_folds(s: Section, has_dynamics: bool) -> tuple[Fold, ...]:
 
 
 def claims_fold(claims: Sequence[ClaimResult]) -> Fold | None:
-    """The paper's claims fold when no claim could be decided either way on these runs."""
-    if not claims or any(c.verdict in (SUPPORTED, CONTRADICTED) for c in claims):
+    """The paper's claims fold when no claim could be decided either way on these runs and none has a paired
+    difference to show (a one-seed experiment's differences are shown, undecided)."""
+    if not claims or any(c.verdict in (SUPPORTED, CONTRADICTED) or c.effects for c in claims):
         return None
     counts = Counter(c.verdict for c in claims)
     said = ", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items()))
