@@ -200,8 +200,10 @@ def test_reports_without_any_evaluation(small, tmp_path):
     html = out.read_text()
     # sections with nothing to show are one line, each with the command that fills it (issue 34 item 5)
     folded = html[html.index('<p class="folded small" id="folded">'):html.index('<section id="overview">')]
-    for title in ("Main results", "Training dynamics", "Rubric alignment", "The paper&#39;s claims"):
+    for title in ("Main results", "Training dynamics", "Rubric alignment"):
         assert f"<b>{title}</b>" in folded, (title, folded)
+    # the claims have paired differences to show (tokens, from the ledgers), undecided: shown, not folded
+    assert "<b>The paper&#39;s claims</b>" not in folded and 'id="claims"' in html
     assert "<b>Main results</b>: not computed: it holds out no test split" in folded, folded
     assert 'id="results"' not in html and 'id="dynamics"' not in html and 'id="alignment"' not in html
     assert "not computed</strong>" not in html[:html.index('<section id="runs">')]
