@@ -211,13 +211,9 @@ def _nothing_to_resume(run_dir: Path, config: dict[str, Any]) -> bool:
     from ..engine.resume_config import result_changes
     from ..engine.run import checked_checkpoint
     from ..rundir import RunReader
-    from ..rundir.events import ResumeEvent, StartEvent
 
     if run_dir.is_symlink() or any(p.is_symlink() for p in run_dir.rglob("*")):
         return False
     checked_checkpoint(run_dir)  # a damaged checkpoint or call log is named even when nothing is left to do
-    recorded = None
-    for event in RunReader(run_dir).events(problems=[]):
-        if isinstance(event, StartEvent | ResumeEvent) and event.config is not None:
-            recorded = event.config
+    recorded = RunReader(run_dir).recorded_config()
     return recorded is None or not result_changes(recorded, config)

@@ -23,7 +23,6 @@ from ..rundir import (
     FORMAT_VERSION,
     CallLine,
     RequestLog,
-    ResumeEvent,
     RunEvent,
     RunLock,
     RunReader,
@@ -286,10 +285,7 @@ class Engine:
     def _check_config(self, reader: RunReader, where: str) -> None:
         """config.yaml edited since the start (or the last accepted change): only result-neutral keys may
         differ, unless --accept-changed-config (then recorded on the resume event)."""
-        recorded = None
-        for event in reader.events(problems=[]):
-            if isinstance(event, StartEvent | ResumeEvent) and event.config is not None:
-                recorded = event.config
+        recorded = reader.recorded_config()
         if recorded is None:  # a run from before the configuration was recorded in its log
             return
         changes = result_changes(recorded, self.config.model_dump(mode="json"))

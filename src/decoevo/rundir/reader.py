@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..domain import Skill
 from .evalfiles import COMPARE_PREFIX
-from .events import EventError, RunEvent, parse_event
+from .events import EventError, ResumeEvent, RunEvent, StartEvent, parse_event
 from .files import RunReadError, complete_lines, read_json, read_jsonl, read_text, read_yaml
 from .records import (
     ALIGNMENT,
@@ -137,6 +137,15 @@ class RunReader:
                     raise RunReadError(f"{self.path / EVENTS}: event {n}: {e}") from None
                 problems.append(f"{self.path / EVENTS}: event {n}: {e}; skipped")
         return out
+
+    def recorded_config(self) -> dict[str, Any] | None:
+        """The configuration the run last started or resumed under (events.jsonl), or None for a run from
+        before configurations were recorded there."""
+        recorded = None
+        for event in self.events(problems=[]):
+            if isinstance(event, StartEvent | ResumeEvent) and event.config is not None:
+                recorded = event.config
+        return recorded
 
     def calls(self, problems: list[str] | None = None) -> list[CallLine]:
         out = []
