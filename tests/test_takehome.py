@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from scipy import stats
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from decoevo.cli import app
 from decoevo.testing.server import serve_app
@@ -69,13 +69,18 @@ class _Sections(HTMLParser):
             self.folded.append(data)
 
 
-def test_run_eval_both_versions_compare_and_report_keep_everything(toy_env: Path) -> None:
+def _train_on_the_toy_world(toy_env: Path, url: str) -> tuple[Result, Path]:
+    """A two-step run on the toy world served at `url`: the CLI's result and the run's folder."""
     data = write_toy_questions(toy_env / "toy.jsonl")
+    trained = runner.invoke(app, toy_run_args(f"{url}/v1", data, toy_env / "runs", "mine", steps=2,
+                                              sets=(SPLITS,)))
+    assert trained.exit_code == 0, trained.output
+    return trained, toy_env / "runs" / "mine"
+
+
+def test_run_eval_both_versions_compare_and_report_keep_everything(toy_env: Path) -> None:
     with serve_app(toy_server().app()) as url:
-        trained = runner.invoke(app, toy_run_args(f"{url}/v1", data, toy_env / "runs", "mine", steps=2,
-                                                  sets=(SPLITS,)))
-        assert trained.exit_code == 0, trained.output
-        run = toy_env / "runs" / "mine"
+        trained, run = _train_on_the_toy_world(toy_env, url)
         # the run's next lines lead to the comparison, first, before export and report
         after_next = trained.output.split("next:")[1]
         commands = [line.strip() for line in after_next.splitlines() if line.strip().startswith("decoevo ")]
@@ -176,12 +181,8 @@ _FIRST_SCREEN = """<script>
 
 @pytest.mark.slow  # a run, a comparison and Chromium (~10 s); the default run checks the page's order in its HTML
 def test_the_first_screen_in_chromium_is_the_shipped_skill(toy_env: Path) -> None:
-    data = write_toy_questions(toy_env / "toy.jsonl")
     with serve_app(toy_server().app()) as url:
-        trained = runner.invoke(app, toy_run_args(f"{url}/v1", data, toy_env / "runs", "mine", steps=2,
-                                                  sets=(SPLITS,)))
-        assert trained.exit_code == 0, trained.output
-        run = toy_env / "runs" / "mine"
+        _, run = _train_on_the_toy_world(toy_env, url)
         done = runner.invoke(app, ["compare", str(run), "--grader-base-url", f"{url}/v1", "--grader-model", "toy"])
         assert done.exit_code == 0, done.output
     assert runner.invoke(app, ["report", str(run), "-o", str(toy_env / "r.html")]).exit_code == 0
