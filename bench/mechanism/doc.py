@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import RESULTS
-from bench.mechanism import advice, prior
+from bench.mechanism import advice, advice_fit, prior
 from bench.mechanism import mechanism as mech
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,6 +99,12 @@ def provenance(results: dict[str, Any], prior_results: dict[str, Any] | None) ->
     if prior_results:
         r, seeds = prior_results["run"], prior_results["seeds"]
         lines.append(f"| prior worlds {min(prior_results['worlds'])}–{max(prior_results['worlds'])} | "
+                     f"{min(seeds)}–{max(seeds)} | {r.get('commit', '–')} | {r['cells']} | {r['wall_s']} | "
+                     f"{r['cpu_s']} |")
+    fit = advice_fit.load_fit()
+    if fit:  # the worlds the advice is fitted on (when-to-co-evolve.md), never reported as a measure of it
+        r, seeds = fit["run"], fit["seeds"]
+        lines.append(f"| prior worlds {min(fit['worlds'])}–{max(fit['worlds'])} (fitting the advice only) | "
                      f"{min(seeds)}–{max(seeds)} | {r.get('commit', '–')} | {r['cells']} | {r['wall_s']} | "
                      f"{r['cpu_s']} |")
     return "\n".join(lines)
