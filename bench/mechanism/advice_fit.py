@@ -194,9 +194,17 @@ def verdict(evaluated: dict[str, Any]) -> str:
                 f"{run['n']} against {run['constant_accuracy']:.0%} for the best constant advice ({_chance(run)}; "
                 "the runs of one world are not independent, so read the per-world row first).")
     if world["beats_chance"]:
-        text.append("So, in this simulated prior, what the structural and contrastive audits find in the first "
-                    "outer round carries measurable information about whether co-evolving wins; how far it carries "
-                    "to a real task is not measured.")
+        lo, hi = world["accuracy_ci"]
+        margin = ("its accuracy's 95% interval lies above the best constant advice's" if lo > world["constant_accuracy"]
+                  else f"though its accuracy's 95% interval, {lo:.0%}–{hi:.0%}, still includes the best constant "
+                  f"advice's {world['constant_accuracy']:.0%}: how much better than that it is remains unsettled")
+        text.append("So, in this simulated prior, a low mean structural adequacy in the first outer round goes with "
+                    f"a win more than chance would make it ({margin}). It was not measured on a real task, and the "
+                    "reading comes after the first `audit_every` steps of a DecoEvo run: advice part-way into a run, "
+                    "not before paying for one."
+                    if f["rule"].startswith("co-evolve when `adequacy`") else
+                    "So, in this simulated prior, what the first outer round's audits find goes with a win more "
+                    f"than chance would make it ({margin}); it was not measured on a real task.")
     else:
         text.append("So no gold-free advice measured here beats chance per world: the first audits do not yet tell "
                     "whether co-evolving will win, and neither this page nor `decoevo pilot` advises on it; "
@@ -209,7 +217,8 @@ def _chance(c: dict[str, Any]) -> str:
     if p is None:
         return "its advice never changed, so it cannot beat chance"
     said = "better than chance" if c["beats_chance"] else "not shown better than chance"
-    return f"{said}: one-sided Fisher p = {_f(p)}"
+    shown = _f(p)
+    return f"{said}: one-sided Fisher p {shown.replace('<', '< ') if shown.startswith('<') else '= ' + shown}"
 
 
 def held_out_note(fitted: dict[str, Any], reported: dict[str, Any]) -> dict[str, Any]:
@@ -217,6 +226,6 @@ def held_out_note(fitted: dict[str, Any], reported: dict[str, Any]) -> dict[str,
     m = fitted["reported"]["per_world"]
     worlds = [int(w) for w in reported["summary"]["worlds"]]
     return {"rule": fitted["rule"], "fit_worlds": f"{min(fitted['fit_worlds'])}–{max(fitted['fit_worlds'])}",
-            "worlds": f"{min(worlds)}–{max(worlds)}", "n": m["n"], "right": m["right"],
+            "worlds": f"{min(worlds)}–{max(worlds)}", "n": m["n"], "right": m["right"], "accuracy_ci": m["accuracy_ci"],
             "constant_accuracy": m["constant_accuracy"], "precision": m["precision"], "recall": m["recall"],
             "fisher_p": m["fisher_p"], "beats_chance": m["beats_chance"]}

@@ -54,4 +54,4 @@ def _pilot(flags: Any, out_dir: Path) -> None:
         entry = run_pilot(config, out_dir)
         console.print(f"pilot seed {config.seed}: {entry.choice} -> {out_dir / 'pilot.json'}")
     # The pilot chooses hyperparameters, not the method: say what is measured about that choice, no more.
-    console.print(pilot_note(), highlight=False)
+    console.print(pilot_note(), highlight=False, markup=False)
