@@ -245,6 +245,8 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
         "    nice -n 10 python -m bench.mechanism.mechanism --only main --seeds $(seq -s, 0 19)  # §2-3",
         "    nice -n 10 python -m bench.mechanism.mechanism --only controls,sweep,gates --merge   # §5, §7",
         "    nice -n 10 python -m bench.mechanism.prior --methods skillopt,decoevo --resume  # §6, seed by seed",
+        "    nice -n 10 python -m bench.mechanism.prior --methods skillopt,decoevo --worlds 300-323 --seeds 0-4 \\",
+        "        --out bench/results/mechanism_prior_fit.json   # the co-evolve advice's fit worlds, never its measure",
         "    python -m bench.mechanism.doc               # this page and docs/when-to-co-evolve.md", "",
         "The runs behind the page (every cell is a complete run of the engine, in process on a virtual clock; "
         "runs are deterministic per seed):", "",
