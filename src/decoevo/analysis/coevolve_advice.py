@@ -31,12 +31,13 @@ def pilot_note(measured: dict[str, Any] | None = None) -> str:
                f"p {_p(m['fisher_p'])}")
     if not m["beats_chance"]:
         return (f"co-evolve or keep the rubric fixed: no gold-free advice beat chance where measured ({where}, "
-                f"the best rule, {m['rule']}, was {numbers}); decide by the checks of docs/when-to-co-evolve.md.")
+                f"the best rule, {m['rule']}, was {numbers}); decide by the checks of "
+                "`decoevo docs when-to-co-evolve`.")
     reading = ("`adequacy` being the mean structural adequacy in audits/outer_000/structural_probe.jsonl of a "
                "DecoEvo run, after its first outer round" if "`adequacy`" in m["rule"] else
                "read from audits/outer_000/ of a DecoEvo run, after its first outer round")
     return (f"co-evolve or keep the rubric fixed? In a simulated world, not measured on a real task: \"{m['rule']}\" "
-            f"({reading}) was {numbers}, {where}; see docs/when-to-co-evolve.md.")
+            f"({reading}) was {numbers}, {where}; see `decoevo docs when-to-co-evolve`.")
 
 
 def _f(x: float | None) -> str:
