@@ -10,6 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from decoevo.analysis.coevolve_advice import pilot_note
 from decoevo.cli import app
 from decoevo.engine.pilot_selection import PilotEvidence, PilotGrid, false_accept_rate, select, steps_to_stall_trigger
 from decoevo.testing.server import serve_app
@@ -64,6 +65,8 @@ def test_pilot_command_chooses_writes_evidence_and_runs_use_it(tmp_path, monkeyp
                 "--preset", "default", "--set", PILOT_SPLITS, "--set", "hyper.rollouts=4"]
         result = runner.invoke(app, ["pilot", str(out), *base, "--seeds", "3"])
         assert result.exit_code == 0, result.output
+        # it says what is measured about choosing the method, and no more (tests/test_advice_fit.py)
+        assert " ".join(pilot_note().split()) in " ".join(result.output.split())
         pilot = json.loads((out / "pilot.json").read_text())
         (entry,) = pilot["entries"]
         assert entry["seed"] == 3 and len(entry["pilot_ids"]) == 4 and set(entry["choice"]) == {

@@ -5,7 +5,8 @@ every `<<key>>` in it is filled from bench/results/mechanism.json or bench/resul
 Keys: `<<row:SETTING>>` (DecoEvo and SkillOpt gold, the paired difference with its 95% interval, seeds, the
 verdict of docs/mechanism.md §5's Holm-corrected test, the calls ratio), `<<short:SETTING>>` (the difference
 with its interval), `<<calls_range>>`, `<<prior_table>>`, `<<prior_result>>`, `<<drift_table>>`,
-`<<drift_verdict>>`. A key the results cannot fill is an error, never a blank.
+`<<drift_verdict>>`, `<<advice_table>>`, `<<advice_verdict>>` (bench/mechanism/advice_fit.py). A key the results
+cannot fill is an error, never a blank.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.mechanism import doc
+from bench.mechanism import advice_fit, doc
 from bench.mechanism import prior as prior_bench
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,16 +155,6 @@ def drift_verdict(prior_results: dict[str, Any] | None) -> str:
     return said
 
 
-def recommendation_verdict(prior_results: dict[str, Any] | None) -> str:
-    rec = (prior_results or {}).get("summary", {}).get("recommendation") or {}
-    if not rec.get("per_world"):
-        return "Not measured yet."
-    w, r = rec["per_world"], rec["per_run"]
-    return (f"Per world it was right in {w['right']} of {w['n']} ({_f(w['accuracy'])}); as a predictor of a win, "
-            f"precision {_f(w['precision'])} and recall {_f(w['recall'])} per world, {_f(r['precision'])} and "
-            f"{_f(r['recall'])} per run.")
-
-
 def _f(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}"
 
@@ -187,10 +178,12 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
             return prior_bench.drift_table(prior_results).strip() if prior_results else "Not measured yet."
         if key == "drift_verdict":
             return drift_verdict(prior_results)
-        if key == "recommendation_table":
-            return prior_bench.recommendation_table(prior_results).strip() if prior_results else "Not measured yet."
-        if key == "recommendation_verdict":
-            return recommendation_verdict(prior_results)
+        if key in ("advice_table", "advice_verdict"):
+            if not prior_results:
+                return "Not measured yet."
+            evaluated = advice_fit.evaluate(prior_results, advice_fit.load_fit())
+            return advice_fit.table(evaluated, prior_results) if key == "advice_table" else \
+                advice_fit.verdict(evaluated)
         raise KeyError(f"bench/mechanism/advice_text.md: unknown key <<{key}>>")
 
     return KEY.sub(fill, TEXT.read_text(encoding="utf-8"))

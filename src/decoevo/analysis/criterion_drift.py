@@ -25,7 +25,7 @@ MIN_QUESTIONS = 3
 # What a flag is worth as a predictor that co-evolving lost (DecoEvo's gold below SkillOpt's on the same seed),
 # measured over the simulated prior's worlds by bench/mechanism/prior.py (bench/results/mechanism_prior.json;
 # tests/test_mechanism_doc.py checks these are its numbers). The report shows them next to every flag.
-AS_LOSS_PREDICTOR: dict[str, float | int | None] = {"precision": 0.283, "recall": 0.484, "runs": 168}
+AS_LOSS_PREDICTOR: dict[str, float | int | None] = {"precision": 0.288, "recall": 0.519, "runs": 480}
 
 
 @dataclass(frozen=True)

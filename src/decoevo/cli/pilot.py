@@ -35,6 +35,7 @@ def pilot_cmd(
     guard(_pilot, flags, out_dir)
 
 def _pilot(flags: Any, out_dir: Path) -> None:
+    from ..analysis.coevolve_advice import pilot_note
     from ..errors import ConfigError
     from ..lm.local import check_embedded
     from ..pilot import PILOT_FILE, run_pilot
@@ -52,3 +53,5 @@ def _pilot(flags: Any, out_dir: Path) -> None:
     for config in configs:
         entry = run_pilot(config, out_dir)
         console.print(f"pilot seed {config.seed}: {entry.choice} -> {out_dir / 'pilot.json'}")
+    # The pilot chooses hyperparameters, not the method: say what is measured about that choice, no more.
+    console.print(pilot_note(), highlight=False, markup=False)
