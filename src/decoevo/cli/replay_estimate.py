@@ -19,7 +19,7 @@ from ..rundir import InnerStepEvent, InnerStepFailedEvent, OuterRoundEvent, Oute
 from ..rundir.outcomes import Outcome
 from .run_progress import Plan, RunProgress
 
-_EVENTS = {"inner_step": InnerStepEvent, "inner_step_failed": InnerStepFailedEvent,
+_EVENTS: dict[str, Any] = {"inner_step": InnerStepEvent, "inner_step_failed": InnerStepFailedEvent,
            "outer_round": OuterRoundEvent, "outer_round_failed": OuterRoundFailedEvent}
 
 

@@ -230,8 +230,9 @@ class RunProgress:
                         ungated=s.ungated + (failed or outcome in (Outcome.INVALID, Outcome.NO_CANDIDATE)))
             after_round = False
         elif isinstance(event, OuterRoundEvent | OuterRoundFailedEvent):
-            invalid = isinstance(event, OuterRoundEvent) and event.candidate_outcome is Outcome.INVALID
-            s = replace(s, rounds=s.rounds + 1, invalid_generators=s.invalid_generators + invalid,
+            outcome = event.candidate_outcome if isinstance(event, OuterRoundEvent) else None
+            s = replace(s, rounds=s.rounds + 1, invalid_generators=s.invalid_generators + (outcome is Outcome.INVALID),
+                        generator_accepts=s.generator_accepts + (outcome is Outcome.ACCEPTED),
                         round_calls=self.round_calls)
             after_round = True
         else:

@@ -62,9 +62,17 @@ class Rates:
     first_decisive: float = FIRST_ORDER_DECISIVE
     settled: float = SETTLED_BY_STRUCTURAL
     generator_invalid: float = GENERATOR_INVALID_PROB  # a round's generator rewrite is not verified
+    generator_accept: float | None = None  # a round changes the generator (None: `GENERATOR_ACCEPT`)
 
 
-HIGH = Rates(reject=1.0, ungated=0.0, decided=1.0, first_decisive=1.0, settled=0.0, generator_invalid=0.0)
+# Share of generator rounds whose candidate is accepted, by the verification policy. Counted in the simulated
+# reproduce at quick sizes (bench/reproduce/reproduce_sim.py, seed 0): audits accepted 1 of 24 candidates,
+# the solver's score 4 of 6; rounded up (audits) and down (score), an assumption stated in docs/reproduce.md.
+GENERATOR_ACCEPT: Mapping[type, float] = {VerifyByAudits: 0.1, VerifyBySolverScore: 0.5,
+                                          AcceptEveryCandidate: 1.0}
+
+HIGH = Rates(reject=1.0, ungated=0.0, decided=1.0, first_decisive=1.0, settled=0.0, generator_invalid=0.0,
+             generator_accept=1.0)
 
 
 @dataclass(frozen=True)
@@ -94,9 +102,10 @@ class CallEstimate:
     @property
     def upper_bound(self) -> int:
         """Paid calls if every rewrite is gated and rejected and every blind pair decided."""
-        once = self.once if self.high_once is None else max(self.high_once, self.once)
-        step = self.inner_per_step if self.high_per_step is None else max(self.high_per_step, self.inner_per_step)
-        return round(once + step * self.steps + max(self.high_per_round, self.outer_per_round) * self.max_rounds)
+        once = self.once if self.high_once is None else self.high_once
+        step = self.inner_per_step if self.high_per_step is None else self.high_per_step
+        high = once + step * self.steps + max(self.high_per_round, self.outer_per_round) * self.max_rounds
+        return max(round(high), self.expected)
 
     @property
     def cached(self) -> int:
@@ -192,12 +201,14 @@ def fresh_share(steps: int, drawn: float, reject_prob: float) -> float:
 
 def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: float, first_decisive: float,
                  settled: float, shared: tuple[Shared, Shared] | None = None, *, generator_invalid: float = 0.0,
-                 verified_once: float = 1.0) -> tuple[dict[str, float], dict[str, float], int]:
+                 verified_once: float = 1.0, generator_accept: float | None = None,
+                 ) -> tuple[dict[str, float], dict[str, float], int]:
     """Paid calls of one round by role, paid once per run by role, and cached answers per round. `shared`,
     when given, receives the calls of a round (and of the run, once) whose requests depend only on the
     incumbent solver and generator and on the method flags named in their key, not on this method's own
     rewrite: two methods in the same state make them identically. A share `generator_invalid` of the
-    rewrites is not verified; `verified_once`: the chance that some round verifies (its once-only calls)."""
+    rewrites is not verified; `verified_once`: the chance that some round verifies (its once-only calls);
+    `generator_accept`: the share of rounds that change the generator (None: `GENERATOR_ACCEPT`)."""
     p, vg, L = sizes.probe, sizes.generator_gate, hyper.rollouts
     short = hyper.decision_shortcuts
     orders = 1 + first_decisive if short else 2  # blind orders asked per pair
@@ -219,11 +230,16 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
     # the rewrite's inputs (which audits ran, how they were asked, distilled or not) make its candidate
     cand = f"candidate:s={method.structural_audit},c={method.contrastive_audit},{blind},d={method.distill}"
 
-    if method.structural_audit:  # the probe rubrics and audits are new whenever the generator is
-        add(rnd, "generate_rubric", p, "probe")
-        add(rnd, "structural_audit", p, "probe")
+    # The probe rubrics (and their structural audits) are asked again only once the generator changed: the
+    # same requests otherwise, answered by the cache. The first round's, then a share `changed` of rounds.
+    changed = (0.0 if method.audit_to_solver or not method.evolve_generator else
+               generator_accept if generator_accept is not None else
+               GENERATOR_ACCEPT.get(type(method.acceptance), 1.0))
+    for role in ("generate_rubric", *(("structural_audit",) if method.structural_audit else ())):
+        if method.structural_audit or method.contrastive_audit:
+            add(once, role, p * (1 - changed), "probe")
+            add(rnd, role, p * changed, "probe")
     if method.contrastive_audit:
-        add(once, "generate_rubric", 0 if method.structural_audit else p, "probe")
         add(rnd, "solve", p * L, "probe")
         add(rnd, "judge", p * L, "probe")
         add(rnd, "contrastive_audit_blind", round(orders * p * pairs), "probe", blind)
@@ -318,9 +334,10 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
     rounds = expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob, hyper.audit_schedule)
     rnd, once_outer, cached_round = _outer_round(
         method, hyper, sizes, rates.decided, rates.first_decisive, rates.settled,
-        generator_invalid=rates.generator_invalid, verified_once=1 - rates.generator_invalid ** max(rounds, 1.0))
-    high_rnd, high_once_outer, _ = _outer_round(method, hyper, sizes, HIGH.decided, HIGH.first_decisive,
-                                                HIGH.settled)  # every pair decided, every candidate verified
+        generator_invalid=rates.generator_invalid, verified_once=1 - rates.generator_invalid ** max(rounds, 1.0),
+        generator_accept=rates.generator_accept)
+    high_rnd, high_once_outer, _ = _outer_round(  # every pair decided, every candidate verified and accepted
+        method, hyper, sizes, HIGH.decided, HIGH.first_decisive, HIGH.settled, generator_accept=HIGH.generator_accept)
     for role, n in once_outer.items():
         once[role] = once.get(role, 0) + n
     return CallEstimate(

@@ -19,7 +19,7 @@ from ..policies import should_audit
 from ..tasks.splits import SplitSizes
 from .batches import draws
 from .config import Hyper
-from .estimate import Rates, estimate_calls, expected_rounds
+from .estimate import GENERATOR_ACCEPT, Rates, estimate_calls, expected_rounds
 
 PRIOR_WEIGHT = 1.0  # the assumption weighs as much as one step's (one round's) outcome
 
@@ -32,20 +32,30 @@ class Seen:
     kept: int = 0  # of which the incumbent stayed: rejected, invalid, no candidate, failed
     ungated: int = 0  # of which the rewrite never reached the gate: invalid, no candidate, failed
     rounds: int = 0  # outer rounds ended
-    invalid_generators: int = 0  # of which the generator rewrite was not verified (invalid, or none)
+    invalid_generators: int = 0  # of which the generator rewrite was invalid (never verified)
+    generator_accepts: int = 0  # of which the generator candidate was accepted
     round_calls: int = 0  # paid calls made in the ended rounds
 
 
 def seen_rates(seen: Seen, prior: Rates | None = None, weight: float = PRIOR_WEIGHT) -> Rates:
-    """The prior's shares moved toward the run's own."""
+    """The prior's shares moved toward the run's own (the generator's acceptance from the rule's prior,
+    `GENERATOR_ACCEPT`, when the method's is given as `prior_for`)."""
     prior = prior or Rates()
+    accept = prior.generator_accept
 
     def mix(p: float, k: int, n: int) -> float:
         return (weight * p + k) / (weight + n)
 
     return replace(prior, reject=mix(prior.reject, seen.kept, seen.steps),
                    ungated=mix(prior.ungated, seen.ungated, seen.steps),
-                   generator_invalid=mix(prior.generator_invalid, seen.invalid_generators, seen.rounds))
+                   generator_invalid=mix(prior.generator_invalid, seen.invalid_generators, seen.rounds),
+                   generator_accept=None if accept is None or not seen.rounds else
+                   mix(accept, seen.generator_accepts, seen.rounds))
+
+
+def prior_for(method: MethodSpec) -> Rates:
+    """The rates assumed before a run of `method`, its generator's acceptance made explicit."""
+    return Rates(generator_accept=GENERATOR_ACCEPT.get(type(method.acceptance), 1.0))
 
 
 @dataclass(frozen=True)
@@ -71,7 +81,7 @@ class Position:
 def calls_ahead(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, seed: int | None, seen: Seen,
                 at: Position) -> float:
     """Expected paid calls from `at` to the end of the run, at the rates `seen` implies."""
-    rates = seen_rates(seen)
+    rates = seen_rates(seen, prior_for(method))
     est = estimate_calls(method, hyper, sizes, seed=seed, rates=rates)
     steps_left = max(est.steps - at.next_step, 0)
     ahead = est.inner_per_step * steps_left
