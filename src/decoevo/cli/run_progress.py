@@ -307,7 +307,7 @@ def expected_calls(config: Any) -> int:
 def describe_estimate(config: Any) -> str:
     """The line printed before a run: expected paid calls, cached answers and, when every model that
     serves a role is priced, dollars (tokens per call at the run's sizes, engine/tokens.py)."""
-    from ..engine.estimate import estimate_calls
+    from ..engine.estimate import Rates, estimate_calls
     from ..engine.run import paired_calls
     from ..engine.tokens import role_tokens
     from ..lm.pricing import price_for
@@ -328,8 +328,13 @@ def describe_estimate(config: Any) -> str:
 
     usd = est.dollars(price_of, role_tokens(config.hyper))
     money = f", about ${usd:,.2f}" if usd else ""  # free (embedded) models print no dollars
+    # A rewrite that is not a skill is never scored: how often a model writes one only the run shows
+    low = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed,
+                         rates=Rates(ungated=1.0, generator_invalid=1.0)).expected
+    fewer = f"; ~{low:,} if no rewrite is a usable skill" if low < est.expected else ""
     return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
-            f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits)")
+            f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits"
+            f"{fewer}); the progress line re-estimates after each step")
 
 
 def resume_line(run_dir: Path, total_steps: int) -> str:
