@@ -157,7 +157,7 @@ def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: 
     since_last = schedule == "since_last_round"
     dist: dict[tuple[int, int], float] = {(stalls, min(since, audit_every) if since_last else 0): 1.0}
     rounds = 0.0
-    exact = min(steps, max(EXACT_STEPS, start))
+    exact = min(steps, start + EXACT_STEPS)  # steps followed exactly, from `start`
     window = min(exact - start, audit_every * max(1, (EXACT_STEPS // 2) // audit_every)) if steps > exact else 0
     mark = 0.0
     for step in range(start, exact):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from ..methods import MethodSpec
 from ..policies import should_audit
 from ..tasks.splits import SplitSizes
-from .batches import draws
+from .batches import EXACT_STEPS, draws
 from .config import Hyper
 from .estimate import GENERATOR_ACCEPT, Rates, estimate_calls, expected_rounds
 
@@ -85,10 +85,14 @@ def calls_ahead(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, seed: int |
     est = estimate_calls(method, hyper, sizes, seed=seed, rates=rates)
     steps_left = max(est.steps - at.next_step, 0)
     ahead = est.inner_per_step * steps_left
-    # rubrics of train questions no batch has drawn yet
-    if seed is not None and est.steps:
+    # rubrics of train questions no batch has drawn yet: from the run's draws, or (past EXACT_STEPS, so that
+    # nothing here is sized by a configured step count) the chance a question was missed until now and not after
+    if seed is not None and 0 < est.steps <= EXACT_STEPS:
         batches = draws(seed, est.steps, sizes.train, hyper.batch_size)
         ahead += len(frozenset().union(*batches[at.next_step:]) - frozenset().union(*batches[:at.next_step]))
+    elif sizes.train:
+        miss = 1 - min(hyper.batch_size, sizes.train) / sizes.train
+        ahead += sizes.train * (miss ** min(at.next_step, est.steps) - miss ** est.steps)
     if seen.steps - seen.ungated == 0:  # no step has reached the gate yet: the incumbent's V_s scores
         ahead += 3 * sizes.solver_gate * (1 - rates.ungated ** steps_left)
     if not method.runs_audits:
