@@ -9,7 +9,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from ..engine.reestimate import Position, Seen
 from ..engine.state import LoopState
 from ..lm import CallRecord
 from ..rundir import (
@@ -68,28 +69,45 @@ def clock(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
+# paid calls still to come, given what the run has shown, after the step of (step, consecutive rejections,
+# step of the last round) or, with True, after that step's outer round
+Ahead = Callable[[Seen, int, int, int, bool], float]
+
+
 @dataclass(frozen=True)
 class Plan:
     """What the bar counts: the run's inner steps, the step this process starts from (a resume), and the
-    outer rounds and paid calls expected from there (engine/estimate.py)."""
+    outer rounds and paid calls expected from there (engine/estimate.py); `ahead`, when given, re-estimates
+    the calls still to come after each step and round (engine/reestimate.py)."""
 
     steps: int
     first_step: int = 0
     expected_rounds: float = 0.0
     expected_calls: float = 0.0
+    ahead: Ahead | None = None
 
     @classmethod
     def of(cls, config: Any, total_steps: int) -> Plan:
         from ..engine.estimate import estimate_calls
+        from ..engine.reestimate import calls_ahead
+        from ..engine.run import paired_calls
         from ..methods import get_method
 
-        est = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
-        return cls(total_steps, 0, est.expected_rounds, expected_calls(config))
+        method = get_method(config.method)
+        est = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
+        matched = paired_calls(config, method) is not None  # it stops at its paired run's usage instead
+
+        def ahead(seen: Seen, step: int, stalls: int, last_round: int, after_round: bool) -> float:
+            at = Position(step + 1, 0, step) if after_round else \
+                Position.after_step(step, stalls, last_round, method, config.hyper)
+            return calls_ahead(method, config.hyper, config.splits, config.seed, seen, at)
+
+        return cls(total_steps, 0, est.expected_rounds, expected_calls(config), None if matched else ahead)
 
     def from_step(self, first_step: int) -> Plan:
         """What is left when a resume starts at `first_step` (the share of steps left, of rounds and calls)."""
         share = (self.steps - first_step) / self.steps if self.steps else 0.0
-        return Plan(self.steps, first_step, self.expected_rounds * share, self.expected_calls * share)
+        return Plan(self.steps, first_step, self.expected_rounds * share, self.expected_calls * share, self.ahead)
 
 
 class _Live(ProgressColumn):
@@ -128,6 +146,8 @@ class RunProgress:
         self.calls = self.hits = self.tokens = 0
         self.cost: float | None = None  # dollars, once a priced model answers
         self.solver_accepts = self.generator_accepts = self.outer_rounds = 0
+        self.seen = Seen()  # what this process's part of the run has shown (the re-estimate's input)
+        self.round_calls = 0  # paid calls in outer rounds
 
     def __enter__(self) -> RunProgress:
         self.progress.start()
@@ -187,19 +207,48 @@ class RunProgress:
         # Most telling first; what does not fit is left out whole (tokens are in the closing table).
         money = [f"${self.cost:,.4f}"] if self.cost is not None else []
         if self.narrow:
-            parts = [f"solver ✓{self.solver_accepts}", f"calls {self.calls}",
+            parts = [f"solver ✓{self.solver_accepts}", self._calls(),
                      f"gen ✓{self.generator_accepts}/{self.outer_rounds}", *money]
         else:
-            parts = [f"solver ✓{self.solver_accepts}", f"calls {self.calls}",
+            parts = [f"solver ✓{self.solver_accepts}", self._calls(),
                      f"generator ✓{self.generator_accepts}/{self.outer_rounds}", *money, f"hits {self.hits}",
                      f"tokens {self.tokens:,}"]
         self.progress.update(self.task, status=fit(parts, self._status_width(), " " if self.narrow else "  "))
+
+    def _calls(self) -> str:
+        """Paid calls, and of the expected (re-estimated after each step and round) while the run goes."""
+        expected = max(self.plan.expected_calls, self.calls)
+        return f"calls {self.calls}/~{expected:,.0f}" if expected and not self.ended else f"calls {self.calls}"
+
+    def _reestimate(self, event: RunEvent, state: LoopState) -> None:
+        """After a step or a round: the calls paid so far plus those the run's own outcomes now predict."""
+        s = self.seen
+        if isinstance(event, InnerStepEvent | InnerStepFailedEvent):
+            failed = not isinstance(event, InnerStepEvent)
+            outcome = event.candidate_outcome if isinstance(event, InnerStepEvent) else None
+            s = replace(s, steps=s.steps + 1, kept=s.kept + (failed or outcome is not Outcome.ACCEPTED),
+                        ungated=s.ungated + (failed or outcome in (Outcome.INVALID, Outcome.NO_CANDIDATE)))
+            after_round = False
+        elif isinstance(event, OuterRoundEvent | OuterRoundFailedEvent):
+            outcome = event.candidate_outcome if isinstance(event, OuterRoundEvent) else None
+            s = replace(s, rounds=s.rounds + 1, invalid_generators=s.invalid_generators + (outcome is Outcome.INVALID),
+                        generator_accepts=s.generator_accepts + (outcome is Outcome.ACCEPTED),
+                        round_calls=self.round_calls)
+            after_round = True
+        else:
+            return
+        self.seen = s
+        if self.plan.ahead is not None:  # a failed step's stall is counted after its event (engine/run.py)
+            stalls = state.consecutive_rejections + isinstance(event, InnerStepFailedEvent)
+            left = self.plan.ahead(s, state.next_step, stalls, state.last_round_step, after_round)
+            self.plan = replace(self.plan, expected_calls=self.calls + left)
 
     def on_call(self, record: CallRecord) -> None:
         if record.cached:
             self.hits += 1
         else:
             self.calls += 1
+            self.round_calls += self.phase().startswith("outer")
             self.tokens += record.prompt_tokens + record.completion_tokens
             if record.cost_usd:
                 self.cost = (self.cost or 0.0) + record.cost_usd
@@ -217,6 +266,7 @@ class RunProgress:
             self.steps_done = max(self.steps_done, state.next_step + 1)
         elif isinstance(event, OuterRoundEvent | OuterRoundFailedEvent):
             self.rounds_done += 1
+        self._reestimate(event, state)
         self._advance()
         if isinstance(event, InnerStepEvent):
             j = (f", J {event.J_incumbent:.3f} → {event.J_candidate:.3f}"
@@ -257,7 +307,7 @@ def expected_calls(config: Any) -> int:
 def describe_estimate(config: Any) -> str:
     """The line printed before a run: expected paid calls, cached answers and, when every model that
     serves a role is priced, dollars (tokens per call at the run's sizes, engine/tokens.py)."""
-    from ..engine.estimate import estimate_calls
+    from ..engine.estimate import Rates, estimate_calls
     from ..engine.run import paired_calls
     from ..engine.tokens import role_tokens
     from ..lm.pricing import price_for
@@ -278,8 +328,13 @@ def describe_estimate(config: Any) -> str:
 
     usd = est.dollars(price_of, role_tokens(config.hyper))
     money = f", about ${usd:,.2f}" if usd else ""  # free (embedded) models print no dollars
+    # A rewrite that is not a skill is never scored: how often a model writes one only the run shows
+    low = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed,
+                         rates=Rates(ungated=1.0, generator_invalid=1.0)).expected
+    fewer = f"; ~{low:,} if no rewrite is a usable skill" if low < est.expected else ""
     return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
-            f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits)")
+            f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits"
+            f"{fewer}); the progress line re-estimates after each step")
 
 
 def resume_line(run_dir: Path, total_steps: int) -> str:

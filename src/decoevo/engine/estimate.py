@@ -12,6 +12,11 @@ With the decision short cuts (`hyper.decision_shortcuts`, the default), a blind 
 is asked for a share `FIRST_ORDER_DECISIVE` of pairs, and V_g's frozen set is drawn in a share
 1 − `SETTLED_BY_STRUCTURAL` of verifications; the high estimate assumes every first order decisive and no
 verification settled by the structural objective.
+A rewrite that never reaches its gate (an invalid candidate, or a batch with no failure to learn from) pays
+no gate scoring, and an invalid generator candidate no verification: shares `Rates.ungated` and
+`Rates.generator_invalid`: not assumed before the run (0: nothing known says how often a model writes a
+non-skill), and updated from what the run has shown after each step and round (engine/reestimate.py), which
+is what the progress line's "calls N/~M" shows.
 Dollars use the expected tokens per call of each role at the run's sizes (engine/tokens.py), or those a
 previous run measured.
 The cost options of `Hyper` (reuse, early stop) are not modelled: with them on, a run pays less.
@@ -20,7 +25,7 @@ The cost options of `Hyper` (reuse, early stop) are not modelled: with them on, 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import comb
 
 from ..methods import MethodSpec
@@ -41,7 +46,33 @@ DECIDED_FRACTION = 0.35
 # structural regression. Checked on worlds they were not fit to in bench/cost/estimate_accuracy.py.
 FIRST_ORDER_DECISIVE = 0.4
 SETTLED_BY_STRUCTURAL = 0.7
+# A share of steps whose rewrite is not gated, and of rounds whose generator rewrite is invalid: how often a
+# model writes a non-skill is not known before it runs, so 0; the run's own outcomes update them.
+UNGATED_PROB = 0.0
+GENERATOR_INVALID_PROB = 0.0
 
+
+@dataclass(frozen=True)
+class Rates:
+    """What a run's calls depend on that only the run shows: assumed before it, measured as it goes."""
+
+    reject: float = REJECT_PROB  # a step keeps the incumbent (its candidate rejected, invalid or absent)
+    ungated: float = UNGATED_PROB  # a step's rewrite never reaches the gate: its V_s scoring is not paid
+    decided: float = DECIDED_FRACTION  # a near-tie pair survives the blind audit
+    first_decisive: float = FIRST_ORDER_DECISIVE
+    settled: float = SETTLED_BY_STRUCTURAL
+    generator_invalid: float = GENERATOR_INVALID_PROB  # a round's generator rewrite is not verified
+    generator_accept: float | None = None  # a round changes the generator (None: `GENERATOR_ACCEPT`)
+
+
+# Share of generator rounds whose candidate is accepted, by the verification policy. Counted in the simulated
+# reproduce at quick sizes (bench/reproduce/reproduce_sim.py, seed 0): audits accepted 1 of 24 candidates,
+# the solver's score 4 of 6; rounded up (audits) and down (score), an assumption stated in docs/reproduce.md.
+GENERATOR_ACCEPT: Mapping[type, float] = {VerifyByAudits: 0.1, VerifyBySolverScore: 0.5,
+                                          AcceptEveryCandidate: 1.0}
+
+HIGH = Rates(reject=1.0, ungated=0.0, decided=1.0, first_decisive=1.0, settled=0.0, generator_invalid=0.0,
+             generator_accept=1.0)
 
 
 @dataclass(frozen=True)
@@ -59,6 +90,9 @@ class CallEstimate:
     by_role_round: dict[str, float] = field(default_factory=dict)
     by_role_once: dict[str, float] = field(default_factory=dict)
     high_per_round: float = 0  # paid calls of a round in which the blind auditor decides every pair
+    high_per_step: float | None = None  # paid calls of a step whose rewrite is gated (None: inner_per_step)
+    high_once: float | None = None  # paid once if every step and round reaches its gate (None: once)
+    once_round: float = 0  # of `once`, paid in the first outer round (the incumbent's V_g rubrics, audits)
 
     @property
     def expected(self) -> int:
@@ -67,8 +101,11 @@ class CallEstimate:
 
     @property
     def upper_bound(self) -> int:
-        return round(self.once + self.inner_per_step * self.steps
-                     + max(self.high_per_round, self.outer_per_round) * self.max_rounds)
+        """Paid calls if every rewrite is gated and rejected and every blind pair decided."""
+        once = self.once if self.high_once is None else self.high_once
+        step = self.inner_per_step if self.high_per_step is None else self.high_per_step
+        high = once + step * self.steps + max(self.high_per_round, self.outer_per_round) * self.max_rounds
+        return max(round(high), self.expected)
 
     @property
     def cached(self) -> int:
@@ -110,18 +147,20 @@ EXACT_STEPS = 1024  # steps the chain below is followed exactly; beyond, its ste
 
 
 def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: float,
-                    schedule: str = "fixed") -> float:
+                    schedule: str = "fixed", *, start: int = 0, stalls: int = 0, since: int = 0) -> float:
     """Expected outer rounds of the schedule (`should_audit`) when each rewrite is rejected with
     `reject_prob`: exact over the distribution of (consecutive rejections, steps since the last round,
     capped at K) for the first `EXACT_STEPS` steps; past them the chain has mixed, and the rounds of its
-    last whole K-step periods are carried forward, so the cost never grows with a configured T."""
+    last whole K-step periods are carried forward, so the cost never grows with a configured T. From step
+    `start` with `stalls` consecutive rejections and `since` steps since the last round (a running run's
+    state), it counts the rounds of steps `start`..`steps` − 1."""
     since_last = schedule == "since_last_round"
-    dist: dict[tuple[int, int], float] = {(0, 0): 1.0}
+    dist: dict[tuple[int, int], float] = {(stalls, min(since, audit_every) if since_last else 0): 1.0}
     rounds = 0.0
-    exact = min(steps, EXACT_STEPS)
-    window = min(exact, audit_every * max(1, (EXACT_STEPS // 2) // audit_every)) if steps > exact else 0
+    exact = min(steps, start + EXACT_STEPS)  # steps followed exactly, from `start`
+    window = min(exact - start, audit_every * max(1, (EXACT_STEPS // 2) // audit_every)) if steps > exact else 0
     mark = 0.0
-    for step in range(exact):
+    for step in range(start, exact):
         if step == exact - window:
             mark = rounds
         nxt: dict[tuple[int, int], float] = {}
@@ -161,12 +200,15 @@ def fresh_share(steps: int, drawn: float, reject_prob: float) -> float:
 
 
 def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: float, first_decisive: float,
-                 settled: float, shared: tuple[Shared, Shared] | None = None,
+                 settled: float, shared: tuple[Shared, Shared] | None = None, *, generator_invalid: float = 0.0,
+                 verified_once: float = 1.0, generator_accept: float | None = None,
                  ) -> tuple[dict[str, float], dict[str, float], int]:
     """Paid calls of one round by role, paid once per run by role, and cached answers per round. `shared`,
     when given, receives the calls of a round (and of the run, once) whose requests depend only on the
     incumbent solver and generator and on the method flags named in their key, not on this method's own
-    rewrite: two methods in the same state make them identically."""
+    rewrite: two methods in the same state make them identically. A share `generator_invalid` of the
+    rewrites is not verified; `verified_once`: the chance that some round verifies (its once-only calls);
+    `generator_accept`: the share of rounds that change the generator (None: `GENERATOR_ACCEPT`)."""
     p, vg, L = sizes.probe, sizes.generator_gate, hyper.rollouts
     short = hyper.decision_shortcuts
     orders = 1 + first_decisive if short else 2  # blind orders asked per pair
@@ -188,11 +230,16 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
     # the rewrite's inputs (which audits ran, how they were asked, distilled or not) make its candidate
     cand = f"candidate:s={method.structural_audit},c={method.contrastive_audit},{blind},d={method.distill}"
 
-    if method.structural_audit:  # the probe rubrics and audits are new whenever the generator is
-        add(rnd, "generate_rubric", p, "probe")
-        add(rnd, "structural_audit", p, "probe")
+    # The probe rubrics (and their structural audits) are asked again only once the generator changed: the
+    # same requests otherwise, answered by the cache. The first round's, then a share `changed` of rounds.
+    changed = (0.0 if method.audit_to_solver or not method.evolve_generator else
+               generator_accept if generator_accept is not None else
+               GENERATOR_ACCEPT.get(type(method.acceptance), 1.0))
+    for role in ("generate_rubric", *(("structural_audit",) if method.structural_audit else ())):
+        if method.structural_audit or method.contrastive_audit:
+            add(once, role, p * (1 - changed), "probe")
+            add(rnd, role, p * changed, "probe")
     if method.contrastive_audit:
-        add(once, "generate_rubric", 0 if method.structural_audit else p, "probe")
         add(rnd, "solve", p * L, "probe")
         add(rnd, "judge", p * L, "probe")
         add(rnd, "contrastive_audit_blind", round(orders * p * pairs), "probe", blind)
@@ -201,32 +248,35 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
     records = 1.0 if method.structural_audit or not method.contrastive_audit else \
         1 - (1 - decided) ** (p * pairs)
 
+    verified = records * (1 - generator_invalid)  # share of rounds whose candidate is verified
+
     def add_g(table: dict[str, float], role: str, n: float, *key: str) -> None:
-        add(table, role, n * records, *key)
+        factor = verified_once if table is once else records if role == "rewrite_generator" else verified
+        add(table, role, n * factor, *key)
 
     if method.evolve_generator and not method.audit_to_solver:
         add_g(rnd, "rewrite_generator", 1, cand)
         if isinstance(method.acceptance, VerifyByAudits):
-            add(once, "generate_rubric", vg, "V_g")  # the incumbent's V_g rubrics; an accepted candidate's are cached
+            add_g(once, "generate_rubric", vg, "V_g")  # the incumbent's V_g rubrics; an accepted candidate's are cached
             add_g(rnd, "generate_rubric", vg, cand)  # the candidate's
             if method.structural_audit:
-                add(once, "structural_audit", vg, "V_g")
+                add_g(once, "structural_audit", vg, "V_g")
                 add_g(rnd, "structural_audit", vg, cand)
-                cached += vg  # the incumbent's structural audits
+                cached += round(vg * verified)  # the incumbent's structural audits
             if method.contrastive_audit:
                 add_g(rnd, "solve", round(drawn * vg * L), "V_g")
                 frozen = round(vg * pairs * decided)
                 # locating judgements, the candidate's margins
                 add_g(rnd, "judge", round(drawn * (vg * L + 2 * frozen)), "V_g", cand)
                 add_g(rnd, "contrastive_audit_blind", round(drawn * orders * vg * pairs), "V_g", blind)
-                cached += round(drawn * 2 * frozen)  # the incumbent's margins are its locating judgements
+                cached += round(verified * drawn * 2 * frozen)  # the incumbent's margins are its locating judgements
         elif isinstance(method.acceptance, VerifyBySolverScore):
-            add(once, "generate_rubric", vg, "V_g")
-            add(once, "solve", vg, "V_g", verify)
-            add(once, "judge", vg, "V_g", verify)
+            add_g(once, "generate_rubric", vg, "V_g")
+            add_g(once, "solve", vg, "V_g", verify)
+            add_g(once, "judge", vg, "V_g", verify)
             add_g(rnd, "generate_rubric", vg, cand)
             add_g(rnd, "judge", vg, cand, verify)
-            cached += 2 * vg
+            cached += round(2 * vg * verified)
         elif isinstance(method.acceptance, AcceptEveryCandidate):
             # A new generator every round: the rubrics of V_s and the incumbent's V_s scores under them are
             # new, and so are those of the batch questions asked again (about half a batch; counted in the
@@ -238,9 +288,16 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
 
 
 def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
-                   reject_prob: float = REJECT_PROB, seed: int | None = None) -> CallEstimate:
+                   reject_prob: float | None = None, seed: int | None = None, rates: Rates | None = None,
+                   ) -> CallEstimate:
     """Expected paid and cached calls, one call per judge request in joint mode; repairs not included.
-    With the run's `seed`, the repeats of its batches are counted from its own draws (engine/batches.py)."""
+    With the run's `seed`, the repeats of its batches are counted from its own draws (engine/batches.py).
+    `rates`: what is assumed of the run's outcomes (the prior `Rates()`; `reject_prob` overrides its
+    rejection rate)."""
+    rates = rates or Rates()
+    if reject_prob is not None:
+        rates = replace(rates, reject=reject_prob)
+    reject_prob = rates.reject
     if not method.optimize_solver:
         return CallEstimate(0, 0, 0, 0, 0)
     b, vs = hyper.batch_size, sizes.solver_gate
@@ -259,22 +316,33 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
                      + (steps - within)) / steps if steps else 1.0
         # train questions drawn in some batch
         seen = round(sizes.train * (1 - (1 - drawn / max(sizes.train, 1)) ** steps))
-    step = {"solve": fresh + vs * new_batch, "judge": fresh + vs * new_batch, "rewrite_solver": new_batch}
-    # Once: the incumbent's first V_s scores, and one rubric per question the run touches (the train
-    # questions drawn, V_s); later steps reuse them while the generator is unchanged.
-    once: dict[str, float] = {"solve": vs, "judge": vs, "generate_rubric": seen + vs}
+    gated = 1 - rates.ungated  # a rewrite that is not a skill (or no rewrite) is never scored on V_s
+    step = {"solve": fresh + vs * new_batch * gated, "judge": fresh + vs * new_batch * gated,
+            "rewrite_solver": new_batch}
+    high_step = 2 * (fresh + vs * new_batch) + new_batch  # every rewrite gated
+    # Once: the incumbent's first V_s scores (at the first gated step), and one rubric per question the run
+    # touches (the train questions drawn, V_s); later steps reuse them while the generator is unchanged.
+    some_gated = 1 - rates.ungated ** steps
+    once: dict[str, float] = {"solve": vs * some_gated, "judge": vs * some_gated,
+                              "generate_rubric": seen + vs * some_gated}
+    high_once = 3 * vs + seen
     # the incumbent's V_s answers and judgements, repeated questions, repeated batches' rewrites and challengers
-    cached_step = round(2 * vs + 2 * (b - fresh) + (1 + 2 * vs) * (1 - new_batch))
+    cached_step = round(2 * vs * gated + 2 * (b - fresh) + (1 + 2 * vs * gated) * (1 - new_batch))
     if not method.runs_audits:
         return CallEstimate(sum(step.values()), 0, steps, 0, 0, 0.0, sum(once.values()), cached_step, 0,
-                            step, {}, once)
-    rnd, once_outer, cached_round = _outer_round(method, hyper, sizes, DECIDED_FRACTION, FIRST_ORDER_DECISIVE,
-                                                 SETTLED_BY_STRUCTURAL)
-    high_round = sum(_outer_round(method, hyper, sizes, 1.0, 1.0, 0.0)[0].values())  # every pair decided
+                            step, {}, once, high_per_step=high_step, high_once=high_once)
+    rounds = expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob, hyper.audit_schedule)
+    rnd, once_outer, cached_round = _outer_round(
+        method, hyper, sizes, rates.decided, rates.first_decisive, rates.settled,
+        generator_invalid=rates.generator_invalid, verified_once=1 - rates.generator_invalid ** max(rounds, 1.0),
+        generator_accept=rates.generator_accept)
+    high_rnd, high_once_outer, _ = _outer_round(  # every pair decided, every candidate verified and accepted
+        method, hyper, sizes, HIGH.decided, HIGH.first_decisive, HIGH.settled, generator_accept=HIGH.generator_accept)
     for role, n in once_outer.items():
         once[role] = once.get(role, 0) + n
     return CallEstimate(
         sum(step.values()), sum(rnd.values()), steps, steps // hyper.audit_every,
         round(expected_rounds(steps, hyper.audit_every, hyper.max_stalls, 1.0, hyper.audit_schedule)),
-        expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob, hyper.audit_schedule),
-        sum(once.values()), cached_step, cached_round, step, rnd, once, high_round)
+        rounds, sum(once.values()), cached_step, cached_round, step, rnd, once, sum(high_rnd.values()),
+        high_per_step=high_step, high_once=high_once + sum(high_once_outer.values()),
+        once_round=sum(once_outer.values()))

@@ -22,16 +22,16 @@ How often a generator candidate is accepted is not known before the run; the mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..methods import MethodSpec
-from ..policies import AcceptEveryCandidate, VerifyByAudits, VerifyBySolverScore
 from ..tasks.splits import SplitSizes
 from .config import Hyper
 from .estimate import (
     DECIDED_FRACTION,
     FIRST_ORDER_DECISIVE,
+    GENERATOR_ACCEPT,
     REJECT_PROB,
     SETTLED_BY_STRUCTURAL,
     Shared,
@@ -40,12 +40,6 @@ from .estimate import (
     expected_rounds,
     planned_steps,
 )
-
-# Share of generator rounds whose candidate is accepted, by the verification policy. Counted in the simulated
-# reproduce at quick sizes (bench/reproduce/reproduce_sim.py, seed 0): audits accepted 1 of 24 candidates,
-# the solver's score 4 of 6; rounded up (audits) and down (score), an assumption stated in docs/reproduce.md.
-GENERATOR_ACCEPT: Mapping[type, float] = {VerifyByAudits: 0.1, VerifyBySolverScore: 0.5,
-                                          AcceptEveryCandidate: 1.0}
 
 
 def leaves_trajectory(method: MethodSpec) -> float:
