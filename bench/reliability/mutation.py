@@ -9,7 +9,7 @@ checkout in a temporary directory (`PYTHONPATH` points at the copy's `src/`), so
 edited and an interrupted bench leaves no mutant anywhere but in its temporary directory. A mutant is
 killed when a test fails (or the run exceeds its time limit), and survives when every test passes.
 
-    python -m bench.reliability.mutation [--modules redact,policies] [--max-per-module N] [--jobs 2]
+    python -m bench.reliability.mutation [--modules redact.py,policies.py] [--max-per-module N] [--jobs 2] [--resume]
 
 Mutants per module are sampled deterministically (a generator seeded by the module's path) when a module
 has more sites than `--max-per-module`. Writes bench/results/mutation.json: per module the mutants, the
@@ -304,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="checkout copies testing mutants at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.json")
     parser.add_argument("--list", action="store_true", help="only count the mutants per module")
+    parser.add_argument("--resume", action="store_true", help="keep the modules --out already has (same "
+                        "--max-per-module) and test only the others: an interrupted run loses one module at most")
     args = parser.parse_args(argv)
     # a kill ends the run through the temporary directory's cleanup: no copy (nor mutant) is left behind
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -321,6 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     report: dict[str, Any] = {"machine": machine(), "max_per_module": args.max_per_module, "jobs": args.jobs,
                               "modules": {}}
+    if args.resume and args.out.is_file():
+        done = json.loads(args.out.read_text(encoding="utf-8"))
+        if done.get("max_per_module") != args.max_per_module:
+            parser.error(f"{args.out} sampled {done.get('max_per_module')} a module, not {args.max_per_module}")
+        report["modules"] = {m: r for m, r in done.get("modules", {}).items() if m in wanted}
+        report["resumed_seconds"] = done.get("seconds", 0.0) + done.get("resumed_seconds", 0.0)
+        wanted = [m for m in wanted if m not in report["modules"]]
     with tempfile.TemporaryDirectory(prefix="decoevo-mutation-") as tmp:
         workers = [Worker(Path(tmp), i) for i in range(max(1, args.jobs))]
         for module in wanted:
@@ -336,12 +345,14 @@ def main(argv: list[str] | None = None) -> int:
                     _module: str = module) -> tuple[Mutant, str]:
                 return m, workers[k % len(workers)].run(m, sources[_module], _tests, _timeout)[0]
 
-            # a worker runs one mutant at a time: mutant k goes to worker k % jobs, in rounds of `jobs`
-            results: list[tuple[Mutant, str]] = []
+            # a worker runs one mutant at a time: mutant k goes to worker k % jobs, and each worker goes through
+            # its share on its own (no rounds: a quick kill does not wait for a survivor's full test run)
+            def share(w: int, _mutants: list[Mutant] = mutants) -> list[tuple[Mutant, str]]:
+                return [one(k, m) for k, m in enumerate(_mutants) if k % len(workers) == w]
+
             with ThreadPoolExecutor(len(workers)) as pool:
-                for i in range(0, len(mutants), len(workers)):
-                    batch = list(enumerate(mutants[i:i + len(workers)]))
-                    results += list(pool.map(lambda km: one(*km), batch))
+                shares = list(pool.map(share, range(len(workers))))
+            results = sorted((r for part in shares for r in part), key=lambda r: (r[0].start, r[0].end, r[0].kind))
             survivors = [asdict(m) | {"status": s} for m, s in results if s == "passed"]
             for s in survivors:
                 del s["start"], s["end"]
@@ -349,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             report["modules"][module] = {
                 "tests": tests, "sites": len(plan[module][0]), "mutants": len(mutants), "killed": killed,
                 "timeouts": sum(1 for _, s in results if s == "timeout"), "survived": survivors,
-                "baseline_s": round(took, 1), "seconds": round(time.monotonic() - t0, 1)}
+                "baseline_s": round(took, 1), "seconds": round(time.monotonic() - t0, 1),
+                "load_1min": round(os.getloadavg()[0], 1)}  # the machine's load as the module ended
             print(f"{module}: {killed}/{len(mutants)} killed ({len(plan[module][0])} sites), "
                   f"{time.monotonic() - t0:.0f}s", flush=True)
             _write(args.out, report, started)  # after every module: an interrupted run keeps what it measured
