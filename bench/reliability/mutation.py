@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
+import queue
 import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -250,11 +253,15 @@ def _env(copy: Path) -> dict[str, str]:
     return env
 
 
+def _args(tests: list[str]) -> list[str]:
+    return ["-x", "-q", "-p", "no:cacheprovider", "--no-header",
+            *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
+
+
 def _pytest(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     """'passed', 'failed' or 'timeout', and the seconds taken."""
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
-           *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
+    cmd = [sys.executable, "-m", "pytest", *_args(tests)]
     try:
         done = subprocess.run(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               timeout=timeout, check=False)
@@ -263,26 +270,79 @@ def _pytest(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     return ("passed" if done.returncode == 0 else "failed"), time.monotonic() - start
 
 
+class ForkServer:
+    """`bench.reliability.pytest_server` in a copy: one pytest run a request, forked from a process that
+    has the third-party imports done (the copy's own code is imported fresh by every run)."""
+
+    def __init__(self, copy: Path, test_files: list[str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.reliability.pytest_server",
+                                      *[f"tests/{t}" for t in test_files]], cwd=copy, env=_env(copy),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        if "ready" not in self.replies.get(timeout=1800):
+            raise SystemExit("the pytest fork server did not start")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.replies.put(json.loads(line))
+        self.replies.put({"rc": -1, "gone": True})
+
+    def pytest(self, tests: list[str], timeout: float) -> tuple[str, float]:
+        assert self.proc.stdin is not None
+        start = time.monotonic()
+        self.proc.stdin.write(json.dumps(_args(tests)) + "\n")
+        self.proc.stdin.flush()
+        pid = self.replies.get(timeout=600).get("pid")
+        if pid is None:
+            raise SystemExit("the pytest fork server stopped")
+        try:
+            rc = self.replies.get(timeout=timeout)["rc"]
+        except queue.Empty:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            self.replies.get()
+            return "timeout", time.monotonic() - start
+        return ("passed" if rc == 0 else "failed"), time.monotonic() - start
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 class Worker:
     """One copy of the checkout; mutants are written into it one at a time and always restored."""
 
-    def __init__(self, base: Path, index: int) -> None:
+    def __init__(self, base: Path, index: int, fork: bool = False) -> None:
         self.copy = _copy_tree(base / f"w{index}")
         probe = subprocess.run([sys.executable, "-c", "import decoevo; print(decoevo.__file__)"],
                                cwd=self.copy, env=_env(self.copy), capture_output=True, text=True, check=True)
         if not probe.stdout.strip().startswith(str(self.copy / "src")):
             raise SystemExit(f"the copy's decoevo is not the one imported: {probe.stdout.strip()}")
+        files = sorted({t for tests in MODULES.values() for t in tests if t.endswith(".py")})
+        self.server = ForkServer(self.copy, files) if fork else None
+
+    def _pytest(self, tests: list[str], timeout: float) -> tuple[str, float]:
+        if self.server is not None:
+            return self.server.pytest(tests, timeout)
+        return _pytest(self.copy, tests, timeout)
 
     def baseline(self, tests: list[str]) -> tuple[str, float]:
-        return _pytest(self.copy, tests, timeout=1800)
+        return self._pytest(tests, timeout=1800)
 
     def run(self, m: Mutant, source: str, tests: list[str], timeout: float) -> tuple[str, float]:
         path = self.copy / "src" / "decoevo" / m.module
         try:
             path.write_text(source[:m.start] + m.mutated + source[m.end:], encoding="utf-8")
-            return _pytest(self.copy, tests, timeout)
+            return self._pytest(tests, timeout)
         finally:
             path.write_text(source, encoding="utf-8")
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
 
 
 def _write(out: Path, report: dict[str, Any], started: float) -> None:
@@ -304,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="checkout copies testing mutants at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.json")
     parser.add_argument("--list", action="store_true", help="only count the mutants per module")
+    parser.add_argument("--fork", action="store_true", help="run pytest forked from a server that has the "
+                        "third-party imports done (bench/reliability/pytest_server.py) instead of a fresh "
+                        "interpreter a mutant: the same tests, less start-up")
     parser.add_argument("--resume", action="store_true", help="keep the modules --out already has (same "
                         "--max-per-module) and test only the others: an interrupted run loses one module at most")
     args = parser.parse_args(argv)
@@ -322,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     report: dict[str, Any] = {"machine": machine(), "max_per_module": args.max_per_module, "jobs": args.jobs,
-                              "modules": {}}
+                              "fork": args.fork, "modules": {}}
     if args.resume and args.out.is_file():
         done = json.loads(args.out.read_text(encoding="utf-8"))
         if done.get("max_per_module") != args.max_per_module:
@@ -330,8 +393,11 @@ def main(argv: list[str] | None = None) -> int:
         report["modules"] = {m: r for m, r in done.get("modules", {}).items() if m in wanted}
         report["resumed_seconds"] = done.get("seconds", 0.0) + done.get("resumed_seconds", 0.0)
         wanted = [m for m in wanted if m not in report["modules"]]
-    with tempfile.TemporaryDirectory(prefix="decoevo-mutation-") as tmp:
-        workers = [Worker(Path(tmp), i) for i in range(max(1, args.jobs))]
+    with tempfile.TemporaryDirectory(prefix="decoevo-mutation-") as tmp, contextlib.ExitStack() as stack:
+        workers = []
+        for i in range(max(1, args.jobs)):
+            workers.append(Worker(Path(tmp), i, fork=args.fork))
+            stack.callback(workers[-1].close)
         for module in wanted:
             tests = MODULES[module]
             status, took = workers[0].baseline(tests)
