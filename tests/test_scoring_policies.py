@@ -136,6 +136,14 @@ def test_random_pairs_are_disjoint_and_seeded():
     assert len(flat) == len(set(flat)) == 6 and all(i < j for i, j in a)
 
 
+def test_random_pairs_ignore_the_rollout_order():
+    """The ablation draws its pairs: over seeds they differ, and not only neighbours (0, 1), (2, 3) pair up,
+    or "random pairs" would be rollouts adjacent in sampling order."""
+    draws = {tuple(select_random_pairs(6, 3, random.Random(seed))) for seed in range(20)}
+    assert len(draws) > 5
+    assert any(p not in {(0, 1), (2, 3), (4, 5)} for d in draws for p in d)
+
+
 def test_failure_selection_lowest_first_and_only_imperfect():
     from decoevo.policies import select_failures
 
