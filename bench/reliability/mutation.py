@@ -258,16 +258,40 @@ def _args(tests: list[str]) -> list[str]:
             *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
 
 
+# The process groups of the pytest runs and fork servers under way: a SIGTERM kills them all before the
+# temporary directory goes (the pool's threads would otherwise wait for, and then start, more runs).
+_LIVE: set[int] = set()
+_STOP = threading.Event()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _stop(*_: object) -> None:
+    _STOP.set()
+    for pgid in list(_LIVE):
+        _kill_group(pgid)
+    sys.exit(143)
+
+
 def _pytest(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     """'passed', 'failed' or 'timeout', and the seconds taken."""
     start = time.monotonic()
     cmd = [sys.executable, "-m", "pytest", *_args(tests)]
+    proc = subprocess.Popen(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    _LIVE.add(proc.pid)
     try:
-        done = subprocess.run(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=timeout, check=False)
+        rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)  # with whatever the tests started
+        proc.wait()
         return "timeout", time.monotonic() - start
-    return ("passed" if done.returncode == 0 else "failed"), time.monotonic() - start
+    finally:
+        _LIVE.discard(proc.pid)
+    return ("passed" if rc == 0 else "failed"), time.monotonic() - start
 
 
 class ForkServer:
@@ -278,7 +302,8 @@ class ForkServer:
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.reliability.pytest_server",
                                       *[f"tests/{t}" for t in test_files]], cwd=copy, env=_env(copy),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
+                                     text=True, start_new_session=True)
+        _LIVE.add(self.proc.pid)
         self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         if "ready" not in self.replies.get(timeout=1800):
@@ -298,18 +323,21 @@ class ForkServer:
         pid = self.replies.get(timeout=600).get("pid")
         if pid is None:
             raise SystemExit("the pytest fork server stopped")
+        _LIVE.add(pid)  # the child leads its own process group
         try:
             rc = self.replies.get(timeout=timeout)["rc"]
         except queue.Empty:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
+            _kill_group(pid)
             self.replies.get()
             return "timeout", time.monotonic() - start
+        finally:
+            _LIVE.discard(pid)
         return ("passed" if rc == 0 else "failed"), time.monotonic() - start
 
     def close(self) -> None:
-        self.proc.kill()
+        _kill_group(self.proc.pid)
         self.proc.wait()
+        _LIVE.discard(self.proc.pid)
 
 
 class Worker:
@@ -333,6 +361,8 @@ class Worker:
         return self._pytest(tests, timeout=1800)
 
     def run(self, m: Mutant, source: str, tests: list[str], timeout: float) -> tuple[str, float]:
+        if _STOP.is_set():
+            raise SystemExit(143)
         path = self.copy / "src" / "decoevo" / m.module
         try:
             path.write_text(source[:m.start] + m.mutated + source[m.end:], encoding="utf-8")
@@ -370,8 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="keep the modules --out already has (same "
                         "--max-per-module) and test only the others: an interrupted run loses one module at most")
     args = parser.parse_args(argv)
-    # a kill ends the run through the temporary directory's cleanup: no copy (nor mutant) is left behind
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # a kill stops every run under way and ends through the temporary directory's cleanup: no copy (nor
+    # mutant, nor pytest still testing one) is left behind
+    signal.signal(signal.SIGTERM, _stop)
     wanted = [m.strip() for m in args.modules.split(",") if m.strip()] or list(MODULES)
     unknown = [m for m in wanted if m not in MODULES]
     if unknown:
