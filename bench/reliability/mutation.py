@@ -53,7 +53,8 @@ MODULES: dict[str, list[str]] = {
     "thresholds.py": ["test_thresholds.py", "test_scoring_policies.py", "test_method_guards.py", "-k", _GUARDS],
     "engine/pairs.py": ["test_scoring_policies.py", "test_thresholds.py"],
     "engine/verify.py": ["test_method_guards.py", "test_decision_shortcuts.py", "-k",
-                         "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"],
+                         "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"
+                         " or audit_objectives_carry"],
     "engine/audits.py": ["test_method_guards.py", "test_engine_toy.py", "-k",
                          "blind_auditor_is_sent or no_generator_decision or decoevo_learns or every_method_runs"],
     "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
