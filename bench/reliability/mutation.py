@@ -55,8 +55,9 @@ MODULES: dict[str, list[str]] = {
     "engine/verify.py": ["test_method_guards.py", "test_decision_shortcuts.py", "-k",
                          "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"
                          " or audit_objectives_carry"],
-    "engine/audits.py": ["test_method_guards.py", "test_engine_toy.py", "-k",
-                         "blind_auditor_is_sent or no_generator_decision or decoevo_learns or every_method_runs"],
+    "engine/audits.py": ["test_method_guards.py", "test_cost_levers.py", "test_engine_toy.py", "-k",
+                         "blind_auditor_is_sent or no_generator_decision or audited_pair_puts or early_stop"
+                         " or frozen_set or reuse_draws or gate_answers or decoevo_learns or every_method_runs"],
     "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
                                    "auditor or stage1"],
     "engine/top_up.py": ["test_top_up.py", "-k", "not cost_world and not every_seed"],
