@@ -9,7 +9,8 @@ checkout in a temporary directory (`PYTHONPATH` points at the copy's `src/`), so
 edited and an interrupted bench leaves no mutant anywhere but in its temporary directory. A mutant is
 killed when a test fails (or the run exceeds its time limit), and survives when every test passes.
 
-    python -m bench.reliability.mutation [--modules redact.py,policies.py] [--max-per-module N] [--jobs 2] [--resume]
+    python -m bench.reliability.mutation [--modules redact.py,policies.py] [--max-per-module N] [--jobs 2]
+        [--resume] [--fork] [--survivors EARLIER.json]
 
 Mutants per module are sampled deterministically (a generator seeded by the module's path) when a module
 has more sites than `--max-per-module`. Writes bench/results/mutation.json: per module the mutants, the
@@ -396,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="checkout copies testing mutants at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.json")
     parser.add_argument("--list", action="store_true", help="only count the mutants per module")
+    parser.add_argument("--survivors", type=Path, default=None, help="test only the mutants this earlier "
+                        "results file lists as survivors (after new tests: the last kill rate)")
     parser.add_argument("--fork", action="store_true", help="run pytest forked from a server that has the "
                         "third-party imports done (bench/reliability/pytest_server.py) instead of a fresh "
                         "interpreter a mutant: the same tests, less start-up")
@@ -412,6 +415,16 @@ def main(argv: list[str] | None = None) -> int:
     sources = {m: (ROOT / "src" / "decoevo" / m).read_text(encoding="utf-8") for m in wanted}
     plan = {m: (mutants_of(m, sources[m]), []) for m in wanted}
     chosen = {m: sample(all_, m, args.max_per_module or None) for m, (all_, _) in plan.items()}
+    if args.survivors is not None:  # only the mutants an earlier run listed as survivors
+        earlier = json.loads(args.survivors.read_text(encoding="utf-8"))["modules"]
+        keys = {m: {(s["line"], s["col"], s["kind"], s["mutated"]) for s in r["survived"]}
+                for m, r in earlier.items() if m in plan}
+        chosen = {m: [x for x in plan[m][0] if (x.line, x.col, x.kind, x.mutated) in keys.get(m, set())]
+                  for m in wanted}
+        lost = {m: len(keys.get(m, ())) - len(chosen[m]) for m in wanted if len(keys.get(m, ())) != len(chosen[m])}
+        if lost:
+            raise SystemExit(f"survivors not found in today's source (was it edited?): {lost}")
+        wanted = [m for m in wanted if chosen[m]]
     if args.list:
         for m in wanted:
             print(f"{m}: {len(plan[m][0])} mutants, {len(chosen[m])} sampled")
