@@ -126,6 +126,108 @@ async def test_the_signed_resolutions_per_frozen_pair_follow_the_margins_sign() 
     assert out.value == pytest.approx(2 / 6)  # eq. 8: the two pairs resolved the right way
 
 
+@pytest.mark.parametrize("good_first", [True, False])
+async def test_an_audited_pair_puts_the_response_the_blind_auditor_preferred_first(good_first: bool) -> None:
+    """r+ of an audited pair (the side eq. 7's margin must favour) is the response the blind auditor
+    preferred in both orders, whichever rollout it was; swapping them inverts every margin after."""
+    from decoevo.engine.audits import audited_pairs
+    from decoevo.engine.context import Scored
+
+    texts = ["GOOD answer", "weak answer"] if good_first else ["weak answer", "GOOD answer"]
+
+    async def respond(q, solver, *, sample_index, temperature):
+        return Response(question_id=q.id, skill_version=0, text=texts[sample_index])
+
+    async def rubric(q, generator):
+        return _rubric(q.id)
+
+    async def judge(q, response, rubric):
+        return Scored(q, response, rubric, None, 0.5)  # type: ignore[arg-type]
+
+    async def gather(fn, items):
+        return [await fn(i) for i in items]
+
+    hyper = SimpleNamespace(rollouts=2, pairs_per_question=1, tau_tie=0.1, rollouts_early_stop=False,
+                            rollout_temperature=1.0, max_tokens_audit=64, decision_shortcuts=False)
+    ctx = SimpleNamespace(hyper=hyper, method=SimpleNamespace(pair_selection="near_tie", rubric_blind=True),
+                          lm=_Auditor(), params=lambda n: GenParams(max_tokens=n), rubric=rubric,
+                          respond=respond, judge=judge, gather=gather)
+    [pair] = await audited_pairs(ctx, [VIEW], None, None, "probe")  # type: ignore[arg-type]
+    assert pair.plus.response.text == "GOOD answer" and pair.minus.response.text == "weak answer"
+
+
+@pytest.mark.parametrize(("first_two", "drawn"), [((0.5, 0.5), 2), ((0.1, 0.9), 6)])
+async def test_early_stop_draws_the_rest_only_when_the_first_rollouts_lack_the_pairs(
+        first_two: tuple[float, float], drawn: int) -> None:
+    """`rollouts_early_stop`: the first 2H rollouts are drawn; the other L − 2H only when those hold fewer
+    than H near-tie pairs (a tie among the first two here: done; no tie: all six drawn)."""
+    from decoevo.engine.audits import _rollouts
+    from decoevo.engine.context import Scored
+
+    asked: list[int] = []
+    scores = [*first_two, 0.3, 0.3, 0.7, 0.7]
+
+    async def respond(q, solver, *, sample_index, temperature):
+        asked.append(sample_index)
+        return Response(question_id=q.id, skill_version=0, text=str(sample_index))
+
+    async def rubric(q, generator):
+        return _rubric(q.id)
+
+    async def judge(q, response, rubric):
+        return Scored(q, response, rubric, None, scores[int(response.text)])  # type: ignore[arg-type]
+
+    hyper = SimpleNamespace(rollouts=6, pairs_per_question=1, tau_tie=0.1, rollouts_early_stop=True,
+                            rollout_temperature=1.0)
+    ctx = SimpleNamespace(hyper=hyper, method=SimpleNamespace(pair_selection="near_tie"), rubric=rubric,
+                          respond=respond, judge=judge)
+    scored = await _rollouts(ctx, VIEW, None, None, 0)  # type: ignore[arg-type]
+    assert sorted(asked) == list(range(drawn)) and len(scored) == drawn
+
+
+async def test_audit_objectives_carry_both_objectives_their_items_and_records(monkeypatch) -> None:
+    """What verification hands the acceptance policy and the verification file: Φ_ctr judged on the
+    frozen pairs given, Φ_str with its per-question items (the paired-bound rule reads them) and each
+    objective's records; a frozen pair's record names its question and keeps both responses verbatim."""
+    import json
+
+    import decoevo.engine.verify as verify
+    from decoevo.engine.verify import Objective, audit_objectives
+
+    scores = {"p0": 0.9, "m0": 0.6, "p1": 0.8, "m1": 0.7}
+
+    async def rubric(q, generator):
+        return _rubric(q.id)
+
+    async def judge(q, response, rubric):
+        return SimpleNamespace(score=scores[response.text])
+
+    async def gather(fn, items):
+        return [await fn(i) for i in items]
+
+    structural = Objective(0.75, {"q1": 0.5, "q2": 1.0}, [{"question_id": "q1"}, {"question_id": "q2"}])
+
+    async def structural_objective(ctx, questions, generator):
+        return structural
+
+    monkeypatch.setattr(verify, "structural_objective", structural_objective)
+    ctx = SimpleNamespace(rubric=rubric, judge=judge, gather=gather, hyper=SimpleNamespace(gamma=0.2),
+                          method=SimpleNamespace(structural_audit=True, contrastive_audit=True))
+
+    def response(text: str) -> Response:
+        return Response(question_id="q1", skill_version=0, text=text)
+
+    frozen = [FrozenPair(VIEW, response(f"p{k}"), response(f"m{k}"), f"why {k}") for k in range(2)]
+    got, details = await audit_objectives(ctx, [VIEW], None, frozen)  # type: ignore[arg-type]
+    assert got.contrastive == pytest.approx(0.5)  # margins 0.3 ≥ γ and 0.1 < γ
+    assert dict(got.contrastive_items) == {"q1#0": 1.0, "q1#1": 0.0}
+    assert got.structural == 0.75 and dict(got.structural_items) == {"q1": 0.5, "q2": 1.0}
+    assert details["structural"] == structural.details and details["margins"] == {"q1": [pytest.approx(0.3),
+                                                                                      pytest.approx(0.1)]}
+    record = json.loads(json.dumps(frozen[0].to_json()))
+    assert record == {"question_id": "q1", "preferred": "p0", "other": "m0", "rationale": "why 0"}
+
+
 # ---- item 10: the controls' token landing rule -------------------------------------------------------
 @pytest.mark.parametrize(("used", "next_tokens", "refused"), [
     (9_000, 1_000, False),  # ends at 10,000: on the target

@@ -635,3 +635,16 @@ def test_two_transfers_of_one_format_get_a_column_each(sweep, tmp_path):
     transfer = [c for c in s.main.columns if c.transfer]
     assert sorted(c.key for c in transfer) == ["transfer-eqbench_cw", "transfer-llmeval_med"]
     assert not [p for p in s.problems if "evaluated in both" in p]
+
+
+def test_a_skill_diff_marks_each_line_by_its_kind_and_an_empty_one_says_so():
+    """The report's skill diffs: added, removed, hunk and context lines each get their own class (the
+    colours a reader goes by), and a diff without a change says so instead of printing nothing or None."""
+    from decoevo.report.render import _diff
+
+    html = str(_diff("--- a\n+++ b\n@@ -1 +1 @@\n-old rule\n+new rule\n same"))
+    assert '<span class="dd">-old rule</span>' in html and '<span class="da">+new rule</span>' in html
+    assert '<span class="dc"> same</span>' in html and '<span class="dk">@@ -1 +1 @@</span>' in html
+    assert html.count('class="dh"') == 2
+    for empty in (None, "", "\n  \n"):
+        assert "no textual change" in str(_diff(empty))

@@ -86,6 +86,23 @@ def test_other_generator_policies():
     assert sc.decide(0.5, 0.6).accepted and not sc.decide(0.5, 0.505).accepted
 
 
+def test_every_policy_and_decision_is_frozen():
+    """A policy is a value: the run's thresholds (δ, η, z, ε) cannot be changed on a live policy object, and
+    a decision once logged cannot be edited after the fact."""
+    import dataclasses
+
+    import decoevo.policies as policies
+
+    classes = [c for c in vars(policies).values() if isinstance(c, type) and dataclasses.is_dataclass(c)
+               and c.__module__ == policies.__name__]
+    assert len(classes) >= 10
+    for cls in classes:
+        assert cls.__dataclass_params__.frozen, f"{cls.__name__} is not frozen"  # type: ignore[attr-defined]
+    bound = policies.ParetoBoundAcceptance(delta=0.01, eta=0.01, z=1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bound.delta = -1.0  # type: ignore[misc]
+
+
 def test_audit_objectives_cannot_carry_a_solver_score():
     with pytest.raises(TypeError):
         AuditObjectives(structural=0.5, contrastive=0.5, solver_score=0.9)  # type: ignore[call-arg]
@@ -117,6 +134,14 @@ def test_random_pairs_are_disjoint_and_seeded():
     assert a == select_random_pairs(6, 3, random.Random(1))
     flat = [i for p in a for i in p]
     assert len(flat) == len(set(flat)) == 6 and all(i < j for i, j in a)
+
+
+def test_random_pairs_ignore_the_rollout_order():
+    """The ablation draws its pairs: over seeds they differ, and not only neighbours (0, 1), (2, 3) pair up,
+    or "random pairs" would be rollouts adjacent in sampling order."""
+    draws = {tuple(select_random_pairs(6, 3, random.Random(seed))) for seed in range(20)}
+    assert len(draws) > 5
+    assert any(p not in {(0, 1), (2, 3), (4, 5)} for d in draws for p in d)
 
 
 def test_failure_selection_lowest_first_and_only_imperfect():

@@ -135,3 +135,14 @@ def test_score_coupled_margin_and_failure_selection_at_the_boundary():
     # a rubric that credits every criterion fully is not a failure, whatever the weights' float sum
     full = weighted_score([0.1, 0.2, 0.3, 0.7], [1.0, 1.0, 1.0, 1.0])
     assert select_failures({"q": full}, 1) == []
+
+
+def test_a_difference_of_exactly_the_tolerance_is_still_a_tie():
+    """The tolerance band is closed: a value exactly SCORE_TOLERANCE above a threshold does not exceed it,
+    and one exactly SCORE_TOLERANCE below still reaches it (so a strict rule never accepts, and a non-strict
+    rule never refuses, a value the tolerance calls equal). 0.0 ± tolerance is exact in floats."""
+    from decoevo.thresholds import SCORE_TOLERANCE, below, exceeds, reaches
+
+    assert not exceeds(SCORE_TOLERANCE, 0.0) and exceeds(2 * SCORE_TOLERANCE, 0.0)
+    assert reaches(-SCORE_TOLERANCE, 0.0) and not below(-SCORE_TOLERANCE, 0.0)
+    assert below(-2 * SCORE_TOLERANCE, 0.0)

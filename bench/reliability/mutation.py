@@ -9,7 +9,8 @@ checkout in a temporary directory (`PYTHONPATH` points at the copy's `src/`), so
 edited and an interrupted bench leaves no mutant anywhere but in its temporary directory. A mutant is
 killed when a test fails (or the run exceeds its time limit), and survives when every test passes.
 
-    python -m bench.reliability.mutation [--modules redact,policies] [--max-per-module N] [--jobs 2]
+    python -m bench.reliability.mutation [--modules redact.py,policies.py] [--max-per-module N] [--jobs 2]
+        [--resume] [--fork] [--survivors EARLIER.json]
 
 Mutants per module are sampled deterministically (a generator seeded by the module's path) when a module
 has more sites than `--max-per-module`. Writes bench/results/mutation.json: per module the mutants, the
@@ -20,14 +21,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
+import queue
 import random
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -50,9 +54,11 @@ MODULES: dict[str, list[str]] = {
     "thresholds.py": ["test_thresholds.py", "test_scoring_policies.py", "test_method_guards.py", "-k", _GUARDS],
     "engine/pairs.py": ["test_scoring_policies.py", "test_thresholds.py"],
     "engine/verify.py": ["test_method_guards.py", "test_decision_shortcuts.py", "-k",
-                         "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"],
-    "engine/audits.py": ["test_method_guards.py", "test_engine_toy.py", "-k",
-                         "blind_auditor_is_sent or no_generator_decision or decoevo_learns or every_method_runs"],
+                         "signed or what_a_score or no_generator_decision or structural_settles or short_and_full"
+                         " or audit_objectives_carry"],
+    "engine/audits.py": ["test_method_guards.py", "test_cost_levers.py", "test_engine_toy.py", "-k",
+                         "blind_auditor_is_sent or no_generator_decision or audited_pair_puts or early_stop"
+                         " or frozen_set or reuse_draws or gate_answers or decoevo_learns or every_method_runs"],
     "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
                                    "auditor or stage1"],
     "engine/top_up.py": ["test_top_up.py", "-k", "not cost_world and not every_seed"],
@@ -69,9 +75,10 @@ MODULES: dict[str, list[str]] = {
     "rundir/files.py": ["test_rundir.py", "test_report_reader.py"],
     "rundir/writer.py": ["test_rundir.py"],
     "rundir/lock.py": ["test_rundir.py"],
-    "engine/resume_config.py": ["test_resume_changes.py"],
+    "engine/resume_config.py": ["test_resume_changes.py", "test_hardening_round5.py", "-k",
+                                "not test_hardening_round5 or every_leaf_of_a_default"],
     # report escaping
-    "report/render.py": ["test_report.py"],
+    "report/render.py": ["test_report.py", "test_leaks.py", "-k", "not key_echoed_in_every_reply_field"],
 }
 
 _FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
@@ -250,39 +257,126 @@ def _env(copy: Path) -> dict[str, str]:
     return env
 
 
+def _args(tests: list[str]) -> list[str]:
+    return ["-x", "-q", "-p", "no:cacheprovider", "--no-header",
+            *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
+
+
+# The process groups of the pytest runs and fork servers under way: a SIGTERM kills them all before the
+# temporary directory goes (the pool's threads would otherwise wait for, and then start, more runs).
+_LIVE: set[int] = set()
+_STOP = threading.Event()
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _stop(*_: object) -> None:
+    _STOP.set()
+    for pgid in list(_LIVE):
+        _kill_group(pgid)
+    sys.exit(143)
+
+
 def _pytest(copy: Path, tests: list[str], timeout: float) -> tuple[str, float]:
     """'passed', 'failed' or 'timeout', and the seconds taken."""
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--no-header",
-           *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
+    cmd = [sys.executable, "-m", "pytest", *_args(tests)]
+    proc = subprocess.Popen(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    _LIVE.add(proc.pid)
     try:
-        done = subprocess.run(cmd, cwd=copy, env=_env(copy), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=timeout, check=False)
+        rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)  # with whatever the tests started
+        proc.wait()
         return "timeout", time.monotonic() - start
-    return ("passed" if done.returncode == 0 else "failed"), time.monotonic() - start
+    finally:
+        _LIVE.discard(proc.pid)
+    return ("passed" if rc == 0 else "failed"), time.monotonic() - start
+
+
+class ForkServer:
+    """`bench.reliability.pytest_server` in a copy: one pytest run a request, forked from a process that
+    has the third-party imports done (the copy's own code is imported fresh by every run)."""
+
+    def __init__(self, copy: Path, test_files: list[str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.reliability.pytest_server",
+                                      *[f"tests/{t}" for t in test_files]], cwd=copy, env=_env(copy),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, start_new_session=True)
+        _LIVE.add(self.proc.pid)
+        self.replies: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        if "ready" not in self.replies.get(timeout=1800):
+            raise SystemExit("the pytest fork server did not start")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.replies.put(json.loads(line))
+        self.replies.put({"rc": -1, "gone": True})
+
+    def pytest(self, tests: list[str], timeout: float) -> tuple[str, float]:
+        assert self.proc.stdin is not None
+        start = time.monotonic()
+        self.proc.stdin.write(json.dumps(_args(tests)) + "\n")
+        self.proc.stdin.flush()
+        pid = self.replies.get(timeout=600).get("pid")
+        if pid is None:
+            raise SystemExit("the pytest fork server stopped")
+        _LIVE.add(pid)  # the child leads its own process group
+        try:
+            rc = self.replies.get(timeout=timeout)["rc"]
+        except queue.Empty:
+            _kill_group(pid)
+            self.replies.get()
+            return "timeout", time.monotonic() - start
+        finally:
+            _LIVE.discard(pid)
+        return ("passed" if rc == 0 else "failed"), time.monotonic() - start
+
+    def close(self) -> None:
+        _kill_group(self.proc.pid)
+        self.proc.wait()
+        _LIVE.discard(self.proc.pid)
 
 
 class Worker:
     """One copy of the checkout; mutants are written into it one at a time and always restored."""
 
-    def __init__(self, base: Path, index: int) -> None:
+    def __init__(self, base: Path, index: int, fork: bool = False) -> None:
         self.copy = _copy_tree(base / f"w{index}")
         probe = subprocess.run([sys.executable, "-c", "import decoevo; print(decoevo.__file__)"],
                                cwd=self.copy, env=_env(self.copy), capture_output=True, text=True, check=True)
         if not probe.stdout.strip().startswith(str(self.copy / "src")):
             raise SystemExit(f"the copy's decoevo is not the one imported: {probe.stdout.strip()}")
+        files = sorted({t for tests in MODULES.values() for t in tests if t.endswith(".py")})
+        self.server = ForkServer(self.copy, files) if fork else None
+
+    def _pytest(self, tests: list[str], timeout: float) -> tuple[str, float]:
+        if self.server is not None:
+            return self.server.pytest(tests, timeout)
+        return _pytest(self.copy, tests, timeout)
 
     def baseline(self, tests: list[str]) -> tuple[str, float]:
-        return _pytest(self.copy, tests, timeout=1800)
+        return self._pytest(tests, timeout=1800)
 
     def run(self, m: Mutant, source: str, tests: list[str], timeout: float) -> tuple[str, float]:
+        if _STOP.is_set():
+            raise SystemExit(143)
         path = self.copy / "src" / "decoevo" / m.module
         try:
             path.write_text(source[:m.start] + m.mutated + source[m.end:], encoding="utf-8")
-            return _pytest(self.copy, tests, timeout)
+            return self._pytest(tests, timeout)
         finally:
             path.write_text(source, encoding="utf-8")
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
 
 
 def _write(out: Path, report: dict[str, Any], started: float) -> None:
@@ -304,9 +398,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="checkout copies testing mutants at once")
     parser.add_argument("--out", type=Path, default=RESULTS / "mutation.json")
     parser.add_argument("--list", action="store_true", help="only count the mutants per module")
+    parser.add_argument("--survivors", type=Path, default=None, help="test only the mutants this earlier "
+                        "results file lists as survivors (after new tests: the last kill rate)")
+    parser.add_argument("--fork", action="store_true", help="run pytest forked from a server that has the "
+                        "third-party imports done (bench/reliability/pytest_server.py) instead of a fresh "
+                        "interpreter a mutant: the same tests, less start-up")
+    parser.add_argument("--resume", action="store_true", help="keep the modules --out already has (same "
+                        "--max-per-module) and test only the others: an interrupted run loses one module at most")
     args = parser.parse_args(argv)
-    # a kill ends the run through the temporary directory's cleanup: no copy (nor mutant) is left behind
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # a kill stops every run under way and ends through the temporary directory's cleanup: no copy (nor
+    # mutant, nor pytest still testing one) is left behind
+    signal.signal(signal.SIGTERM, _stop)
     wanted = [m.strip() for m in args.modules.split(",") if m.strip()] or list(MODULES)
     unknown = [m for m in wanted if m not in MODULES]
     if unknown:
@@ -314,15 +416,35 @@ def main(argv: list[str] | None = None) -> int:
     sources = {m: (ROOT / "src" / "decoevo" / m).read_text(encoding="utf-8") for m in wanted}
     plan = {m: (mutants_of(m, sources[m]), []) for m in wanted}
     chosen = {m: sample(all_, m, args.max_per_module or None) for m, (all_, _) in plan.items()}
+    if args.survivors is not None:  # only the mutants an earlier run listed as survivors
+        earlier = json.loads(args.survivors.read_text(encoding="utf-8"))["modules"]
+        keys = {m: {(s["line"], s["col"], s["kind"], s["mutated"]) for s in r["survived"]}
+                for m, r in earlier.items() if m in plan}
+        chosen = {m: [x for x in plan[m][0] if (x.line, x.col, x.kind, x.mutated) in keys.get(m, set())]
+                  for m in wanted}
+        lost = {m: len(keys.get(m, ())) - len(chosen[m]) for m in wanted if len(keys.get(m, ())) != len(chosen[m])}
+        if lost:
+            raise SystemExit(f"survivors not found in today's source (was it edited?): {lost}")
+        wanted = [m for m in wanted if chosen[m]]
     if args.list:
         for m in wanted:
             print(f"{m}: {len(plan[m][0])} mutants, {len(chosen[m])} sampled")
         return 0
     started = time.monotonic()
     report: dict[str, Any] = {"machine": machine(), "max_per_module": args.max_per_module, "jobs": args.jobs,
-                              "modules": {}}
-    with tempfile.TemporaryDirectory(prefix="decoevo-mutation-") as tmp:
-        workers = [Worker(Path(tmp), i) for i in range(max(1, args.jobs))]
+                              "fork": args.fork, "modules": {}}
+    if args.resume and args.out.is_file():
+        done = json.loads(args.out.read_text(encoding="utf-8"))
+        if done.get("max_per_module") != args.max_per_module:
+            parser.error(f"{args.out} sampled {done.get('max_per_module')} a module, not {args.max_per_module}")
+        report["modules"] = {m: r for m, r in done.get("modules", {}).items() if m in wanted}
+        report["resumed_seconds"] = done.get("seconds", 0.0) + done.get("resumed_seconds", 0.0)
+        wanted = [m for m in wanted if m not in report["modules"]]
+    with tempfile.TemporaryDirectory(prefix="decoevo-mutation-") as tmp, contextlib.ExitStack() as stack:
+        workers = []
+        for i in range(max(1, args.jobs)):
+            workers.append(Worker(Path(tmp), i, fork=args.fork))
+            stack.callback(workers[-1].close)
         for module in wanted:
             tests = MODULES[module]
             status, took = workers[0].baseline(tests)
@@ -336,12 +458,14 @@ def main(argv: list[str] | None = None) -> int:
                     _module: str = module) -> tuple[Mutant, str]:
                 return m, workers[k % len(workers)].run(m, sources[_module], _tests, _timeout)[0]
 
-            # a worker runs one mutant at a time: mutant k goes to worker k % jobs, in rounds of `jobs`
-            results: list[tuple[Mutant, str]] = []
+            # a worker runs one mutant at a time: mutant k goes to worker k % jobs, and each worker goes through
+            # its share on its own (no rounds: a quick kill does not wait for a survivor's full test run)
+            def share(w: int, _mutants: list[Mutant] = mutants) -> list[tuple[Mutant, str]]:
+                return [one(k, m) for k, m in enumerate(_mutants) if k % len(workers) == w]
+
             with ThreadPoolExecutor(len(workers)) as pool:
-                for i in range(0, len(mutants), len(workers)):
-                    batch = list(enumerate(mutants[i:i + len(workers)]))
-                    results += list(pool.map(lambda km: one(*km), batch))
+                shares = list(pool.map(share, range(len(workers))))
+            results = sorted((r for part in shares for r in part), key=lambda r: (r[0].start, r[0].end, r[0].kind))
             survivors = [asdict(m) | {"status": s} for m, s in results if s == "passed"]
             for s in survivors:
                 del s["start"], s["end"]
@@ -349,7 +473,8 @@ def main(argv: list[str] | None = None) -> int:
             report["modules"][module] = {
                 "tests": tests, "sites": len(plan[module][0]), "mutants": len(mutants), "killed": killed,
                 "timeouts": sum(1 for _, s in results if s == "timeout"), "survived": survivors,
-                "baseline_s": round(took, 1), "seconds": round(time.monotonic() - t0, 1)}
+                "baseline_s": round(took, 1), "seconds": round(time.monotonic() - t0, 1),
+                "load_1min": round(os.getloadavg()[0], 1)}  # the machine's load as the module ended
             print(f"{module}: {killed}/{len(mutants)} killed ({len(plan[module][0])} sites), "
                   f"{time.monotonic() - t0:.0f}s", flush=True)
             _write(args.out, report, started)  # after every module: an interrupted run keeps what it measured
