@@ -77,6 +77,7 @@ def test_eval_killed_three_times_and_two_at_once_are_all_in_the_eval_ledger(tmp_
     assert len(requests) == len(set(requests))  # no request billed twice (answered and settled as lost)
 
 
+@pytest.mark.slow  # (~15 s) the same ledger rule is checked for eval in the default run
 def test_pilot_killed_three_times_is_all_in_its_ledger(tmp_path: Path) -> None:
     """Before: pilot killed 3 times, server 119 requests, OUT/pilot/ledger.json 51 (the last process's)."""
     from decoevo.testing.server import serve_app

@@ -43,7 +43,7 @@ def test_the_drift_is_chained_over_accepted_gates_under_each_gates_rubric():
     assert not restored.flagged  # it fell and a later accepted rewrite restored it
 
 
-@pytest.mark.parametrize("seed", [5, 6])
+@pytest.mark.parametrize("seed", [5, pytest.param(6, marks=pytest.mark.slow)])  # a second seed: slow
 def test_it_flags_crowding_out_in_the_capacity_world(tmp_path, seed):
     run = _run(tmp_path, CAPACITY, seed)
     drift = json.loads((run / "summary.json").read_text())["criterion_drift"]
@@ -53,7 +53,7 @@ def test_it_flags_crowding_out_in_the_capacity_world(tmp_path, seed):
     assert drift["flagged"][0]["criterion"][:40] in html
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])  # a second seed: slow
 def test_it_stays_quiet_in_the_default_world(tmp_path, seed):
     run = _run(tmp_path, WorldParams(), seed)
     drift = json.loads((run / "summary.json").read_text())["criterion_drift"]

@@ -64,6 +64,7 @@ def ledger_total(run_dir: Path) -> dict[str, Any]:
     return total
 
 
+@pytest.mark.slow  # a whole run through injected faults (~24 s); each fault's handling is tested in the default run
 def test_run_through_faults_matches_fault_free_run(tmp_path: Path) -> None:
     data = write_toy_questions(tmp_path / "toy.jsonl")
     upstream = toy_server()

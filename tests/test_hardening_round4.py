@@ -135,6 +135,7 @@ def test_reproduce_into_a_directory_of_the_users_own_files_changes_nothing(mine:
     assert _tree(out) == {name: text.encode() for name, text in mine.items()}
 
 
+@pytest.mark.slow  # (~17 s) refusals of changed reruns stay in the default run (test_reproduce_round3)
 def test_a_refused_rerun_changes_nothing_and_the_report_is_replaced_only_if_ours(tmp_path: Path,
                                                                                  sim_url: str) -> None:
     """Before: `decoevo reproduce OUT --model other` on a finished experiment rewrote reproduce.yaml and

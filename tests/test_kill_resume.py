@@ -58,6 +58,7 @@ def data_file(tmp_path):
     return p
 
 
+@pytest.mark.slow  # kills at random points (~25 s); test_billed_requests kills and resumes in the default run
 def test_sigkill_at_random_points_then_resume(tmp_path, data_file):
     server = toy_server()
     with serve_app(server.app()) as url:

@@ -201,6 +201,7 @@ def test_wheel_with_only_its_declared_dependencies_runs_outside_the_checkout(dis
     first_contact(venv_with_declared_dependencies(dist, tmp_path, set()), tmp_path, plain=True)
 
 
+@pytest.mark.slow  # a second venv (~20 s); the wheel with its declared dependencies alone runs in the default run
 def test_wheel_with_the_local_extra_runs_outside_the_checkout(dist: Path, tmp_path: Path) -> None:
     venv = venv_with_declared_dependencies(dist, tmp_path, {"local"})
     run([str(venv / "bin" / "python"), "-c", "import llama_cpp"], cwd=tmp_path, env=clean_env(tmp_path))

@@ -588,6 +588,7 @@ def test_a_run_plots_j_per_step_with_its_decisions_and_rounds(small):
     assert ">  64.0 (n=1)<" in fig.svg and ">  58.0 (n=1)<" in fig.svg
 
 
+@pytest.mark.slow  # an ablation and control sweep (~15 s); Holm and Δ are unit-tested in the default run
 def test_ablations_and_controls_on_their_source_columns_have_delta_and_holm(sweep, tmp_path):
     """Issue 25 item 1: in `reproduce` ablations and controls run on the source benchmark only. Their tables
     show that column with Δ and gain, and their paired comparisons (over the columns both methods have)

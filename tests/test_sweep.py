@@ -107,6 +107,7 @@ def test_budget_matched_waits_for_decoevo_and_a_failed_cell_does_not_stop_the_ot
     assert config["budget"]["match_run"] == str((good / "decoevo-s0").resolve())
 
 
+@pytest.mark.slow  # (~15 s) a killed run's resume is tested in the default run
 def test_a_killed_sweep_resumes_its_unfinished_cell(tmp_path, server, cache, monkeypatch):
     spec = write_spec(tmp_path / "grid.yaml", server.url, ["decoevo"], [0],
                       hyper={"steps": 3, "batch_size": 2, "audit_every": 1, "rollouts": 4})
@@ -282,6 +283,7 @@ def test_ray_without_the_extra_is_a_clear_error(tmp_path, monkeypatch):
     assert code == 2 and "pip install 'decoevo[ray]'" in " ".join(out.split()), out
 
 
+@pytest.mark.slow  # (~12 s) Budget-Matched's stop rule is unit-tested in the default run
 def test_budget_matched_reaches_decoevo_effective_usage_in_a_shared_cache_sweep(tmp_path, server, cache):
     """Issue 9 item 1: with a shared cache DecoEvo inherits SkillOpt's first steps; the control must get
     DecoEvo's effective usage (paid + inherited) as its cap and be stopped on that same quantity."""

@@ -38,6 +38,7 @@ def final_states(sweep_dir):
     return out
 
 
+@pytest.mark.slow  # starts Ray (~35 s with its setup); the sweep's local executor is tested in the default run
 def test_a_sweep_on_ray_matches_the_local_executor(tmp_path, server, ray_address, monkeypatch):
     spec = write_spec(tmp_path / "grid.yaml", server.url, ["budget_matched", "decoevo"], [0])
 

@@ -23,6 +23,7 @@ pytest.importorskip("uvicorn")
 LIMIT = 4  # the endpoint's slots, as max_concurrency of its model
 
 
+@pytest.mark.slow  # a timed sweep (~12 s); the shared limiter is unit-tested in the default run
 def test_cells_share_the_endpoint_limit_and_keep_it_busy(tmp_path, monkeypatch):
     from decoevo.testing.server import serve_app
 

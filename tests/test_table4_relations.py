@@ -6,9 +6,12 @@ request), so this fails only when the preset, the method's calls or the simulato
 
 from __future__ import annotations
 
+import pytest
+
 from bench.cost.cost_worlds import relations_many, slack
 
 
+@pytest.mark.slow  # 12 simulated paper-preset runs (~35 s); bench/cost/cost_table4.py measures the same relations
 def test_paper_preset_meets_table4_in_the_held_out_world() -> None:
     # as the bench; the 12 runs are independent and deterministic, so two spawned workers give the same result
     [by_world] = relations_many([({}, {})], ["held_out"], [0, 1, 2], "paper", workers=2)

@@ -99,6 +99,7 @@ def test_steps_past_t_draw_fresh_rewrite_samples_and_idle_steps_do_not_count() -
     assert not more_steps(HARD_BOUND_FACTOR * 6, 10, 6, topped_up=True)  # idle or not, it ends
 
 
+@pytest.mark.slow  # a sweep at parity (~14 s); parity's rule and matched budgets stay in the default run
 def test_sweep_parity_flag_runs_the_controls_at_decoevos_tokens(tmp_path: Path, monkeypatch) -> None:
     """`decoevo sweep --parity` (fails on the old code: no such option) applies the rule `reproduce` does:
     SC-CoEvo topped up to, and Budget-Matched capped at, the paired DecoEvo run's tokens, on the simulated
@@ -147,6 +148,7 @@ def test_a_matched_token_budget_lands_on_its_target_within_half_a_call() -> None
     Budget(max_tokens=10_000, land_on_tokens=True).check(ledger, next_tokens=1_000)  # ends at 10,400: nearer
 
 
+@pytest.mark.slow  # every cost world (~19 s); the landing rule itself is tested in the default run
 def test_controls_land_within_five_percent_in_every_cost_world() -> None:
     """reproduce's controls (at_token_parity) in the cost benches' ten simulated worlds, one seed: each
     within 5% of its paired DecoEvo run's tokens. Fails on the old code: SC-CoEvo at 1.057 in f1w2 (a

@@ -131,6 +131,7 @@ def test_flatten_keeps_parameters_short() -> None:
     assert len(flat["skill"]) == 500 and flat["empty"] == "{}"
 
 
+@pytest.mark.slow  # a tracked sweep (~13 s); tracked runs and resumes stay in the default run
 def test_sweep_track_gives_each_cell_its_mlflow_run(tmp_path: Path, store: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from decoevo.tracking import TRACK_ENV, TRACK_URI_ENV
