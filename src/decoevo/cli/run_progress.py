@@ -206,19 +206,26 @@ class RunProgress:
     def _refresh(self) -> None:
         # Most telling first; what does not fit is left out whole (tokens are in the closing table).
         money = [f"${self.cost:,.4f}"] if self.cost is not None else []
-        if self.narrow:
-            parts = [f"solver ✓{self.solver_accepts}", self._calls(),
-                     f"gen ✓{self.generator_accepts}/{self.outer_rounds}", *money]
-        else:
-            parts = [f"solver ✓{self.solver_accepts}", self._calls(),
-                     f"generator ✓{self.generator_accepts}/{self.outer_rounds}", *money, f"hits {self.hits}",
-                     f"tokens {self.tokens:,}"]
-        self.progress.update(self.task, status=fit(parts, self._status_width(), " " if self.narrow else "  "))
+        status = ""
+        for calls in dict.fromkeys((self._calls(), f"calls {self.calls}")):  # the paid count alone if need be
+            if self.narrow:
+                parts = [f"solver ✓{self.solver_accepts}", calls,
+                         f"gen ✓{self.generator_accepts}/{self.outer_rounds}", *money]
+            else:
+                parts = [f"solver ✓{self.solver_accepts}", calls,
+                         f"generator ✓{self.generator_accepts}/{self.outer_rounds}", *money, f"hits {self.hits}",
+                         f"tokens {self.tokens:,}"]
+            status = fit(parts, self._status_width(), " " if self.narrow else "  ")
+            if calls in status:
+                break
+        self.progress.update(self.task, status=status)
 
     def _calls(self) -> str:
-        """Paid calls, and of the expected (re-estimated after each step and round) while the run goes."""
-        expected = max(self.plan.expected_calls, self.calls)
-        return f"calls {self.calls}/~{expected:,.0f}" if expected and not self.ended else f"calls {self.calls}"
+        """Paid calls, and of the expected (re-estimated after each step and round) while the run goes; past
+        the estimate, the paid count alone."""
+        expected = self.plan.expected_calls
+        return f"calls {self.calls}/~{expected:.0f}" if expected > self.calls and not self.ended else \
+            f"calls {self.calls}"
 
     def _reestimate(self, event: RunEvent, state: LoopState) -> None:
         """After a step or a round: the calls paid so far plus those the run's own outcomes now predict."""
