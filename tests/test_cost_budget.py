@@ -82,3 +82,25 @@ def test_calls_paid_before_a_kill_keep_their_cost_on_resume(tmp_path: Path) -> N
     assert result.ledger.total().cost_usd == pytest.approx(expected)
     ledger = json.loads((tmp_path / "k" / "ledger.json").read_text())
     assert ledger["total"]["calls"] == len(calls)
+
+
+# ---- the mutation bench's survivors in lm/budget.py (docs/reliability.md "Mutation bench") -------------------
+
+def test_calls_in_flight_before_any_answer_are_counted_at_nothing_each() -> None:
+    """No call answered yet: there is no average to charge them at, and no division by zero."""
+    from decoevo.lm.budget import InFlight, in_flight
+    from decoevo.lm.ledger import UsageLedger
+
+    assert in_flight(3, UsageLedger()) == InFlight(3, 0.0, 0.0)
+
+
+async def test_a_run_cost_hold_holds_its_worst_case_and_refuses_what_cannot_fit() -> None:
+    from decoevo.lm.budget import BudgetExceeded, CostHold
+    from decoevo.lm.ledger import UsageLedger
+
+    hold, ledger = CostHold(), UsageLedger()
+    assert await hold.reserve(ledger, 1.0, 0.4) == 0.4 and hold.held == 0.4
+    with pytest.raises(BudgetExceeded, match=r"up to \$0\.4000 in flight"):
+        await hold.reserve(ledger, 1.0, 1.5)  # even were the hold to settle at nothing, 1.5 > 1.0
+    hold.release(0.4)
+    assert hold.held == 0.0

@@ -336,3 +336,22 @@ def test_reading_transcripts_is_linear_in_the_run(tmp_path: Path, monkeypatch: p
     assert [e.key for e in entries] == [f"k{i}" for i in range(n)]
     # the file once, plus at most a bounded piece again per entry; the old reader fed about n/2 × size
     assert fed <= size + n * 8192, (fed, size)
+
+
+# ---- the mutation bench's survivors in rundir/writer.py (docs/reliability.md "Mutation bench") ---------------
+
+def test_a_candidate_not_kept_is_still_on_disk_to_read(tmp_path: Path) -> None:
+    from decoevo.domain import Skill
+
+    RunWriter(tmp_path / "run").save_candidate(Skill(kind="solver", version=2, text="Answer in one line."), "step3")
+    saved = (tmp_path / "run" / "candidates" / "solver_step3.md").read_text()
+    assert "Answer in one line." in saved
+
+
+def test_a_checkpoint_writes_the_ledger_it_counts(tmp_path: Path) -> None:
+    """ledger.json is what `report --watch` and a killed run's reader show; it must be the checkpoint's."""
+    ledger = {"rows": [{"role": "solve", "calls": 3}]}
+    writer = RunWriter(tmp_path / "run")
+    writer.checkpoint({"step": 1}, ledger)
+    assert json.loads((tmp_path / "run" / "ledger.json").read_text()) == ledger
+    assert json.loads((tmp_path / "run" / "checkpoint.json").read_text())["ledger"] == ledger

@@ -217,3 +217,31 @@ def test_lms_that_write_the_spend_file_do_not_keep_its_descriptor_after_closing(
         asyncio.run(use_and_close())
     assert len(os.listdir("/proc/self/fd")) < before + 5
     assert read_spend(tmp_path / "spend.log") == pytest.approx(20 * each_usd())
+
+
+# ---- the mutation bench's survivors in lm/spend.py (docs/reliability.md "Mutation bench") --------------------
+
+def test_a_spend_file_not_written_yet_reads_as_nothing_spent(tmp_path):
+    spend = SharedSpend(tmp_path / "spend.log", 1.0)
+    state = spend.state()
+    assert (state.spent, state.held) == (0.0, 0.0) and not (tmp_path / "spend.log").exists()
+
+
+async def test_a_request_without_a_price_reserves_nothing(tmp_path):
+    spend = SharedSpend(tmp_path / "spend.log", 1.0)
+    assert await spend.reserve(None) is None and await spend.reserve(0.0) is None
+    assert not (tmp_path / "spend.log").exists()  # nothing written for a call with no dollars
+
+
+async def test_a_spend_file_replaced_under_a_process_that_holds_it_open_is_refused(tmp_path):
+    """The process keeps its descriptor open between requests: without a look at the path's inode, it
+    would go on counting in the replaced file while every other process reads the new one."""
+    path = tmp_path / "spend.log"
+    spend = SharedSpend(path, 1.0)
+    assert await spend.reserve(0.1) is not None  # opens and keeps the file
+    replacement = tmp_path / "other.log"
+    replacement.write_text("0\n")
+    os.replace(replacement, path)
+    with pytest.raises(spend_mod.SpendLogCorrupt, match="replaced"):
+        await spend.reserve(0.1)
+    spend.close()

@@ -49,6 +49,12 @@ GOOD_SOLVER_SKILL = ("Answer the question directly, then explain the likely caus
     ("Answer directly. " + SOLVER_REWRITER[:260], "instructions", ("echoes",)),
     ("The capital of France is Paris, a city on the Seine with many museums.", "not_instructions",
      ("tells its reader nothing to do",)),
+    # SmolLM2's shipped "improvement" against a served model (issue 34's trial): it names a directive word
+    # ("helps to avoid") but only reports on a change
+    ("The new strategy is to use a combination of the original strategy and the additional information "
+     "provided by the grader. The updated strategy includes a list of the key features that were mentioned "
+     "in the material, which helps to avoid any potential biases or limitations that may have been introduced "
+     "during the evaluation process.", "not_instructions", ("describes a rewrite", "3 mentions")),
 ])
 def test_a_non_skill_is_invalid_with_its_reason(text: str, problem: str, words: tuple[str, ...]) -> None:
     verdict = check_candidate(text, INITIAL_SOLVER_SKILL, shown=Shown(SOLVER_REWRITER, tuple(COOKING[:3])))
@@ -64,6 +70,8 @@ def test_a_non_skill_is_invalid_with_its_reason(text: str, problem: str, words: 
     "SAFETY first: say when to seek care.",  # the toy world's rewrite
     "Cover each requirement below in every answer.\n- R01 (dosage): always address it.",  # the truth world's
     "- Keep each answer under 200 words\n- Lead with the answer",
+    # a skill may name itself once
+    "Follow this strategy over the previous version's habits: answer first, then give the reason.",
     INITIAL_SOLVER_SKILL, INITIAL_GENERATOR_SKILL,
 ])
 def test_real_skills_stay_valid(skill: str) -> None:

@@ -63,7 +63,7 @@ MODULES: dict[str, list[str]] = {
                                    "auditor or stage1"],
     "engine/top_up.py": ["test_top_up.py", "-k", "not cost_world and not every_seed"],
     # the spend cap and the run's budget
-    "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "-k",
+    "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "test_cost_budget.py", "-k",
                      "landing or client_refuses or lands_on_its or token_cap or budget or cap"],
     "lm/spend.py": ["test_spend_cap.py"],
     # redaction, transport and redirects

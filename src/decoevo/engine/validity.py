@@ -68,6 +68,12 @@ _IMPERATIVE_WORDS = (
 _IMPERATIVE = frozenset(_IMPERATIVE_WORDS.split())
 _CLAUSE = re.compile(r"(?:^|[.!?;:\n]|\s-\s)\s*(?:[-*•]|\d+[.)])?\s*([^\W\d_]+)", re.IGNORECASE)
 _CODE_END = ("{", "[", "(", ",", ":", "=")
+# A report on a rewrite rather than the rewrite: "The new strategy is to use a combination of the original
+# strategy and …" (SmolLM2 against a served model). A skill may name itself once; a text that keeps talking
+# about the old and the new version describes a change and tells the solver nothing.
+_NARRATION = re.compile(r"\bthe (?:new|updated|revised|improved|original|previous|old|current) "
+                        r"(?:strategy|skill|prompt|version)\b", re.IGNORECASE)
+NARRATION_MIN = 2
 
 
 @dataclass(frozen=True)
@@ -216,8 +222,9 @@ def check_candidate(text: str, parent: str, *, truncated: bool = False, analysis
     max_tokens), a JSON or code fragment, empty (fewer than MIN_WORDS words), repetitive (a loop: under
     MIN_DISTINCT_TRIGRAMS of its word trigrams distinct), a copy of the parent, collapsed (under
     COLLAPSE_RATIO of a long parent's length with no stated reason to cut), an echo of the rewriter's
-    instructions, a copy of a question or an answer it was shown, an answer to one question, or no
-    instruction form at all (nothing in it tells the reader what to do)."""
+    instructions, a copy of a question or an answer it was shown, an answer to one question, a description
+    of the rewrite instead of the rewrite, or no instruction form at all (nothing in it tells the reader
+    what to do)."""
     stripped = text.strip()
     if truncated:
         return Validity(False, "truncated", "the rewrite hit the token limit, so the skill is cut off")
@@ -243,6 +250,11 @@ def check_candidate(text: str, parent: str, *, truncated: bool = False, analysis
     copied = _copy_reason(cand, shown, inherited) or _answer_reason(cand, shown.questions, inherited)
     if copied is not None:
         return copied
+    narration = _NARRATION.findall(stripped)
+    if len(narration) >= NARRATION_MIN:
+        return Validity(False, "not_instructions", f"describes a rewrite ({_quote(stripped)!r}; "
+                                                   f"{len(narration)} mentions of the old or new version) "
+                                                   "instead of stating rules to follow: not a skill")
     if not has_instruction_form(stripped):
         return Validity(False, "not_instructions", "tells its reader nothing to do (no rule, directive or "
                                                    "imperative sentence): not a skill")
