@@ -46,7 +46,6 @@ def few_questions(path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow  # an embedded-model sweep (~2 min); test_server_run_real keeps a real model end to end
 def test_sweep_then_report_on_the_embedded_model(tmp_path):
     env = {**os.environ, "DECOEVO_CACHE": str(tmp_path / "cache" / "requests.sqlite")}
     data = few_questions(tmp_path / "hb_few.jsonl")
