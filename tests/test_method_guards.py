@@ -102,10 +102,8 @@ def _rubric(qid: str) -> Rubric:
     return Rubric(question_id=qid, generator_version=0, criteria=(Criterion(text="names red flags", weight=1),))
 
 
-async def test_the_signed_resolutions_per_frozen_pair_follow_the_margins_sign() -> None:
-    """The per-pair items the paired-bound rule reads: +1 when m ≥ γ, −1 when m ≤ −γ, 0 between."""
-    scores = {"p0": 0.9, "m0": 0.7, "p1": 0.7, "m1": 0.9, "p2": 0.8, "m2": 0.75, "p3": 0.75, "m3": 0.8,
-              "p4": 0.9, "m4": 0.69, "p5": 0.69, "m5": 0.9}  # margins: γ, −γ, +small, −small, >γ, <−γ
+def _scripted_context(scores: dict[str, float], **extra: object) -> SimpleNamespace:
+    """An engine context whose judge scores each response by its text (`scores`), γ = 0.2."""
 
     async def rubric(q, generator):
         return _rubric(q.id)
@@ -116,9 +114,20 @@ async def test_the_signed_resolutions_per_frozen_pair_follow_the_margins_sign() 
     async def gather(fn, items):
         return [await fn(i) for i in items]
 
-    ctx = SimpleNamespace(rubric=rubric, judge=judge, gather=gather, hyper=SimpleNamespace(gamma=0.2))
-    def response(text: str) -> Response:
-        return Response(question_id="q1", skill_version=0, text=text)
+    return SimpleNamespace(rubric=rubric, judge=judge, gather=gather, hyper=SimpleNamespace(gamma=0.2), **extra)
+
+
+def response(text: str) -> Response:
+    return Response(question_id="q1", skill_version=0, text=text)
+
+
+async def test_the_signed_resolutions_per_frozen_pair_follow_the_margins_sign() -> None:
+    """The per-pair items the paired-bound rule reads: +1 when m ≥ γ, −1 when m ≤ −γ, 0 between."""
+    scores = {"p0": 0.9, "m0": 0.7, "p1": 0.7, "m1": 0.9, "p2": 0.8, "m2": 0.75, "p3": 0.75, "m3": 0.8,
+              "p4": 0.9, "m4": 0.69, "p5": 0.69, "m5": 0.9}  # margins: γ, −γ, +small, −small, >γ, <−γ
+
+
+    ctx = _scripted_context(scores)
 
     frozen = [FrozenPair(VIEW, response(f"p{k}"), response(f"m{k}"), "A") for k in range(6)]
     out = await contrastive_objective(ctx, None, frozen)  # type: ignore[arg-type]
@@ -196,14 +205,6 @@ async def test_audit_objectives_carry_both_objectives_their_items_and_records(mo
 
     scores = {"p0": 0.9, "m0": 0.6, "p1": 0.8, "m1": 0.7}
 
-    async def rubric(q, generator):
-        return _rubric(q.id)
-
-    async def judge(q, response, rubric):
-        return SimpleNamespace(score=scores[response.text])
-
-    async def gather(fn, items):
-        return [await fn(i) for i in items]
 
     structural = Objective(0.75, {"q1": 0.5, "q2": 1.0}, [{"question_id": "q1"}, {"question_id": "q2"}])
 
@@ -211,11 +212,8 @@ async def test_audit_objectives_carry_both_objectives_their_items_and_records(mo
         return structural
 
     monkeypatch.setattr(verify, "structural_objective", structural_objective)
-    ctx = SimpleNamespace(rubric=rubric, judge=judge, gather=gather, hyper=SimpleNamespace(gamma=0.2),
-                          method=SimpleNamespace(structural_audit=True, contrastive_audit=True))
+    ctx = _scripted_context(scores, method=SimpleNamespace(structural_audit=True, contrastive_audit=True))
 
-    def response(text: str) -> Response:
-        return Response(question_id="q1", skill_version=0, text=text)
 
     frozen = [FrozenPair(VIEW, response(f"p{k}"), response(f"m{k}"), f"why {k}") for k in range(2)]
     got, details = await audit_objectives(ctx, [VIEW], None, frozen)  # type: ignore[arg-type]
