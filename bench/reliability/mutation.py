@@ -60,8 +60,8 @@ MODULES: dict[str, list[str]] = {
     "engine/audits.py": ["test_method_guards.py", "test_cost_levers.py", "test_engine_toy.py", "-k",
                          "blind_auditor_is_sent or no_generator_decision or audited_pair_puts or early_stop"
                          " or frozen_set or reuse_draws or gate_answers or decoevo_learns or every_method_runs"],
-    "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
-                                   "auditor or stage1"],
+    "roles/contrastive_audit.py": ["test_blind_audit_shortcut.py", "test_method_guards.py", "test_validity.py", "-k",
+                                   "auditor or stage1 or blind_audit_shortcut"],
     # a test id (FILE::NAME) keeps one case of a parametrized test: the fast ones, and one toy run
     "engine/top_up.py": ["test_top_up.py::test_steps_past_t_draw_fresh_rewrite_samples_and_idle_steps_do_not_count",
                          "test_top_up.py::test_a_matched_token_budget_lands_on_its_target_within_half_a_call",
