@@ -42,8 +42,9 @@ from bench._common import RESULTS, machine
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The safety-critical modules and the tests that guard each: test files, then optionally "-k EXPR" to
-# keep a long file's tests to those about the module (fast tests first: `-x` stops at the first failure).
+# The safety-critical modules and the tests that guard each: test files (or test ids, FILE::NAME), then
+# optionally "-k EXPR" to keep a long file's tests to those about the module (fast tests first: `-x` stops
+# at the first failure). Each module's baseline is kept short: a mutant's time limit is 4x it.
 _GUARDS = "not blind_auditor_is_sent and not no_generator_decision and not poisoned"
 MODULES: dict[str, list[str]] = {
     # policies and scoring (eqs. 2-10), pair selection, verification, the audits
@@ -59,26 +60,38 @@ MODULES: dict[str, list[str]] = {
     "engine/audits.py": ["test_method_guards.py", "test_cost_levers.py", "test_engine_toy.py", "-k",
                          "blind_auditor_is_sent or no_generator_decision or audited_pair_puts or early_stop"
                          " or frozen_set or reuse_draws or gate_answers or decoevo_learns or every_method_runs"],
-    "roles/contrastive_audit.py": ["test_method_guards.py", "test_validity.py", "-k",
-                                   "auditor or stage1"],
-    "engine/top_up.py": ["test_top_up.py", "-k", "not cost_world and not every_seed"],
+    "roles/contrastive_audit.py": ["test_blind_audit_shortcut.py", "test_method_guards.py", "test_validity.py", "-k",
+                                   "auditor or stage1 or blind_audit_shortcut"],
+    # a test id (FILE::NAME) keeps one case of a parametrized test: the fast ones, and one toy run
+    "engine/top_up.py": ["test_top_up.py::test_steps_past_t_draw_fresh_rewrite_samples_and_idle_steps_do_not_count",
+                         "test_top_up.py::test_a_matched_token_budget_lands_on_its_target_within_half_a_call",
+                         "test_top_up.py::test_a_top_up_that_can_never_reach_its_budget_ends_at_the_hard_bound",
+                         "test_top_up.py::test_a_topped_up_run_whose_steps_repeat_reaches_its_paired_tokens[0]"],
     # the spend cap and the run's budget
     "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "test_cost_budget.py", "-k",
                      "landing or client_refuses or lands_on_its or token_cap or budget or cap"],
     "lm/spend.py": ["test_spend_cap.py"],
     # redaction, transport and redirects
-    "redact.py": ["test_leaks.py", "test_secrets.py", "test_secrets_errors.py"],
-    "lm/bounded_body.py": ["test_transport_bounds.py"],
-    "benchmarks/download.py": ["test_data_downloads.py"],
+    "redact.py": ["test_secret_masking.py", "test_leaks.py", "test_secrets.py", "test_secrets_errors.py",
+                  "test_hardening_round5.py", "-k", "not test_hardening_round5 or secret_header or documented_header"],
+    "lm/bounded_body.py": ["test_reply_body_limit.py", "test_transport_bounds.py"],
+    "benchmarks/download.py": ["test_download_protocol.py", "test_data_downloads.py", "test_adversary_round3.py",
+                               "-k", "not test_adversary_round3 or user_and_password"],
     # run-directory writes, resume classification
-    "fileio.py": ["test_rundir.py"],
-    "rundir/files.py": ["test_rundir.py", "test_report_reader.py"],
+    "fileio.py": ["test_fileio.py", "test_adversary_round3.py", "test_rundir.py", "-k",
+                  "not test_adversary_round3 or write_that_fails"],
+    "rundir/files.py": ["test_run_file_links.py", "test_rundir.py", "test_report_reader.py", "test_hardening_round5.py",
+                        "-k", "not test_hardening_round5 or linked_folder"],
     "rundir/writer.py": ["test_rundir.py"],
     "rundir/lock.py": ["test_rundir.py"],
     "engine/resume_config.py": ["test_resume_changes.py", "test_hardening_round5.py", "-k",
                                 "not test_hardening_round5 or every_leaf_of_a_default"],
     # report escaping
-    "report/render.py": ["test_report.py", "test_leaks.py", "-k", "not key_echoed_in_every_reply_field"],
+    # the tests on a small fresh sweep, not those on the module's 60 s three-seed sweep
+    "report/render.py": ["test_report.py", "test_hardening_round5.py", "test_leaks.py", "-k",
+                         "skill_diff or reports_without_any_evaluation or tiny_grader or damaged_files_are_named"
+                         " or plots_j_per_step or never_answered or escapes_every_model_written"
+                         " or older_runs_unmasked_key"],
 }
 
 _FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
@@ -259,7 +272,7 @@ def _env(copy: Path) -> dict[str, str]:
 
 def _args(tests: list[str]) -> list[str]:
     return ["-x", "-q", "-p", "no:cacheprovider", "--no-header",
-            *[f"tests/{t}" if t.endswith(".py") else t for t in tests]]
+            *[f"tests/{t}" if t.endswith(".py") or ".py::" in t else t for t in tests]]
 
 
 # The process groups of the pytest runs and fork servers under way: a SIGTERM kills them all before the
@@ -353,7 +366,7 @@ class Worker:
                                cwd=self.copy, env=_env(self.copy), capture_output=True, text=True, check=True)
         if not probe.stdout.strip().startswith(str(self.copy / "src")):
             raise SystemExit(f"the copy's decoevo is not the one imported: {probe.stdout.strip()}")
-        files = sorted({t for tests in MODULES.values() for t in tests if t.endswith(".py")})
+        files = sorted({t.split("::")[0] for tests in MODULES.values() for t in tests if ".py" in t})
         self.server = ForkServer(self.copy, files) if fork else None
 
     def _pytest(self, tests: list[str], timeout: float) -> tuple[str, float]:

@@ -1,0 +1,102 @@
+"""decoevo.rundir.files: no write path of a run directory goes through a symbolic link (a linked folder
+on the way, or the file itself), none leaves a descriptor open, and a new log file is readable by others."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from decoevo.rundir import files
+from decoevo.rundir.files import UnsafeRunPath, append_line, atomic_write, sync, truncate
+
+Write = Callable[[Path, Path], object]
+WRITES: dict[str, Write] = {
+    "atomic write": lambda root, path: atomic_write(root, path, "{}\n"),
+    "append": lambda root, path: append_line(root, path, "{}"),
+    "sync": lambda root, path: sync(root, path),
+    "truncate": lambda root, path: truncate(root, path, 0),
+}
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() if p.is_file() else b"/" for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("how", sorted(WRITES))
+@pytest.mark.parametrize("linked", ["folder", "file"])
+def test_every_write_path_refuses_a_link_inside_the_run(tmp_path: Path, how: str, linked: str) -> None:
+    """RUN/audits -> elsewhere, or RUN/audits/calls.jsonl -> elsewhere/calls.jsonl: refused by name, and
+    nothing elsewhere changes (no byte, no new folder)."""
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    (elsewhere / "sub").mkdir(parents=True)
+    (elsewhere / "sub" / "calls.jsonl").write_text("precious\n")
+    run.mkdir()
+    if linked == "folder":
+        (run / "audits").symlink_to(elsewhere, target_is_directory=True)
+    else:
+        (run / "audits" / "sub").mkdir(parents=True)
+        (run / "audits" / "sub" / "calls.jsonl").symlink_to(elsewhere / "sub" / "calls.jsonl")
+    before = _tree(elsewhere)
+    with pytest.raises(UnsafeRunPath, match="symbolic link"):
+        WRITES[how](run, run / "audits" / "sub" / "calls.jsonl")
+    assert _tree(elsewhere) == before
+
+
+def test_a_write_under_a_linked_folder_makes_no_folder_where_the_link_points(tmp_path: Path) -> None:
+    """The check runs before `mkdir -p`: RUN/audits -> elsewhere and a write to RUN/audits/new/x.json
+    must not leave elsewhere/new behind (the check after the mkdir alone would refuse only once made)."""
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run.mkdir()
+    (run / "audits").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(UnsafeRunPath):
+        atomic_write(run, run / "audits" / "new" / "x.json", "{}")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_sync_fsyncs_an_appended_log_and_skips_a_missing_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_size))
+    append_line(tmp_path, tmp_path / "calls.jsonl", "{}", fsync=False)
+    assert synced == []
+    sync(tmp_path, tmp_path / "calls.jsonl")
+    assert synced == [3]
+    sync(tmp_path, tmp_path / "not_yet.jsonl")  # a log not written yet: nothing to flush, no error
+    assert synced == [3]
+
+
+def test_a_new_log_file_is_readable_by_others(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        append_line(tmp_path, tmp_path / "calls.jsonl", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "calls.jsonl").stat().st_mode) == 0o644
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc")
+def test_no_write_path_leaves_a_descriptor_open(tmp_path: Path) -> None:
+    """A run appends thousands of lines and truncates its logs on resume: a descriptor a call would run
+    a long run out of them."""
+    def open_here() -> list[str]:  # descriptors on this test's files only (other threads' come and go)
+        found = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(str(tmp_path)):
+                found.append(target)
+        return found
+
+    path = tmp_path / "calls.jsonl"
+    for _ in range(3):
+        append_line(tmp_path, path, "{}")
+        sync(tmp_path, path)
+        truncate(tmp_path, path, 3)
+        atomic_write(tmp_path, tmp_path / "summary.json", "{}")
+    assert open_here() == []
