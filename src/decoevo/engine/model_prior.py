@@ -46,16 +46,19 @@ class Counted:
                 f"({self.ungated} of {self.steps} steps)")
 
 
+def counted(runs: list[dict[str, object]], source: str) -> Counted:
+    """The outcomes of `runs` (entries of embedded_prior.yaml) added up."""
+    def total(key: str) -> int:
+        return sum(int(str(r[key])) for r in runs)
+
+    return Counted(len(runs), total("steps"), total("ungated"), total("kept"), total("rounds"),
+                   total("generator_invalid"), source)
+
+
 @cache
 def embedded_counts(path: Path = PRIOR_FILE) -> Counted:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    runs = data["runs"]
-
-    def total(key: str) -> int:
-        return sum(int(r[key]) for r in runs)
-
-    return Counted(len(runs), total("steps"), total("ungated"), total("kept"), total("rounds"),
-                   total("generator_invalid"), str(data["source"]))
+    return counted(list(data["runs"]), str(data["source"]))
 
 
 def is_embedded_default(spec: ModelSpec) -> bool:
@@ -63,10 +66,21 @@ def is_embedded_default(spec: ModelSpec) -> bool:
     return spec.backend == "local" and not spec.gguf_path
 
 
+def with_counts(base: Rates, c: Counted, *, solver: bool = True, generator: bool = True) -> Rates:
+    """`base` with the counted shares: the solver rewriter's (steps not gated, steps kept) and the generator
+    rewriter's (rounds not verified)."""
+    rates = base
+    if solver:
+        ungated = Counted.share(c.ungated, c.steps)
+        rates = replace(rates, ungated=ungated, reject=max(base.reject, Counted.share(c.kept, c.steps), ungated))
+    if generator:
+        rates = replace(rates, generator_invalid=Counted.share(c.generator_invalid, c.rounds))
+    return rates
+
+
 def model_prior(base: Rates, lm: LMConfig | None) -> tuple[Rates, Counted | None]:
-    """`base` with the embedded default's measured shares where the embedded default writes the rewrites
-    (the solver's: steps not gated and kept; the generator's: rounds not verified), and the counts used
-    (None: no measured prior applies, `base` unchanged)."""
+    """`base` with the embedded default's measured shares where the embedded default writes the rewrites,
+    and the counts used (None: no measured prior applies, `base` unchanged)."""
     if lm is None:
         return base, None
     solver = is_embedded_default(lm.models[lm.model_for(rewrite_solver.ROLE)])
@@ -74,10 +88,4 @@ def model_prior(base: Rates, lm: LMConfig | None) -> tuple[Rates, Counted | None
     if not solver and not generator:
         return base, None
     c = embedded_counts()
-    rates = base
-    if solver:
-        ungated = Counted.share(c.ungated, c.steps)
-        rates = replace(rates, ungated=ungated, reject=max(base.reject, Counted.share(c.kept, c.steps), ungated))
-    if generator:
-        rates = replace(rates, generator_invalid=Counted.share(c.generator_invalid, c.rounds))
-    return rates, c
+    return with_counts(base, c, solver=solver, generator=generator), c
