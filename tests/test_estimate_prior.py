@@ -1,8 +1,8 @@
 """The estimate before a run (issue 34 item 7). Its counting model holds on the toy world: given the shares
 the run showed (copies of the current skill never gated, pairs its blind auditor decided, verifications the
 structural objective settled, all counted from the run's own records), it lands within 10% of what the run
-paid at 2 and 4 steps (the assumed shares, not the counting, make the gap before the run). What it cannot know before the run is those shares; for the embedded default a measured prior
-of its unusable rewrites (engine/embedded_prior.yaml) is used, and only for it."""
+paid at 2 and 4 steps: the assumed shares, not the counting, make the gap before the run. For the embedded
+default a measured prior of its unusable rewrites (engine/embedded_prior.yaml) is used, and only for it."""
 
 from __future__ import annotations
 

@@ -104,8 +104,6 @@ import json, sys, yaml
 from pathlib import Path
 from decoevo.engine.config import config_from_dict
 from decoevo.engine.estimate import estimate_calls
-from decoevo.engine.model_prior import counted, with_counts
-from decoevo.engine.reestimate import prior_for
 from decoevo.methods import get_method
 run = Path(sys.argv[1])
 config = config_from_dict(yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")))
