@@ -80,7 +80,9 @@ def outcomes(run: Path) -> dict[str, Any]:
             "ungated": sum(e.get("outcome") in ("invalid", "no_candidate") or e["event"] == "inner_step_failed"
                            for e in steps),
             "kept": sum(e.get("outcome") != "accepted" for e in steps), "rounds": len(rounds),
-            "generator_invalid": sum(e.get("outcome") == "invalid" for e in rounds),
+            # a round whose generator rewrite failed (unparseable) is not verified either
+            "generator_invalid": sum(e.get("outcome") == "invalid" or e["event"] == "outer_round_failed"
+                                     for e in rounds),
             "paid": sum(r["calls"] for r in ledger)}
 
 
