@@ -17,7 +17,8 @@ from decoevo.cli import app
 from decoevo.cli.compare import summary_lines
 from decoevo.evaluation.models import model_label
 from decoevo.lm import LMConfig, ModelSpec
-from decoevo.rundir.evalfiles import grader_slug, is_path_name, result_stem, short_model_name
+from decoevo.rundir import RunReader
+from decoevo.rundir.evalfiles import grader_slug, is_path_name, result_stem, results_of, short_model_name
 from decoevo.testing.fake_openai import FakeOpenAI
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_reply, toy_run_args, write_toy_questions
@@ -59,6 +60,24 @@ def test_an_embedded_model_is_labelled_by_its_file_not_its_default_label() -> No
     config = LMConfig(models={"default": ModelSpec(gguf_path=PATH_A)})  # `model` left at its default label
     assert model_label(config, ["solve"]) == STEM
     assert model_label(LMConfig(), ["solve"]) == "smollm2-135m-instruct-q4_1"
+
+
+def test_an_old_named_result_file_is_still_found(tmp_path: Path) -> None:
+    """Files are found by listing eval/: one named by the path's file name (before the stem and hash) is the
+    run's result beside a new-named one of another grader, and its grader is shown by the stem."""
+    record = {"name": "test", "kind": "test", "benchmark": "weighted", "method": "decoevo", "seed": 0,
+              "skill_version": 1, "grader_model": PATH_A, "self_graded": False, "grader_prompt": "ours",
+              "score": 50.0, "n_graded": 4, "n_ungraded": 0}
+    (tmp_path / "eval").mkdir()
+    old = f"test-v001-{STEM.lower()}.gguf-ours"
+    (tmp_path / "eval" / f"{old}.json").write_text(json.dumps(record))
+    new = result_stem("test", 0, PATH_B, "ours")
+    (tmp_path / "eval" / f"{new}.json").write_text(json.dumps({**record, "skill_version": 0, "grader_model": PATH_B}))
+    reader = RunReader(tmp_path)
+    assert sorted(reader.eval_names()) == sorted([old, new])
+    evals = {n: reader.eval(n) for n in reader.eval_names()}
+    assert results_of(evals, 1) == {"test": old} and results_of(evals, 0) == {"test": new}
+    assert short_model_name(str(evals[old].grader_model)) == STEM
 
 
 @pytest.fixture
