@@ -34,10 +34,10 @@ class _Ev:
 
 def test_a_result_file_is_named_by_evaluation_version_and_grader() -> None:
     assert result_stem("test", 3, "gpt-4.1", "official") == "test-v003-gpt-4.1-official"
-    assert result_stem("transfer-llmeval_med", 0, "/models/SmolLM2 135M.Q4.gguf", None) == \
-        "transfer-llmeval_med-v000-smollm2-135m.q4.gguf-ours"
+    assert result_stem("transfer-llmeval_med", 0, "/models/SmolLM2 135M.Q4.gguf", None).startswith(
+        "transfer-llmeval_med-v000-smollm2-135m.q4-")  # a path: its stem and a hash (tests/test_grader_names.py)
     assert grader_slug("openai/gpt-4o", "ours") == "gpt-4o-ours"
-    assert grader_slug("../../x", "ours") == "x-ours" and grader_slug("", None) == "grader-ours"
+    assert grader_slug("../../x", "ours").startswith("x-") and grader_slug("", None) == "grader-ours"
     # two versions or two graders never share a file
     names = {result_stem("test", v, g, p) for v in (0, 1) for g in ("a", "b") for p in ("ours", "official")}
     assert len(names) == 8

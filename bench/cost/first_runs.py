@@ -5,8 +5,13 @@ quiet cores, so it is made beforehand and passed with --embedded). For each run:
 it (a prior) and the progress line's re-estimate after each step and round (engine/reestimate.py), replayed
 from the run directory (cli/replay_estimate.py), then the prior's calls per role beside the ledger's.
 
-    .venv/bin/python -m bench.cost.first_runs --embedded runs/decoevo-healthbench_sample-s0 --old-src OLD/src
-        # -> bench/results/estimate_first_runs.json and a markdown table
+    .venv/bin/python -m bench.cost.first_runs --embedded runs/decoevo-healthbench_sample-s0 --old-src OLD/src \
+        --prior-runs PRIOR/runs/*   # -> bench/results/estimate_first_runs.json and markdown tables
+    .venv/bin/python -m bench.cost.first_runs --count PRIOR/runs/*   # their entries for embedded_prior.yaml
+
+The embedded default's prior (src/decoevo/engine/embedded_prior.yaml) is counted on runs other than the
+README's first run, which it is checked on here. Each of those prior runs is also estimated with the prior
+counted on the others only (leave one out), which gives the prior's spread on runs it was not counted on.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from bench._common import RESULTS
 from decoevo.cli.replay_estimate import expected_by_event
 from decoevo.engine.config import config_from_dict
 from decoevo.engine.estimate import estimate_calls
+from decoevo.engine.model_prior import counted, with_counts
+from decoevo.engine.reestimate import prior_for
 from decoevo.methods import get_method
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
@@ -47,7 +54,8 @@ def toy_run(where: Path, steps: int, cli_doc: bool = False) -> Path:
 
 def measure(name: str, run: Path) -> dict[str, Any]:
     config = config_from_dict(yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")))
-    prior = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
+    method = get_method(config.method)
+    prior = estimate_calls(method, config.hyper, config.splits, seed=config.seed, rates=prior_for(method, config.lm))
     ledger = {r["role"]: r["calls"] for r in json.loads((run / "ledger.json").read_text(encoding="utf-8"))["rows"]}
     rows = expected_by_event(run)
     paid = sum(ledger.values())
@@ -58,6 +66,39 @@ def measure(name: str, run: Path) -> dict[str, Any]:
             "by_phase": [{**r, "error": r["expected"] / paid - 1} for r in rows],
             "by_role": {role: {"prior": round(n, 1), "paid": ledger.get(role, 0)}
                         for role, n in prior.calls_by_role().items()}}
+
+
+def outcomes(run: Path) -> dict[str, Any]:
+    """A run's entry for embedded_prior.yaml: its steps, rounds and how many were not gated, kept, invalid."""
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    steps = [e for e in events if e["event"] in ("inner_step", "inner_step_failed")]
+    rounds = [e for e in events if e["event"] in ("outer_round", "outer_round_failed")]
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    ledger = json.loads((run / "ledger.json").read_text(encoding="utf-8"))["rows"]
+    return {"run": run.name, "data": Path(str(config["data"].get("path") or config["data"].get("format"))).name,
+            "seed": config["seed"], "steps": len(steps),
+            "ungated": sum(e.get("outcome") in ("invalid", "no_candidate") or e["event"] == "inner_step_failed"
+                           for e in steps),
+            "kept": sum(e.get("outcome") != "accepted" for e in steps), "rounds": len(rounds),
+            # a round whose generator rewrite failed (unparseable) is not verified either
+            "generator_invalid": sum(e.get("outcome") == "invalid" or e["event"] == "outer_round_failed"
+                                     for e in rounds),
+            "paid": sum(r["calls"] for r in ledger)}
+
+
+def leave_one_out(runs: list[Path]) -> list[dict[str, Any]]:
+    """Each prior run estimated with the prior counted on the other prior runs only."""
+    counts = [outcomes(r) for r in runs]
+    out = []
+    for run, own in zip(runs, counts, strict=True):
+        others = counted([c for c in counts if c is not own], "the other prior runs")
+        config = config_from_dict(yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")))
+        method = get_method(config.method)
+        rates = with_counts(prior_for(method), others)
+        est = estimate_calls(method, config.hyper, config.splits, seed=config.seed, rates=rates).expected
+        out.append({"run": f"{own['data']} seed {own['seed']}", "paid": own["paid"], "expected": est,
+                    "ratio": est / own["paid"]})
+    return out
 
 
 OLD = """
@@ -87,7 +128,13 @@ def main() -> None:
                         help="the src/ folder of the code to compare with (git archive c08ca7c src | tar -x): "
                              "its estimate before each run, per role")
     parser.add_argument("--out", type=Path, default=RESULTS / "estimate_first_runs.json")
+    parser.add_argument("--prior-runs", type=Path, nargs="*", default=[],
+                        help="the runs embedded_prior.yaml is counted on: each estimated from the others")
+    parser.add_argument("--count", type=Path, nargs="*", help="print these runs' entries for embedded_prior.yaml")
     args = parser.parse_args()
+    if args.count:
+        print(yaml.safe_dump([outcomes(r) for r in args.count], sort_keys=False))
+        return
     cases: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for steps in (2, 4):
@@ -99,7 +146,18 @@ def main() -> None:
         for case in cases:
             case["old_estimate"] = old_estimate(args.old_src, case["dir"]) if args.old_src else None
             case["dir"] = str(case["dir"]).replace(tmp, "TMP")
-    args.out.write_text(json.dumps({"cases": cases}, indent=2) + "\n")
+    loo = leave_one_out(args.prior_runs)
+    ratios = sorted([c["by_phase"][0]["expected"] / c["paid"] for c in cases] + [r["ratio"] for r in loo])
+    args.out.write_text(json.dumps({"cases": cases, "prior_leave_one_out": loo,
+                                    "ratio_before_the_run": {"min": ratios[0], "median": ratios[len(ratios) // 2],
+                                                             "max": ratios[-1]} if ratios else None},
+                                   indent=2) + "\n")
+    if loo:
+        print("| embedded run (prior from the others) | paid | expected before the run | estimate / paid |")
+        print("|---|---:|---:|---:|")
+        for r in loo:
+            print(f"| {r['run']} | {r['paid']} | {r['expected']} | {r['ratio']:.2f} |")
+        print()
     print("| run | paid | before the run (main) | before the run | after each step / round |")
     print("|---|---:|---:|---:|---|")
     for c in cases:

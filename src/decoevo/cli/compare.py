@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from ..errors import ConfigError
+from ..rundir.evalfiles import short_model_name
 from .boundary import printable
 from .common import JsonOption, console, fail, guarded, warn
 from .data import choose_data
@@ -96,7 +97,7 @@ def summary_lines(run_dir: Path, record: dict[str, Any], width: int = 80) -> lis
     where = (record["split"] and f"the {record['split']} split") or f"{record['data']}"
     lines = [f"initial v{record['before_version']:03d} vs shipped v{record['after_version']:03d} on {where}: "
              f"{record['n_questions']} question(s), {record['n_paired']} graded under both; grader "
-             f"{record['grader_model']}, {record['grader_prompt']} prompt"
+             f"{short_model_name(record['grader_model'])}, {record['grader_prompt']} prompt"
              + (f", {record['grader_independence']}" if record.get("self_graded") else "")]
     lines += per_question_table(record, width)
     if record["before_version"] == record["after_version"]:

@@ -13,6 +13,7 @@ from rich.markup import escape
 from ..errors import ConfigError, UserError, validation_summary
 from ..lm import LMError, ModelSpec
 from ..redact import redact
+from ..rundir.evalfiles import short_model_name
 from .boundary import printable
 from .common import JsonOption, console, err_console, fail, guarded, warn
 from .data import choose_data
@@ -193,7 +194,7 @@ def eval_(
                                        concurrency=concurrency))
         return _saved(r, r["n_graded"], f"{r['name']} {r['benchmark']}, solver {version_label(r)}: score "
                                         f"{_fmt(r['score'])} ({r['n_graded']} graded, {r['n_ungraded']} ungraded; "
-                                        f"grader {r['grader_model']}, {r['grader_prompt']} prompt"
+                                        f"grader {short_model_name(r['grader_model'])}, {r['grader_prompt']} prompt"
                                         f"{'; ' + r['not_implemented'] if r.get('not_implemented') else ''}"
                                         f"{', ' + SELF_GRADED_LABEL if r.get('self_graded') else ''}) -> {r['file']}")
 

@@ -89,18 +89,19 @@ class Plan:
     @classmethod
     def of(cls, config: Any, total_steps: int) -> Plan:
         from ..engine.estimate import estimate_calls
-        from ..engine.reestimate import calls_ahead
+        from ..engine.reestimate import calls_ahead, prior_for
         from ..engine.run import paired_calls
         from ..methods import get_method
 
         method = get_method(config.method)
-        est = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
+        prior = prior_for(method, config.lm)
+        est = estimate_calls(method, config.hyper, config.splits, seed=config.seed, rates=prior)
         matched = paired_calls(config, method) is not None  # it stops at its paired run's usage instead
 
         def ahead(seen: Seen, step: int, stalls: int, last_round: int, after_round: bool) -> float:
             at = Position(step + 1, 0, step) if after_round else \
                 Position.after_step(step, stalls, last_round, method, config.hyper)
-            return calls_ahead(method, config.hyper, config.splits, config.seed, seen, at)
+            return calls_ahead(method, config.hyper, config.splits, config.seed, seen, at, prior)
 
         return cls(total_steps, 0, est.expected_rounds, expected_calls(config), None if matched else ahead)
 
@@ -303,24 +304,30 @@ def expected_calls(config: Any) -> int:
     """The calls a run's "expected" line names: its paired run's effective calls when it is matched to one
     that has run, else the estimate's expected paid calls."""
     from ..engine.estimate import estimate_calls
+    from ..engine.reestimate import prior_for
     from ..engine.run import paired_calls
     from ..methods import get_method
 
-    matched = paired_calls(config, get_method(config.method))
-    return matched if matched is not None else estimate_calls(get_method(config.method), config.hyper,
-                                                              config.splits, seed=config.seed).expected
+    method = get_method(config.method)
+    matched = paired_calls(config, method)
+    return matched if matched is not None else estimate_calls(method, config.hyper, config.splits, seed=config.seed,
+                                                              rates=prior_for(method, config.lm)).expected
 
 
 def describe_estimate(config: Any) -> str:
     """The line printed before a run: expected paid calls, cached answers and, when every model that
     serves a role is priced, dollars (tokens per call at the run's sizes, engine/tokens.py)."""
     from ..engine.estimate import Rates, estimate_calls
+    from ..engine.model_prior import model_prior
+    from ..engine.reestimate import prior_for
     from ..engine.run import paired_calls
     from ..engine.tokens import role_tokens
     from ..lm.pricing import price_for
     from ..methods import get_method
 
-    est = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed)
+    method = get_method(config.method)
+    est = estimate_calls(method, config.hyper, config.splits, seed=config.seed, rates=prior_for(method, config.lm))
+    counted = model_prior(Rates(), config.lm)[1]
     matched = paired_calls(config, get_method(config.method))
     if matched is not None:  # it stops at the paired run's usage, not at budget_step_cap × T steps
         if config.budget.match_on == "tokens":
@@ -339,9 +346,10 @@ def describe_estimate(config: Any) -> str:
     low = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed,
                          rates=Rates(ungated=1.0, generator_invalid=1.0)).expected
     fewer = f"; ~{low:,} if no rewrite is a usable skill" if low < est.expected else ""
+    assumed = f", counting {counted.describe()}" if counted is not None else ""
     return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
             f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits"
-            f"{fewer}); the progress line re-estimates after each step")
+            f"{fewer}){assumed}; the progress line re-estimates after each step")
 
 
 def resume_line(run_dir: Path, total_steps: int) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import RunReader, RunReadError
+from ..rundir.evalfiles import short_model_name
 from ..rundir.records import SPLITS, Summary
 
 
@@ -61,9 +62,9 @@ def self_judge_note(run_dir: Path) -> str | None:
         return None
     if judge is None:
         return None
-    return (f"note: the judge was the solver model itself, {judge}, a model too small to grade by a rubric; "
-            "its scores (and so what was accepted) say little: check the skill, and grade it with a larger "
-            "--grader-model")
+    return (f"note: the judge was the solver model itself, {short_model_name(judge)}, a model too small to grade "
+            "by a rubric; its scores (and so what was accepted) say little: check the skill, and grade it with a "
+            "larger --grader-model")
 
 
 def closing_lines(run_dir: Path) -> list[str]:

@@ -15,8 +15,9 @@ verification settled by the structural objective.
 A rewrite that never reaches its gate (an invalid candidate, or a batch with no failure to learn from) pays
 no gate scoring, and an invalid generator candidate no verification: shares `Rates.ungated` and
 `Rates.generator_invalid`: not assumed before the run (0: nothing known says how often a model writes a
-non-skill), and updated from what the run has shown after each step and round (engine/reestimate.py), which
-is what the progress line's "calls N/~M" shows.
+non-skill), except for the embedded default, whose shares were measured (engine/model_prior.py), and
+updated from what the run has shown after each step and round (engine/reestimate.py), which is what the
+progress line's "calls N/~M" shows.
 Dollars use the expected tokens per call of each role at the run's sizes (engine/tokens.py), or those a
 previous run measured.
 The cost options of `Hyper` (reuse, early stop) are not modelled: with them on, a run pays less.

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..lm import LMConfig
 from ..methods import MethodSpec
 from ..policies import should_audit
 from ..tasks.splits import SplitSizes
 from .batches import EXACT_STEPS, draws
 from .config import Hyper
 from .estimate import GENERATOR_ACCEPT, Rates, estimate_calls, expected_rounds
+from .model_prior import model_prior
 
 PRIOR_WEIGHT = 1.0  # the assumption weighs as much as one step's (one round's) outcome
 
@@ -53,9 +55,10 @@ def seen_rates(seen: Seen, prior: Rates | None = None, weight: float = PRIOR_WEI
                    mix(accept, seen.generator_accepts, seen.rounds))
 
 
-def prior_for(method: MethodSpec) -> Rates:
-    """The rates assumed before a run of `method`, its generator's acceptance made explicit."""
-    return Rates(generator_accept=GENERATOR_ACCEPT.get(type(method.acceptance), 1.0))
+def prior_for(method: MethodSpec, lm: LMConfig | None = None) -> Rates:
+    """The rates assumed before a run of `method`, its generator's acceptance made explicit, with the
+    embedded default's measured shares of unusable rewrites when it writes them (engine/model_prior.py)."""
+    return model_prior(Rates(generator_accept=GENERATOR_ACCEPT.get(type(method.acceptance), 1.0)), lm)[0]
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,10 @@ class Position:
 
 
 def calls_ahead(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, seed: int | None, seen: Seen,
-                at: Position) -> float:
-    """Expected paid calls from `at` to the end of the run, at the rates `seen` implies."""
-    rates = seen_rates(seen, prior_for(method))
+                at: Position, prior: Rates | None = None) -> float:
+    """Expected paid calls from `at` to the end of the run, at the rates `seen` implies (from `prior`,
+    default `prior_for(method)`)."""
+    rates = seen_rates(seen, prior or prior_for(method))
     est = estimate_calls(method, hyper, sizes, seed=seed, rates=rates)
     steps_left = max(est.steps - at.next_step, 0)
     ahead = est.inner_per_step * steps_left

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 from ..engine.role_names import OPTIMIZATION_ROLES
 from ..errors import UserError
 from ..lm import LMConfig, ModelSpec
+from ..rundir.evalfiles import short_model_name
+from .models import model_name
 
 SELF_GRADED_LABEL = "self-graded, not an independent result"
 INDEPENDENT_LABEL = "independent grader"
@@ -87,22 +89,27 @@ def self_graded_roles(run_lm: LMConfig, grader: ModelSpec, roles: Iterable[str] 
 class GraderIndependence:
     """The grader behind a result and the run roles its model also played."""
 
-    grader_model: str
+    grader_model: str  # the whole name (a GGUF's path), as the result file records it
     roles: frozenset[str]
-
-    @property
-    def self_graded(self) -> bool:
-        return bool(self.roles)
 
     @property
     def label(self) -> str:
         return SELF_GRADED_LABEL if self.self_graded else INDEPENDENT_LABEL
 
+    @property
+    def short_name(self) -> str:
+        """The grader as terminal lines name it (a path by its file's stem)."""
+        return short_model_name(self.grader_model)
+
+    @property
+    def self_graded(self) -> bool:
+        return bool(self.roles)
+
     def describe(self) -> str:
         if not self.self_graded:
-            return f"grader {self.grader_model} ({INDEPENDENT_LABEL})"
+            return f"grader {self.short_name} ({INDEPENDENT_LABEL})"
         return (
-            f"grader {self.grader_model}: {SELF_GRADED_LABEL} (the grader's model also played "
+            f"grader {self.short_name}: {SELF_GRADED_LABEL} (the grader's model also played "
             f"{', '.join(sorted(self.roles))} in the run)"
         )
 
@@ -110,7 +117,7 @@ class GraderIndependence:
 def independence(run_lm: LMConfig, eval_lm: LMConfig, grader_role: str) -> GraderIndependence:
     """How independent the model answering `grader_role` under `eval_lm` is of the run's models."""
     grader = eval_lm.models[eval_lm.model_for(grader_role)]
-    return GraderIndependence(grader.model, self_graded_roles(run_lm, grader))
+    return GraderIndependence(model_name(grader), self_graded_roles(run_lm, grader))
 
 
 def require_independent_grader(
@@ -125,11 +132,11 @@ def require_independent_grader(
     `allow_self_grading`. `grader` None means the run's own routing of `grader_role` (the default
     model unless lm.roles sends the grader elsewhere)."""
     spec = grader if grader is not None else run_lm.models[run_lm.model_for(grader_role or "")]
-    found = GraderIndependence(spec.model, self_graded_roles(run_lm, spec))
+    found = GraderIndependence(model_name(spec), self_graded_roles(run_lm, spec))
     if found.self_graded and not allow_self_grading:
         prefix = f"{where}: " if where else ""
         raise UserError(
-            f"{prefix}the gold grader {spec.model} is also the run's model for "
+            f"{prefix}the gold grader {found.short_name} is also the run's model for "
             f"{', '.join(sorted(found.roles))}, so its grades would be {SELF_GRADED_LABEL}; pass "
             "--grader-model/--grader-base-url naming a separate model, or --allow-self-grading"
         )

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from ..benchmarks import GRADER_ROLES
 from ..engine.role_names import MATCHER_ROLE
 from ..lm import LMConfig, ModelSpec
+from ..rundir.evalfiles import short_model_name
 
 GRADER_MODEL = "grader"
 MATCHER_MODEL = "matcher"
@@ -37,7 +38,14 @@ def evaluation_lm_config(run_lm: LMConfig, *, grader: ModelSpec | None = None, m
     return run_lm.model_copy(update=update)
 
 
+def model_name(spec: ModelSpec) -> str:
+    """A model's whole name, as records keep it: an embedded model's GGUF path when one is given (its
+    `model` is only a label, and two folders' files of one name are two models), else the served name."""
+    return spec.gguf_path if spec.backend == "local" and spec.gguf_path else spec.model
+
+
 def model_label(config: LMConfig, roles: Iterable[str]) -> str:
-    """A readable name of the model(s) behind `roles`, for reports."""
-    names = sorted({config.models[config.model_for(r)].model for r in roles})
+    """A readable name of the model(s) behind `roles`, for reports: a path by its file's stem
+    (`short_model_name`)."""
+    names = sorted({short_model_name(model_name(config.models[config.model_for(r)])) for r in roles})
     return ", ".join(names)

@@ -31,7 +31,7 @@ from ..rundir import (
     TranscriptEntry,
     parse_skill_markdown,
 )
-from ..rundir.evalfiles import results_of, shipped_comparison
+from ..rundir.evalfiles import results_of, shipped_comparison, short_model_name
 from ..rundir.outcomes import Outcome
 from ..rundir.progress import live_progress
 from ..rundir.records import (
@@ -327,7 +327,10 @@ def _models(config: Mapping[str, Any]) -> tuple[tuple[ModelUse, ...], str]:
     for name, raw in specs.items():
         spec = _map(raw)
         routed = tuple(sorted(r for r, m in roles.items() if m == name))
-        uses.append(ModelUse(str(name), str(spec.get("model") or EMBEDDED_DEFAULT), str(spec.get("backend", "local")),
+        backend = str(spec.get("backend", "local"))
+        # an embedded model by its GGUF's stem (its `model` is only a label), a served path-named one too
+        whole = spec.get("gguf_path") if backend == "local" and spec.get("gguf_path") else spec.get("model")
+        uses.append(ModelUse(str(name), short_model_name(str(whole or EMBEDDED_DEFAULT)), backend,
                              ("default", *routed) if name == "default" else routed))
     by_name = {u.name: u.label for u in uses}
     judge = by_name.get(str(roles.get("judge", "default")), by_name.get("default", EMBEDDED_DEFAULT))
@@ -410,7 +413,9 @@ def _eval_files(names: list[str], read: Callable[[str], E], reader: RunReader, m
             problems.append(f"{reader.path / EVAL_DIR / f'{name}.json'}: evaluates {ev.method}/seed {ev.seed}, but "
                             f"the run is {method}/seed {seed}; left out")
             continue
-        out[name] = ev
+        # the report names a grader that is a file path by its file's stem; the file keeps the path
+        out[name] = ev.model_copy(update={"grader_model": short_model_name(ev.grader_model)}) \
+            if ev.grader_model else ev
     return out
 
 
@@ -421,7 +426,8 @@ def _independence(ev: EvalFile, models: tuple[ModelUse, ...]) -> EvalFile:
         return ev
     optimizing = {u.label.lower() for u in models
                   if any(not (r.startswith("grader_") or r == "matcher") for r in u.roles)}
-    return ev.model_copy(update={"self_graded": any(g.lower() in optimizing for g in ev.grader_model.split(", "))})
+    graders = short_model_name(ev.grader_model).split(", ")
+    return ev.model_copy(update={"self_graded": any(g.lower() in optimizing for g in graders)})
 
 
 R = TypeVar("R", DynamicsFile, AlignmentFile)

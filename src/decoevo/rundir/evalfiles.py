@@ -4,17 +4,48 @@ One file per evaluation (test, a transfer), solver skill version and grader, so 
 after the shipped one (or with another grader) adds a file and never replaces one:
 `eval/<name>-v<NNN>-<grader>.json`, e.g. `eval/test-v003-gpt-4.1-official.json`. Runs evaluated before
 this layout have `eval/<name>.json`; those files still read, with the skill version they record.
+A grader named by a file path (a GGUF, or a llama.cpp server's model without an alias) is named by the
+file's stem plus a short hash of the whole path, `test-v003-smollm2-1.7b-instruct-q4_k_m-3f2a9c-ours`, so two
+files of one name in different folders never share a result; runs evaluated before that have the path's
+file name instead (`…-q4_k_m.gguf-ours`), and still read: results are found by listing eval/, not by name.
 A comparison of two skills (`decoevo compare`) is `eval/compare-...json`, never read as a grading.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from typing import Protocol
 
 COMPARE_PREFIX = "compare-"
 _UNSAFE = re.compile(r"[^a-z0-9._]+")
+MODEL_FILE_SUFFIXES = (".gguf", ".ggml", ".bin", ".safetensors")
+_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def is_path_name(model: str) -> bool:
+    """Whether a model's name is a file path (a GGUF, or what a llama.cpp server serves without an alias),
+    not a name like `gpt-4.1` or `Qwen/Qwen3-8B` (an organisation's prefix is part of a hub name)."""
+    name = model.strip()
+    return (name.lower().endswith(MODEL_FILE_SUFFIXES) or name.startswith(("/", "~", "./", "../", "\\"))
+            or bool(_DRIVE.match(name)))
+
+
+def short_model_name(model: str) -> str:
+    """What terminal lines and reports call a model: a path's file name without its extension
+    (`/root/.cache/…/SmolLM2-1.7B-Instruct-Q4_K_M.gguf` -> `SmolLM2-1.7B-Instruct-Q4_K_M`), any other name as
+    it is. Several names (`a, b`) are shortened each. The record keeps the whole name."""
+    if ", " in model:
+        return ", ".join(short_model_name(m) for m in model.split(", "))
+    if not is_path_name(model):
+        return model
+    base = model.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    for suffix in MODEL_FILE_SUFFIXES:
+        if base.lower().endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return base or model
 
 
 def slug(text: str, limit: int = 48) -> str:
@@ -24,9 +55,14 @@ def slug(text: str, limit: int = 48) -> str:
 
 
 def grader_slug(grader_model: str | None, grader_prompt: str | None) -> str:
-    """The grader's part of a file name: its model's name (a path's file name) and its prompt."""
-    model = (grader_model or "grader").replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-    return f"{slug(model)}-{grader_prompt or 'ours'}"
+    """The grader's part of a file name: its model's name and its prompt. A path is named by its file's
+    stem and a hash of the whole path (two folders' `model.gguf` are two graders)."""
+    model = grader_model or "grader"
+    if is_path_name(model):
+        digest = hashlib.sha256(model.strip().encode()).hexdigest()[:6]
+        return f"{slug(short_model_name(model), 40)}-{digest}-{grader_prompt or 'ours'}"
+    tail = model.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]  # a provider's prefix dropped
+    return f"{slug(tail)}-{grader_prompt or 'ours'}"
 
 
 def result_stem(name: str, skill_version: int, grader_model: str | None, grader_prompt: str | None) -> str:
