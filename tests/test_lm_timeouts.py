@@ -230,13 +230,16 @@ async def test_a_stuck_request_is_not_kept_alive_by_answers_to_requests_sent_aft
     try:
         lm = openai_lm(url, None, first_byte_timeout_s=0.5, timeout_retries=0, max_retries=0)
         stuck = asyncio.ensure_future(lm.complete([Message("user", "stuck")], role="solve"))
-        started = time.monotonic()
+        answered_after = None
         for i in range(30):  # answers keep coming for ~1.5 s
             await lm.complete([Message("user", f"q{i}")], role="solve")
             if stuck.done():
+                answered_after = i
                 break
         with pytest.raises(InfrastructureError, match=r"first-byte timeout \(0\.5s\)"):
             await stuck
-        assert time.monotonic() - started < 1.2
+        # it timed out while the other answers were still coming (not when they stopped): a condition, not a
+        # timed bound, so a loaded machine that slows the answers down cannot break it
+        assert answered_after is not None and answered_after < 29, answered_after
     finally:
         server.close()
