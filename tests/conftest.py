@@ -54,6 +54,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 
 @pytest.fixture
+def toy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A CLI test's working folder: its own request cache, and the current directory (runs/ lands there)."""
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def cache(tmp_path: Path) -> RequestCache:
     return RequestCache(tmp_path / "cache.sqlite")
 

@@ -64,13 +64,6 @@ def test_overlap_counts_each_side_once() -> None:
 
 
 # ---- on the toy world, through the CLI ---------------------------------------------------------------
-@pytest.fixture
-def toy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _train(url: str, tmp: Path, method: str) -> Path:
     data = write_toy_questions(tmp / "toy.jsonl")
     args = toy_run_args(f"{url}/v1", data, tmp / "runs", method, steps=2, sets=(SPLITS, f"method={method}"))

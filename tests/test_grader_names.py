@@ -81,11 +81,10 @@ def test_an_old_named_result_file_is_still_found(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def toy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+def toy_env(toy_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """conftest's, at the 80 columns these tests read the terminal at."""
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return toy_env
 
 
 def _said(output: str) -> str:

@@ -50,13 +50,6 @@ def tree_digest(root: Path, skip: tuple[str, ...] = ("eval",)) -> dict[str, str]
     return out
 
 
-@pytest.fixture
-def toy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 @pytest.mark.parametrize("stop", ["finished", "budget"])
 def test_eval_align_dynamics_export_report_never_change_a_byte(toy_env: Path, stop: str) -> None:
     with serve_app(toy_server().app()) as url:

@@ -26,11 +26,10 @@ SPLITS = "splits={train: 4, probe: 2, solver_gate: 3, generator_gate: 3, test: 4
 
 
 @pytest.fixture
-def toy_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+def toy_env(toy_env: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """conftest's, at the 80 columns these tests read the terminal at."""
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+    return toy_env
 
 
 def _paid(path: Path) -> int:
