@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,12 +20,15 @@ from typer.testing import CliRunner
 from decoevo.cli import app
 from decoevo.domain import QuestionView
 from decoevo.evaluation.run_view import RunView
+from decoevo.interop.promptfoo_out import PROMPTFOO_VERSION
 from decoevo.interop.rubrics import generator_rubrics
 from decoevo.lm import LM, GenParams
 from decoevo.roles.judge import judge
 from decoevo.scoring import rubric_score
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server
+
+from .interop_helpers import tool_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTFOO = ROOT / "tools" / "promptfoo" / "node_modules" / ".bin" / "promptfoo"
@@ -41,6 +43,7 @@ def test_the_tool_versions_are_pinned_in_one_place() -> None:
     assert lock["packages"]["node_modules/promptfoo"]["version"] == VERSIONS["PROMPTFOO"]
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert f'inspect = ["inspect-ai=={VERSIONS["INSPECT_AI"]}"' in pyproject
+    assert VERSIONS["PROMPTFOO"] == PROMPTFOO_VERSION  # what an exported config's header tells users to run
 
 
 PROMPTFOO_CONFIG = """\
@@ -94,12 +97,6 @@ def decoevo_scores(run: Path, answers: dict[str, str]) -> dict[str, float]:
             await lm.aclose()
 
     return asyncio.run(go())
-
-
-def tool_env(tmp: Path) -> dict[str, str]:
-    return {**os.environ, "PROMPTFOO_DISABLE_TELEMETRY": "1", "PROMPTFOO_DISABLE_UPDATE": "1",
-            "PROMPTFOO_CONFIG_DIR": str(tmp / "promptfoo-home"), "PROMPTFOO_CACHE_PATH": str(tmp / "promptfoo-cache"),
-            "INSPECT_LOG_DIR": str(tmp / "inspect-logs"), "NO_COLOR": "1"}
 
 
 @pytest.mark.skipif(not PROMPTFOO.exists(), reason="promptfoo is not installed (scripts/install.sh --dev with node)")

@@ -62,6 +62,10 @@ def warn(message: str) -> None:
     _print_labelled("warning:", "yellow", message)
 
 
+def note(message: str) -> None:
+    _print_labelled("note:", "cyan", message)
+
+
 guarded = command_boundary(fail)  # every command's body: any failure is one line, never a traceback
 
 

@@ -3,12 +3,13 @@ config or an Inspect AI task (the skill, the questions and the co-evolved genera
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 import typer
 
-from .common import err_console, guarded, warn, write_output
+from .common import err_console, guarded, note, warn, write_output
 
 
 @guarded
@@ -28,6 +29,11 @@ def export(
                                     "rubric score reaches this (0-1; default 0.75)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="With --base-url: the environment "
                                     "variable the tool reads the key from (its name is written, never the key)."),
+    force: bool = typer.Option(False, "--force", help="With --to: replace files in OUT_DIR that decoevo did not "
+                               "write (or that were edited since)."),
+    system_prompt: bool = typer.Option(False, "--system-prompt", help="Print the whole system message every scored "
+                                       "answer was generated with (decoevo's instructions + the skill), not the "
+                                       "skill alone."),
 ) -> None:
     """Print the final solver skill (what ships), or write it for promptfoo / Inspect AI with --to.
 
@@ -38,15 +44,23 @@ def export(
     from .shipped import export_warnings
 
     if to is not None:
-        _export_to(run_dir, to, out_dir, data, fmt, question_var, base_url, model, api_key_env, threshold)
+        _export_to(run_dir, to, out_dir, data, fmt, question_var, base_url, model, api_key_env, threshold, force)
         for warning in export_warnings(run_dir):
             warn(warning)
         return
-    if out_dir is not None or data is not None or threshold is not None:
-        raise ConfigError("OUT_DIR, --data and --threshold go with --to promptfoo|inspect")
+    if out_dir is not None or data is not None or threshold is not None or force:
+        raise ConfigError("OUT_DIR, --data, --threshold and --force go with --to promptfoo|inspect")
     text = RunReader(run_dir).shipped_skill_text()
     for warning in export_warnings(run_dir):
         warn(warning)
+    if system_prompt:
+        from ..domain import Skill
+        from ..interop.bundle import solver_system
+
+        text = solver_system(Skill(kind="solver", version=0, text=text.strip()))
+    elif output or sys.stdout.isatty():  # said where it is pasted from; a pipe to a script gets the skill only
+        note("this is the skill alone; every scored answer was generated with it inside decoevo's system message "
+             "(--system-prompt prints that message whole: paste that to get what was scored)")
     if output:
         write_output(output, text.strip() + "\n")
         err_console.print(f"wrote {output}")
@@ -56,7 +70,7 @@ def export(
 
 def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, fmt: str | None,
                question_var: str | None, base_url: str | None, model: str | None, api_key_env: str,
-               threshold: float | None) -> None:
+               threshold: float | None, force: bool) -> None:
     from ..errors import ConfigError
     from ..interop.bundle import Endpoint
     from ..interop.export import export_run, questions_from
@@ -67,9 +81,16 @@ def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, f
         raise ConfigError("--base-url and --model go together (the endpoint and the model it serves)")
     override = Endpoint(base_url.rstrip("/"), model, api_key_env) if base_url and model else None
     questions = questions_from(data, fmt, question_var) if data else None
-    written = export_run(run_dir, to, out_dir, questions=questions, override=override, threshold=threshold)
+    inputs = (Path(data),) if data and "://" not in data else ()
+    written = export_run(run_dir, to, out_dir, questions=questions, override=override, threshold=threshold,
+                         force=force, inputs=inputs)
     for path in written:
         err_console.print(f"wrote {path}", highlight=False)
-    how = (f"npx promptfoo eval -c {out_dir / 'promptfooconfig.yaml'}" if to == "promptfoo"
-           else f"cd {out_dir} && inspect eval task.py")
-    err_console.print(f"run it with: {how}", highlight=False, soft_wrap=True)
+    if to == "promptfoo":
+        from ..interop.promptfoo_out import PROMPTFOO_VERSION
+
+        how = f"cd {shlex.quote(str(out_dir))} && npx promptfoo@{PROMPTFOO_VERSION} eval"
+    else:
+        how = (f"cd {shlex.quote(str(out_dir))} && inspect eval task.py (needs decoevo's inspect extra here: "
+               "pip install 'decoevo[inspect]')")
+    err_console.print(f"run it with: {how}", highlight=False, soft_wrap=True, markup=False)

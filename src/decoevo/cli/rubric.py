@@ -18,13 +18,15 @@ def rubric(
     question_var: str = typer.Option(None, "--question-var", help="--format promptfoo: the variable holding the "
                                      "question (default: found)."),
     output: Path = typer.Option(Path("rubrics.jsonl"), "--output", "-o", help="The JSONL file to write."),
+    force: bool = typer.Option(False, "--force", help="Replace -o even if it is not a rubrics file decoevo wrote."),
 ) -> None:
     """Write the co-evolved generator's rubric for each question (JSONL: id, question, rubric).
 
     Rubrics the run already generated come from the cache; new ones are paid once."""
-    from ..interop.export import questions_from, write_rubrics
+    from ..interop.export import check_rubrics_output, questions_from, write_rubrics
 
     check_output(output, replaced=True)
+    check_rubrics_output(output, inputs=(Path(data),) if "://" not in data else (), run_dir=run_dir, force=force)
     questions = questions_from(data, fmt, question_var)
     n = write_rubrics(run_dir, questions, output)
     err_console.print(f"wrote {n} rubric(s) to {output}", highlight=False)

@@ -15,6 +15,7 @@ from ..fileio import atomic_write_text
 from ..tasks.load import load_questions
 from .bundle import Endpoint, gather_bundle
 from .imported import IMPORT_FORMATS
+from .outdir import OutDir
 from .readers import read_imported
 from .rubrics import generator_rubrics
 
@@ -31,25 +32,73 @@ def questions_from(path: str, fmt: str | None, question_var: str | None = None) 
     return load_questions(DataConfig(path=path, format=fmt or "jsonl"))
 
 
+FILES = {"promptfoo": ("prompts/shipped.json", "prompts/initial.json", "judge_prompt.json", "tests.yaml",
+                       "promptfooconfig.yaml"),
+         "inspect": ("dataset.jsonl", "decoevo.json", "task.py")}
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve() == folder.resolve() or folder.resolve() in path.resolve().parents
+
+
 def export_run(run_dir: Path, to: str, out: Path, *, questions: list[Question] | None = None,
-               override: Endpoint | None = None, threshold: float | None = None) -> list[Path]:
-    """Write `run_dir` as a `to` (promptfoo or inspect) project under `out`; returns the files written."""
+               override: Endpoint | None = None, threshold: float | None = None, force: bool = False,
+               inputs: tuple[Path, ...] = ()) -> list[Path]:
+    """Write `run_dir` as a `to` (promptfoo or inspect) project under `out`; returns the files written.
+    `out` is checked before anything is paid (interop/outdir.py): no link followed, no file of the user's
+    replaced unless `force`, none of `inputs` (the questions' files) written, nothing written into the run."""
     if to not in TOOLS:
         raise ConfigError(f"--to {to!r}: expected one of {', '.join(TOOLS)}")
     if threshold is not None and not 0 <= threshold <= 1:
         raise ConfigError(f"--threshold {threshold:g}: a test's score is between 0 and 1")
     if threshold is not None and to != "promptfoo":
         raise ConfigError("--threshold is for --to promptfoo (Inspect reports the score itself)")
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} is a file; name a directory to write the {to} files into")
+    if _inside(out, run_dir):
+        raise ConfigError(f"{out} is inside the run directory {run_dir}; exports never write into a run: name "
+                          "another folder")
+    target = OutDir(out, force=force, inputs=inputs)
+    target.check(FILES[to])
     bundle = asyncio.run(gather_bundle(run_dir, questions, override=override))
+    target.about = {"written_by": f"decoevo export --to {to}", "run": bundle.run,
+                    "solver_version": bundle.shipped.version, "generator_version": bundle.generator.version,
+                    "endpoint": {"base_url": bundle.solver.base_url, "model": bundle.solver.model,
+                                 "api_key_env": bundle.solver.api_key_env},
+                    "grader": {"base_url": bundle.judge.base_url, "model": bundle.judge.model,
+                               "structured_output": bundle.judge.profile.structured or "json_schema"}}
     if to == "promptfoo":
         from .promptfoo_out import DEFAULT_THRESHOLD, write_promptfoo
 
-        return write_promptfoo(bundle, out, DEFAULT_THRESHOLD if threshold is None else threshold)
+        return write_promptfoo(bundle, target, DEFAULT_THRESHOLD if threshold is None else threshold)
     from .inspect_out import write_inspect
 
-    return write_inspect(bundle, out)
+    return write_inspect(bundle, target)
+
+
+RUBRIC_KEYS = {"id", "question", "generator_version", "rubric"}
+
+
+def check_rubrics_output(out: Path, *, inputs: tuple[Path, ...] = (), run_dir: Path | None = None,
+                         force: bool = False) -> None:
+    """`decoevo rubric -o FILE`, before anything is paid: not a link, not an input, not in the run, and not
+    a file decoevo did not write (a rubrics file, each line a JSON object with its keys) unless `force`."""
+    if out.is_symlink():
+        raise ConfigError(f"-o {out}: is a symbolic link; decoevo does not write through a link")
+    if any(out.exists() and p.exists() and out.resolve() == p.resolve() for p in inputs):
+        raise ConfigError(f"-o {out}: is the questions file (--data); write the rubrics to another file")
+    if run_dir is not None and _inside(out, run_dir):
+        raise ConfigError(f"-o {out}: is inside the run directory; decoevo never writes into a run it reads")
+    if out.exists() and out.is_file() and not force and not _is_rubrics_file(out):
+        raise ConfigError(f"-o {out}: exists and is not a rubrics file decoevo wrote; name another file, or pass "
+                          "--force to replace it")
+
+
+def _is_rubrics_file(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as f:
+            lines = [line for line in f if line.strip()]
+        return all(isinstance(row := json.loads(line), dict) and set(row) >= RUBRIC_KEYS for line in lines)
+    except (OSError, ValueError):
+        return False
 
 
 def write_rubrics(run_dir: Path, questions: list[Question], out: Path) -> int:

@@ -11,14 +11,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..evaluation.run_view import RunView
-from ..fileio import atomic_write_text
 from .bundle import Bundle, solver_system
+from .outdir import OutDir
 
-TASK_PY = '''"""Written by `decoevo export {run} --to inspect`. Run, in this folder: `inspect eval task.py` (the
-shipped skill) or `inspect eval task.py -T skill=initial`; then `inspect view`. The model is the run's
-endpoint; its key is read from ${key}. The scorer judges each criterion with decoevo's judge and reports
-the weighted score."""
+# The task file is the same for every export: nothing of the run (a path, a name, a skill) is written into
+# Python source; what differs lives in decoevo.json and dataset.jsonl, which the task reads as data.
+TASK_PY = '''"""Written by `decoevo export --to inspect`: an Inspect AI task over a decoevo run's questions and
+co-evolved rubrics. It needs decoevo with its `inspect` extra in the same environment (pip install
+'decoevo[inspect]'). Run it in this folder:
+
+    inspect eval task.py                              # the shipped skill
+    inspect eval task.py -T skill=initial             # the run's initial skill
+    inspect eval task.py -T system_prompt=FILE        # an edited system prompt, read from FILE as it is
+
+then `inspect view`. decoevo.json names the run, the endpoint and the environment variable holding its key.
+The scorer judges each criterion with decoevo's judge and reports the weighted score (0-1)."""
 
 from pathlib import Path
 
@@ -28,8 +35,8 @@ from decoevo.interop.inspect_task import decoevo_task
 
 
 @task
-def decoevo_rubric(skill: str = "shipped") -> Task:
-    return decoevo_task(Path(__file__).parent, skill)
+def decoevo_rubric(skill: str = "shipped", system_prompt: str | None = None) -> Task:
+    return decoevo_task(Path(__file__).parent, skill, system_prompt)
 '''
 
 
@@ -38,14 +45,14 @@ def samples(bundle: Bundle) -> list[dict[str, object]]:
     for q in bundle.questions:
         rubric = bundle.rubrics[q.id]
         turns = [t.model_dump() for t in q.turns]
+        # the judge reads the question as decoevo's does (its text, a conversation as a transcript)
         out.append({"id": q.id, "input": q.as_text() if len(turns) == 1 else turns,
                     "metadata": {"rubric": [{"criterion": c.text, "weight": c.weight} for c in rubric.criteria],
-                                 "generator_version": rubric.generator_version}})
+                                 "generator_version": rubric.generator_version, "question": q.as_text()}})
     return out
 
 
 def settings(bundle: Bundle) -> dict[str, object]:
-    lm = RunView(bundle.run).config.lm
     return {
         "run": bundle.run,
         "skills": {"shipped": {"version": bundle.shipped.version, "system": solver_system(bundle.shipped)},
@@ -56,17 +63,13 @@ def settings(bundle: Bundle) -> dict[str, object]:
         "judge": {"mode": bundle.judge_mode, "max_tokens": bundle.max_tokens_judge, "seed": bundle.seed,
                   "base_url": bundle.judge.base_url, "model": bundle.judge.model,
                   "api_key_env": bundle.judge.api_key_env},
-        "lm": lm.model_dump(mode="json"),  # the run's own record (config.yaml): names, URLs, no key
+        "lm": bundle.lm.model_dump(mode="json"),  # the run's own record (config.yaml): names, URLs, no key
     }
 
 
-def write_inspect(bundle: Bundle, out: Path) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        out / "dataset.jsonl": "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples(bundle)),
-        out / "decoevo.json": json.dumps(settings(bundle), indent=2, ensure_ascii=False) + "\n",
-        out / "task.py": TASK_PY.format(run=bundle.run, key=bundle.solver.api_key_env),
-    }
-    for path, text in files.items():
-        atomic_write_text(path, text)
-    return list(files)
+def write_inspect(bundle: Bundle, out: OutDir) -> list[Path]:
+    return out.write({
+        "dataset.jsonl": "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples(bundle)),
+        "decoevo.json": json.dumps(settings(bundle), indent=2, ensure_ascii=False) + "\n",
+        "task.py": TASK_PY,
+    })

@@ -48,7 +48,10 @@ def decoevo_judge(settings: dict[str, Any]) -> Any:
         criteria = tuple(Criterion(text=c["criterion"], weight=float(c["weight"])) for c in meta["rubric"])
         rubric = Rubric(question_id=str(state.sample_id), generator_version=int(meta.get("generator_version", 0)),
                         criteria=criteria)
-        question = QuestionView.from_text(str(state.sample_id), state.input_text)
+        # the question as decoevo's judge reads it (a conversation as its transcript), else the sample's input
+        given = meta.get("question")
+        text = given if isinstance(given, str) else state.input_text
+        question = QuestionView.from_text(str(state.sample_id), text)
         lm = LM(config)
         try:
             params = GenParams(temperature=0.0, max_tokens=judged["max_tokens"], seed=judged["seed"])
@@ -64,15 +67,24 @@ def decoevo_judge(settings: dict[str, Any]) -> Any:
     return score
 
 
-def decoevo_task(folder: Path, skill: str = "shipped") -> Task:
+def decoevo_task(folder: Path, skill: str = "shipped", system_prompt: str | None = None) -> Task:
+    """The task over `folder`'s export: the `skill`'s system message, or `system_prompt`, a file holding an edited
+    system prompt (read as it is, every byte the system message)."""
     settings = _settings(folder)
     if skill not in settings["skills"]:
         raise ValueError(f"skill must be one of {', '.join(settings['skills'])}, not {skill!r}")
+    system = settings["skills"][skill]["system"]
+    name = f"decoevo_{skill}"
+    if system_prompt is not None:
+        path = Path(system_prompt).expanduser()
+        if not path.is_file():
+            raise ValueError(f"system_prompt: {path} is not a file; pass -T system_prompt=FILE with the prompt to try")
+        system, name = path.read_text(encoding="utf-8"), "decoevo_system_prompt"
     solver_cfg = settings["solver"]
     model = get_model(f"openai-api/decoevo/{solver_cfg['model']}", base_url=solver_cfg["base_url"],
                       api_key=os.environ.get(solver_cfg["api_key_env"]) or "not-needed",
                       config=GenerateConfig(temperature=0.0, max_tokens=solver_cfg["max_tokens"],
                                             seed=solver_cfg["seed"]))
     return Task(dataset=json_dataset(str(folder / "dataset.jsonl")),
-                solver=[skill_system_message(settings["skills"][skill]["system"]), generate()],
-                scorer=decoevo_judge(settings), model=model, name=f"decoevo_{skill}")
+                solver=[skill_system_message(system), generate()],
+                scorer=decoevo_judge(settings), model=model, name=name)

@@ -2,15 +2,20 @@
 
 DIR/promptfooconfig.yaml   prompts (shipped and initial skill, so `promptfoo view` shows both side by side),
                            the run's endpoint as provider, the grader, and the tests
-DIR/prompts/shipped.json, DIR/prompts/initial.json   chat prompts: decoevo's solve system message, {{question}}
+DIR/prompts/shipped.json, DIR/prompts/initial.json   chat prompts: decoevo's solve system message, the question
 DIR/tests.yaml             one test per question: its text, and its rubric as weighted `llm-rubric` assertions
+                           (an imported promptfoo test keeps its own variables and assertions beside them)
 DIR/judge_prompt.json      the grader's prompt: decoevo's per-criterion judge prompt
 
-The grader is the run's judge endpoint called the way decoevo's judge calls it (its prompt, its JSON schema,
-temperature 0, the run's seed); promptfoo's `http` provider maps the verdict level (0-4) to the score
-promptfoo reads (level / 4; pass at level 3 or more). A test's score is promptfoo's weighted mean of its
-assertions' scores, which is decoevo's S = Σ w·e / Σ w; a test passes when S reaches its threshold
-(default 0.75, `--threshold`).
+Every text a model, a question file or a path supplies is written as data (promptfoo_text.py): a skill, a
+criterion, a question reach the model byte for byte, and none can become a template, a file load or a key.
+Endpoint fields are checked when the bundle is made (bundle.Endpoint); nothing else is interpolated.
+
+The grader is the run's judge endpoint called the way decoevo's judge calls it (its prompt, its JSON schema sent
+as decoevo negotiated with that endpoint, temperature 0, the run's seed); promptfoo's `http` provider maps the
+verdict level (0-4) to the score promptfoo reads (level / 4; pass at level 3 or more). A test's score is
+promptfoo's weighted mean of its assertions' scores, which is decoevo's S = Σ w·e / Σ w over the co-evolved
+rubric; a test passes when S reaches its threshold (default 0.75, `--threshold`).
 """
 
 from __future__ import annotations
@@ -22,47 +27,53 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from ..fileio import atomic_write_text
-from ..roles.common import MARGIN, one_line
+from ..domain import Question
+from ..lm.endpoint import schema_instruction, server_schema
+from ..lm.structured import schema_for
+from ..roles.common import MARGIN, data_block, one_line
 from ..roles.judge import SYSTEM as JUDGE_SYSTEM
 from ..roles.judge import CriterionVerdict
 from .bundle import Bundle, solver_system
+from .outdir import OutDir
+from .promptfoo_text import display_text, template_text, var_ref, var_value
 
+#: the promptfoo release these configs are written for and tested with (tools/versions.env agrees: a test)
+PROMPTFOO_VERSION = "0.121.20"
 QUESTION_VAR = "question"
+JUDGE_QUESTION_VAR = "decoevo_judge_question"  # the question as decoevo's judge quotes it (roles/common.py)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 PASS_LEVEL = 3  # "mostly met": an assertion passes from here; the score is the level / 4 either way
 # a test passes when its weighted score S reaches this (promptfoo's test `threshold`); without one, promptfoo
 # would fail a test on any one criterion below "mostly met"
 DEFAULT_THRESHOLD = PASS_LEVEL / 4
+RUBRIC_MARK = "decoevo"  # an assertion's metadata.source: the co-evolved rubric, beside the user's own
 
 # the verdict (decoevo's CriterionVerdict) as the {reason, score, pass} promptfoo's llm-rubric reads
 VERDICT_TRANSFORM = ("(json) => { const v = JSON.parse(json.choices[0].message.content); return "
                      f"{{ output: {{ reason: v.rationale, score: v.level / 4, pass: v.level >= {PASS_LEVEL} }} }}; }}")
 
 
-def _raw(text: str) -> str:
-    """Text promptfoo renders as a template (nunjucks) kept literal."""
-    return f"{{% raw %}}{text}{{% endraw %}}" if ("{{" in text or "{%" in text or "{#" in text) else text
-
-
 def chat_prompt(system: str) -> str:
-    return json.dumps([{"role": "system", "content": _raw(system)},
-                       {"role": "user", "content": "{{ " + QUESTION_VAR + " }}"}], ensure_ascii=False, indent=2)
+    return json.dumps([{"role": "system", "content": template_text(system)},
+                       {"role": "user", "content": var_ref(QUESTION_VAR)}], ensure_ascii=False, indent=2)
 
 
-def _quoted(tag: str, var: str) -> str:
-    """A data block of roles/common.py written as a promptfoo template: every line of `var` behind the margin."""
-    return f"<{tag}>\n{MARGIN}{{{{ {var} | replace(\"\\n\", \"\\n{MARGIN}\") }}}}\n</{tag}>"
+def judge_system(bundle: Bundle) -> str:
+    """decoevo's judge system message, with the schema in it when the endpoint takes no response_format."""
+    if bundle.judge.profile.structured == "none":
+        return f"{JUDGE_SYSTEM}\n\n{schema_instruction(server_schema(schema_for(CriterionVerdict)))}"
+    return JUDGE_SYSTEM
 
 
-def judge_prompt() -> str:
-    """decoevo's per-criterion judge prompt (roles/judge.py) with promptfoo's variables: the question and
-    the reply are quoted line by line behind the margin of decoevo's data blocks, and `rubric` is the
-    criterion."""
-    user = (f"{_quoted('question', QUESTION_VAR)}\n\n{_quoted('response', 'output')}\n\n"
+def judge_prompt(bundle: Bundle) -> str:
+    """decoevo's per-criterion judge prompt (roles/judge.py) with promptfoo's variables: the question as
+    decoevo quotes it (a test variable), the reply quoted line by line behind the margin of decoevo's data
+    blocks, and `rubric`, the criterion (written one line, as decoevo's judge shows it)."""
+    response = f"<response>\n{MARGIN}{{{{ output | replace(\"\\n\", \"\\n{MARGIN}\") }}}}\n</response>"
+    user = (f"{var_ref(JUDGE_QUESTION_VAR)}\n\n{response}\n\n"
             "Criterion: {{ rubric }}\n\nReturn JSON with the fields rationale and level.")
-    return json.dumps([{"role": "system", "content": _raw(JUDGE_SYSTEM)}, {"role": "user", "content": user}],
-                      ensure_ascii=False, indent=2)
+    return json.dumps([{"role": "system", "content": template_text(judge_system(bundle))},
+                       {"role": "user", "content": user}], ensure_ascii=False, indent=2)
 
 
 def _openai_provider(bundle: Bundle) -> dict[str, Any]:
@@ -74,63 +85,95 @@ def _openai_provider(bundle: Bundle) -> dict[str, Any]:
     return {"id": f"openai:chat:{e.model}", "label": e.model, "config": config}
 
 
+def grader_body(bundle: Bundle) -> dict[str, Any]:
+    """The judge request as decoevo's backend writes it for this endpoint (lm/openai_backend.py)."""
+    e = bundle.judge
+    body: dict[str, Any] = {"model": e.model, "messages": "{{ prompt }}"}
+    if e.profile.temperature:
+        body["temperature"] = 0
+    body[e.profile.token_param] = bundle.max_tokens_judge
+    body["seed"] = bundle.seed
+    schema = server_schema(schema_for(CriterionVerdict))
+    mode = e.profile.structured or "json_schema"
+    if mode == "json_object":  # llama.cpp's server: a 500 for json_schema, a grammar from this
+        body["response_format"] = {"type": "json_object", "schema": schema}
+    elif mode == "json_schema":
+        body["response_format"] = {"type": "json_schema",
+                                   "json_schema": {"name": "output", "schema": schema, "strict": False}}
+    return body
+
+
 def grader_provider(bundle: Bundle) -> dict[str, Any]:
     e = bundle.judge
-    schema = CriterionVerdict.model_json_schema()
+    # the key by its variable's name, a checked identifier (bundle.Endpoint); empty for a local server
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer {{ env." + e.api_key_env + " }}"}
     return {"id": "http", "label": f"decoevo judge ({e.model})",
-            "config": {"url": f"{e.base_url}/chat/completions", "method": "POST",
-                       "headers": {"Content-Type": "application/json",
-                                   "Authorization": "Bearer {{ env." + e.api_key_env + " }}"},
-                       "body": {"model": e.model, "messages": "{{ prompt }}", "temperature": 0,
-                                "max_tokens": bundle.max_tokens_judge, "seed": bundle.seed,
-                                "response_format": {"type": "json_schema", "json_schema": {
-                                    "name": schema["title"], "schema": schema, "strict": True}}},
-                       "transformResponse": VERDICT_TRANSFORM}}
+            "config": {"url": f"{e.base_url}/chat/completions", "method": "POST", "headers": headers,
+                       "body": grader_body(bundle), "transformResponse": VERDICT_TRANSFORM}}
+
+
+def _rubric_asserts(bundle: Bundle, q: Question) -> list[dict[str, Any]]:
+    rubric = bundle.rubrics[q.id]
+    return [{"type": "llm-rubric", "value": template_text(one_line(c.text)), "weight": c.weight,
+             "metadata": {"source": RUBRIC_MARK, "generator_version": rubric.generator_version}}
+            for c in rubric.criteria]
 
 
 def tests(bundle: Bundle, threshold: float = DEFAULT_THRESHOLD) -> list[dict[str, Any]]:
     out = []
     for q in bundle.questions:
-        rubric = bundle.rubrics[q.id]
+        found = q.meta.get("promptfoo")
+        own: dict[str, Any] = found if isinstance(found, dict) else {}
+        description = own.get("description")
+        variables: dict[str, Any] = dict(own.get("vars") or {}) if isinstance(own.get("vars"), dict) else {}
+        variables.update({QUESTION_VAR: var_value(q.as_text()),
+                          JUDGE_QUESTION_VAR: var_value(data_block("question", q.as_text()))})
+        user_asserts = list(own.get("assert") or []) if isinstance(own.get("assert"), list) else []
         out.append({
-            "description": str(q.meta.get("promptfoo", {}).get("description") or q.id),
-            "vars": {QUESTION_VAR: q.as_text()},
-            "assert": [{"type": "llm-rubric", "value": _raw(one_line(c.text)), "weight": c.weight}
-                       for c in rubric.criteria],
+            "description": display_text(description if isinstance(description, str) and description else q.id),
+            "vars": variables,
+            "assert": [*user_asserts, *_rubric_asserts(bundle, q)],
             "threshold": threshold,
-            "metadata": {"decoevo_question_id": q.id, "generator_version": rubric.generator_version},
+            "metadata": {"decoevo_question_id": display_text(q.id),
+                         "generator_version": bundle.rubrics[q.id].generator_version},
         })
     return out
 
 
 def config(bundle: Bundle) -> dict[str, Any]:
     return {
-        "description": f"decoevo run {Path(bundle.run).name}: shipped solver skill v{bundle.shipped.version:03d} "
-                       f"vs initial, rubrics from generator v{bundle.generator.version:03d}",
+        "description": f"decoevo export: shipped solver skill v{bundle.shipped.version:03d} vs initial, rubrics "
+                       f"from generator v{bundle.generator.version:03d}",
         "prompts": [{"id": "file://prompts/shipped.json", "label": f"shipped (solver v{bundle.shipped.version:03d})"},
                     {"id": "file://prompts/initial.json", "label": "initial (solver v000)"}],
         "providers": [_openai_provider(bundle)],
-        "defaultTest": {"options": {"provider": grader_provider(bundle), "rubricPrompt": "file://judge_prompt.json"}},
+        # disableVarExpansion: a variable is one value, never a list or a glob of files to expand
+        "defaultTest": {"options": {"provider": grader_provider(bundle), "rubricPrompt": "file://judge_prompt.json",
+                                    "disableVarExpansion": True}},
         "tests": "file://tests.yaml",
     }
 
 
-HEADER = ("# Written by `decoevo export {run} --to promptfoo`. Run it as is: `npx promptfoo eval -c {cfg}`, then\n"
-          "# `npx promptfoo view`. The provider and the grader are the run's endpoint; its key is read from ${key}.\n")
+def header(bundle: Bundle) -> str:
+    """The config's opening comment: fixed text, the pinned version and a checked identifier (bundle.py)."""
+    key = ("a local server takes no key" if urlsplit(bundle.solver.base_url).hostname in LOOPBACK
+           else f"its key is read from ${bundle.solver.api_key_env}")
+    return ("# Written by `decoevo export --to promptfoo` (the run, its versions, the endpoint: decoevo-export.json).\n"
+            f"# Run it in this folder: `npx promptfoo@{PROMPTFOO_VERSION} eval`, then "
+            f"`npx promptfoo@{PROMPTFOO_VERSION} view`.\n# The provider and the grader are the run's endpoint; {key}.\n"
+            "# Assertions with metadata.source: decoevo are the co-evolved rubric (scored 0-1: level / 4).\n")
 
 
-def write_promptfoo(bundle: Bundle, out: Path, threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
-    """Write the config and its files under `out` (made if missing); returns the paths written."""
-    (out / "prompts").mkdir(parents=True, exist_ok=True)
-    files = {
-        out / "prompts" / "shipped.json": chat_prompt(solver_system(bundle.shipped)) + "\n",
-        out / "prompts" / "initial.json": chat_prompt(solver_system(bundle.initial)) + "\n",
-        out / "judge_prompt.json": judge_prompt() + "\n",
-        out / "tests.yaml": yaml.safe_dump(tests(bundle, threshold), sort_keys=False, allow_unicode=True, width=1000),
-        out / "promptfooconfig.yaml": HEADER.format(run=bundle.run, cfg=out / "promptfooconfig.yaml",
-                                                    key=bundle.solver.api_key_env)
-        + yaml.safe_dump(config(bundle), sort_keys=False, allow_unicode=True, width=1000),
-    }
-    for path, text in files.items():
-        atomic_write_text(path, text)
-    return list(files)
+def _yaml(value: Any) -> str:
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def write_promptfoo(bundle: Bundle, out: OutDir, threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
+    """Write the config and its files under `out`; returns the paths written."""
+    return out.write({
+        "prompts/shipped.json": chat_prompt(solver_system(bundle.shipped)) + "\n",
+        "prompts/initial.json": chat_prompt(solver_system(bundle.initial)) + "\n",
+        "judge_prompt.json": judge_prompt(bundle) + "\n",
+        "tests.yaml": _yaml(tests(bundle, threshold)),
+        "promptfooconfig.yaml": header(bundle) + _yaml(config(bundle)),
+    })

@@ -1,0 +1,110 @@
+"""Issue 44.2: `export --to` and `rubric -o` never follow a link, never replace a file of the user's without
+--force, never write an input or into the run; a folder decoevo exported into before is written again."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from decoevo.cli import app
+from decoevo.testing.server import serve_app
+from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("outdir")
+    with pytest.MonkeyPatch.context() as env, serve_app(toy_server().app()) as url:
+        env.setenv("DECOEVO_CACHE", str(tmp / "cache.sqlite"))
+        data = write_toy_questions(tmp / "q.jsonl")
+        args = toy_run_args(f"{url}/v1", data, tmp / "runs", "toy", steps=1,
+                            sets=("splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",))
+        assert CliRunner().invoke(app, args).exit_code == 0
+        yield tmp / "runs" / "toy", data
+
+
+def invoke(*args: object) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result.exit_code, " ".join(result.output.split())
+
+
+def snapshot(folder) -> dict:
+    return {p: p.read_bytes() for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+@pytest.mark.parametrize("to", ["promptfoo", "inspect"])
+def test_a_linked_folder_is_refused_and_nothing_is_written_through_it(run, tmp_path, to) -> None:
+    run_dir, _ = run
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "link").symlink_to(target)
+    code, output = invoke("export", run_dir, "--to", to, tmp_path / "link")
+    assert code == 2 and "symbolic link" in output and not any(target.iterdir())
+
+
+def test_a_linked_prompts_folder_is_refused(run, tmp_path) -> None:
+    run_dir, _ = run
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "prompts").symlink_to(target)
+    code, output = invoke("export", run_dir, "--to", "promptfoo", tmp_path / "out")
+    assert code == 2 and "prompts" in output and not any(target.iterdir())
+
+
+@pytest.mark.parametrize(("to", "name"), [("promptfoo", "promptfooconfig.yaml"), ("promptfoo", "tests.yaml"),
+                                          ("inspect", "task.py")])
+def test_a_users_own_file_is_kept_unless_forced(run, tmp_path, to, name) -> None:
+    run_dir, _ = run
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("# my own\n")
+    code, output = invoke("export", run_dir, "--to", to, out)
+    assert code == 2 and name in output and "--force" in output
+    assert (out / name).read_text() == "# my own\n" and [p.name for p in out.iterdir()] == [name]
+    code, output = invoke("export", run_dir, "--to", to, out, "--force")
+    assert code == 0, output
+    assert (out / name).read_text() != "# my own\n"
+
+
+def test_an_export_is_written_again_over_itself_but_not_over_an_edit(run, tmp_path) -> None:
+    run_dir, _ = run
+    out = tmp_path / "out"
+    assert invoke("export", run_dir, "--to", "promptfoo", out)[0] == 0
+    assert invoke("export", run_dir, "--to", "promptfoo", out)[0] == 0  # its own files: written again
+    (out / "tests.yaml").write_text((out / "tests.yaml").read_text() + "# my edit\n")
+    code, output = invoke("export", run_dir, "--to", "promptfoo", out)
+    assert code == 2 and "tests.yaml was changed since decoevo wrote it" in output
+    assert (out / "tests.yaml").read_text().endswith("# my edit\n")
+
+
+def test_an_export_never_writes_into_the_run_or_over_its_input(run, tmp_path) -> None:
+    run_dir, data = run
+    before = snapshot(run_dir)
+    code, output = invoke("export", run_dir, "--to", "inspect", run_dir / "exported")
+    assert code == 2 and "inside the run directory" in output and snapshot(run_dir) == before
+    out = tmp_path / "out"
+    out.mkdir()
+    question_file = out / "dataset.jsonl"  # the Inspect dataset the export would write is the --data file
+    question_file.write_text(data.read_text())
+    code, output = invoke("export", run_dir, "--to", "inspect", out, "--data", question_file, "--force")
+    assert code == 2 and "inputs" in output and question_file.read_text() == data.read_text()
+
+
+def test_rubric_never_replaces_its_questions_or_a_users_file(run, tmp_path) -> None:
+    run_dir, data = run
+    questions = tmp_path / "d.jsonl"
+    questions.write_text(data.read_text())
+    code, output = invoke("rubric", run_dir, "--data", questions, "-o", questions)
+    assert code == 2 and "questions file" in output and questions.read_text() == data.read_text()
+    mine = tmp_path / "notes.jsonl"
+    mine.write_text('{"my": "notes"}\n')
+    code, output = invoke("rubric", run_dir, "--data", questions, "-o", mine)
+    assert code == 2 and "--force" in output and mine.read_text() == '{"my": "notes"}\n'
+    out = tmp_path / "rubrics.jsonl"
+    assert invoke("rubric", run_dir, "--data", questions, "-o", out)[0] == 0
+    assert invoke("rubric", run_dir, "--data", questions, "-o", out)[0] == 0  # its own file: written again
+    (tmp_path / "link.jsonl").symlink_to(out)
+    code, output = invoke("rubric", run_dir, "--data", questions, "-o", tmp_path / "link.jsonl")
+    assert code == 2 and "link" in output
+    assert invoke("rubric", run_dir, "--data", questions, "-o", mine, "--force")[0] == 0
