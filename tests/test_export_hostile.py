@@ -191,10 +191,14 @@ def test_inspect_runs_a_hostile_export_as_data(hostile) -> None:
     write_inspect(bundle, OutDir(out))
     task = (out / "task.py").read_text()
     assert bundle.run not in task and "pwned" not in task  # nothing of the run is Python source
+    # an edited system prompt tried without touching decoevo.json: every byte of the file is the system message
+    edited = solver_system(bundle.shipped) + "\n" + payloads(tmp / "pwned")[1] + "\r\n\x00 ¤1 end\n"
+    (tmp / "edited.txt").write_bytes(edited.encode("utf-8"))
     before = len(recorder.server.requests)
     logs = tmp / "inspect-logs"
     proc = subprocess.run([str(INSPECT), "eval", "task.py", "--log-format", "json", "--log-dir", str(logs),
-                           "--display", "none", "--max-connections", "4"], cwd=out, env=tool_env(tmp),
+                           "--display", "none", "--max-connections", "4", "-T", f"system_prompt={tmp / 'edited.txt'}"],
+                          cwd=out, env=tool_env(tmp),
                           capture_output=True, text=True, timeout=600)
     found = list(logs.glob("*.json"))
     assert len(found) == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -203,7 +207,7 @@ def test_inspect_runs_a_hostile_export_as_data(hostile) -> None:
     assert log["status"] == "success", str(log.get("error"))[:2000]
     sent = [r["messages"] for r in recorder.server.requests[before:]]
     solver = sorted((m[0]["content"], m[-1]["content"]) for m in sent if m[0]["content"].startswith(BASE_INSTRUCTIONS))
-    assert solver == sorted((solver_system(bundle.shipped), q.as_text()) for q in bundle.questions)
+    assert solver == sorted((edited, q.as_text()) for q in bundle.questions)
     judged = [m for m in sent if m[0]["content"] == JUDGE_SYSTEM]
     mode = bundle.judge_mode
     want = [msgs for q in bundle.questions for msgs in expected_judge_messages(bundle, q, answer_to(q.as_text()),

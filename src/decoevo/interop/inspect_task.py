@@ -79,7 +79,7 @@ def decoevo_task(folder: Path, skill: str = "shipped", system_prompt: str | None
         path = Path(system_prompt).expanduser()
         if not path.is_file():
             raise ValueError(f"system_prompt: {path} is not a file; pass -T system_prompt=FILE with the prompt to try")
-        system, name = path.read_text(encoding="utf-8"), "decoevo_system_prompt"
+        system, name = path.read_bytes().decode("utf-8"), "decoevo_system_prompt"  # no newline translation
     solver_cfg = settings["solver"]
     model = get_model(f"openai-api/decoevo/{solver_cfg['model']}", base_url=solver_cfg["base_url"],
                       api_key=os.environ.get(solver_cfg["api_key_env"]) or "not-needed",
