@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from decoevo.errors import ConfigError
 from decoevo.interop.bundle import Endpoint
-from decoevo.interop.promptfoo_text import ESC, template_text, var_ref, var_value
+from decoevo.interop.promptfoo_text import ESC, display_text, template_text, var_ref, var_value
 
 from .interop_helpers import PROMPTFOO_MODULES
 
@@ -92,3 +92,11 @@ def test_an_endpoint_field_with_template_or_control_characters_is_refused(model:
     if model.strip():
         with pytest.raises(ConfigError):
             Endpoint(f"http://127.0.0.1:8000/v1/{model}", "toy", "OPENAI_API_KEY")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts)
+def test_a_shown_text_is_itself_unless_promptfoo_would_load_it(text: str) -> None:
+    shown = display_text(text)
+    assert not shown.startswith(("file://", "package:"))
+    assert shown == (" " + text if text.startswith(("file:", "package:")) else text)

@@ -92,6 +92,9 @@ MODULES: dict[str, list[str]] = {
                          "skill_diff or reports_without_any_evaluation or tiny_grader or damaged_files_are_named"
                          " or plots_j_per_step or never_answered or escapes_every_model_written"
                          " or older_runs_unmasked_key"],
+    # exports into the user's tools: text as data, the folder written into
+    "interop/promptfoo_text.py": ["test_export_text.py"],
+    "interop/outdir.py": ["test_export_outdir.py"],
 }
 
 _FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
@@ -251,7 +254,7 @@ def sample(mutants: list[Mutant], module: str, limit: int | None) -> list[Mutant
 
 
 def _copy_tree(dest: Path) -> Path:
-    """A copy of what the tests read (sources, tests, benches, docs, project file), without caches."""
+    """A copy of what the tests read (sources, tests, benches, docs, tools, project file), without caches."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "results", ".mypy_cache")
     for name in ("src", "tests", "bench", "docs", "scripts"):
         if (ROOT / name).is_dir():
@@ -259,6 +262,11 @@ def _copy_tree(dest: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         if (ROOT / name).is_file():
             shutil.copy2(ROOT / name, dest / name)
+    if (ROOT / "tools").is_dir():  # the pinned eval tools the interop tests run (promptfoo: linked, not copied)
+        shutil.copytree(ROOT / "tools", dest / "tools", ignore=shutil.ignore_patterns("node_modules"))
+        modules = ROOT / "tools" / "promptfoo" / "node_modules"
+        if modules.is_dir():
+            (dest / "tools" / "promptfoo" / "node_modules").symlink_to(modules)
     (dest / "bench" / "results").mkdir(exist_ok=True)
     return dest
 

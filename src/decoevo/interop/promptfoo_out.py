@@ -119,24 +119,39 @@ def _rubric_asserts(bundle: Bundle, q: Question) -> list[dict[str, Any]]:
             for c in rubric.criteria]
 
 
+def _own_test(q: Question) -> dict[str, Any]:
+    """What an imported promptfoo test held besides its question (interop/promptfoo_in.py keeps it verbatim)."""
+    found = q.meta.get("promptfoo")
+    return found if isinstance(found, dict) else {}
+
+
 def tests(bundle: Bundle, threshold: float = DEFAULT_THRESHOLD) -> list[dict[str, Any]]:
+    """One test per question: an imported test as the user wrote it (its variables, assertions and other fields,
+    written back as they were: they are the user's own config), with decoevo's question and the co-evolved rubric
+    added beside them."""
     out = []
     for q in bundle.questions:
-        found = q.meta.get("promptfoo")
-        own: dict[str, Any] = found if isinstance(found, dict) else {}
+        own = _own_test(q)
+        test: dict[str, Any] = {k: v for k, v in own.items()
+                                if k not in ("question_var", "vars", "assert", "description", "metadata")}
         description = own.get("description")
-        variables: dict[str, Any] = dict(own.get("vars") or {}) if isinstance(own.get("vars"), dict) else {}
+        variables: dict[str, Any] = dict(own["vars"]) if isinstance(own.get("vars"), dict) else {}
+        qvar = own.get("question_var")
+        if isinstance(qvar, str) and qvar and qvar != QUESTION_VAR:
+            variables[qvar] = q.as_text()  # the user's own variable, as their config held it, for their assertions
         variables.update({QUESTION_VAR: var_value(q.as_text()),
                           JUDGE_QUESTION_VAR: var_value(data_block("question", q.as_text()))})
-        user_asserts = list(own.get("assert") or []) if isinstance(own.get("assert"), list) else []
-        out.append({
+        user_asserts = list(own["assert"]) if isinstance(own.get("assert"), list) else []
+        metadata = dict(own["metadata"]) if isinstance(own.get("metadata"), dict) else {}
+        test.update({
             "description": display_text(description if isinstance(description, str) and description else q.id),
             "vars": variables,
             "assert": [*user_asserts, *_rubric_asserts(bundle, q)],
-            "threshold": threshold,
-            "metadata": {"decoevo_question_id": display_text(q.id),
+            "metadata": {**metadata, "decoevo_question_id": display_text(q.id),
                          "generator_version": bundle.rubrics[q.id].generator_version},
         })
+        test.setdefault("threshold", threshold)
+        out.append(test)
     return out
 
 
