@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 from typer.testing import CliRunner
 
 from decoevo.cli import app
+from decoevo.errors import ConfigError
+from decoevo.interop.outdir import MANIFEST, OutDir
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
@@ -108,3 +113,25 @@ def test_rubric_never_replaces_its_questions_or_a_users_file(run, tmp_path) -> N
     code, output = invoke("rubric", run_dir, "--data", questions, "-o", tmp_path / "link.jsonl")
     assert code == 2 and "link" in output
     assert invoke("rubric", run_dir, "--data", questions, "-o", mine, "--force")[0] == 0
+
+
+def test_the_folder_writer_refuses_on_its_own_what_the_command_refuses(tmp_path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a.txt").write_text("mine\n")
+    with pytest.raises(ConfigError, match="not written by decoevo"):  # unforced unless asked
+        OutDir(out).write({"a.txt": "new\n"})
+    # a manifest that is a link is not believed, even when what it links to lists the user's file as decoevo's
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({"files": {"a.txt": hashlib.sha256(b"mine\n").hexdigest()}}))
+    (out / MANIFEST).symlink_to(forged)
+    with pytest.raises(ConfigError):
+        OutDir(out).write({"a.txt": "new\n"})
+    (out / MANIFEST).unlink()
+    # a file that is a link is refused even with --force (it would be replaced by a file of decoevo's)
+    target = tmp_path / "target.txt"
+    target.write_text("theirs\n")
+    (out / "b.txt").symlink_to(target)
+    with pytest.raises(ConfigError, match="symbolic link"):
+        OutDir(out, force=True).write({"b.txt": "new\n"})
+    assert (out / "b.txt").is_symlink() and target.read_text() == "theirs\n" and (out / "a.txt").read_text() == "mine\n"
