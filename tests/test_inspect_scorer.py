@@ -11,14 +11,14 @@ import pytest
 
 pytest.importorskip("inspect_ai")
 
-from inspect_ai.model import ModelName, ModelOutput  # noqa: E402
-from inspect_ai.scorer import Target  # noqa: E402
-from inspect_ai.solver import TaskState  # noqa: E402
+from inspect_ai.model import ModelName, ModelOutput
+from inspect_ai.scorer import Target
+from inspect_ai.solver import TaskState
 
-from decoevo.interop.inspect_task import decoevo_judge  # noqa: E402
-from decoevo.lm import LMConfig  # noqa: E402
-from decoevo.testing.fake_openai import FakeOpenAI, Reply  # noqa: E402
-from decoevo.testing.server import serve_app  # noqa: E402
+from decoevo.interop.inspect_task import decoevo_judge
+from decoevo.lm import LMConfig
+from decoevo.testing.fake_openai import FakeOpenAI, Reply
+from decoevo.testing.server import serve_app
 
 LEVELS = [4, 0]  # the first criterion fully met, the second not at all
 
