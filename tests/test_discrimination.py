@@ -62,6 +62,14 @@ def test_nearly_constant_is_warned_and_too_few_says_nothing() -> None:
     assert few.verdict == "too few" and few.discriminates is None and few.warning is None
 
 
+def test_one_pattern_for_every_answer_is_warned_though_its_levels_vary() -> None:
+    # SmolLM2-135M's judge answered 3, 2, 1 down the rubric for each answer it was shown
+    answers, _ = judged_answers([_judge(_joint(3, 2, 1), f"answer {i}") for i in range(5)])
+    d = discrimination_of(answers, "transcripts")
+    assert d.verdict == "answers alike" and d.answer_scores == 1 and len(d.level_counts) == 3
+    assert d.warning is not None and "the same score (0.50 of 1, its criteria's mean) to 100% of the 5" in d.warning
+
+
 def test_per_criterion_replies_group_by_answer_and_bad_replies_are_counted() -> None:
     entries = [_judge({"rationale": "r", "level": lvl}, f"<response>{ans}</response>\nCriterion: {c}")
                for ans, levels in (("A", (4, 0)), ("B", (2, 2))) for c, lvl in zip("xy", levels, strict=True)]

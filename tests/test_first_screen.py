@@ -99,6 +99,10 @@ def test_a_failed_run_leads_with_its_error_and_the_resume_command(failed_run: Pa
     assert "What this run ships" not in first and "unchanged" not in first, first
     assert "Stopped on an error in step" in first and "of 3" in first and "API key" in first, first
     assert lead.resume in first and "Before and after" not in first, first
+    # where the resume continues: the last checkpoint (none here: the key was refused inside step 1)
+    point = lead.run.checkpoint
+    assert (point is None and "a resume starts from step 1 with your initial solver skill" in first) or (
+        point is not None and f"a resume continues from step {point[0] + 1}" in first), (point, first)
 
 
 def test_a_running_run_leads_with_its_step_phase_and_eta(finished_run: Path, tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ Every proxy score of a run (the gates' J, an exported rubric score) is the judge
 generated rubric. A judge that gives one level to every criterion of every answer (a small model echoing
 the first level it saw, a rubric that copies the question so every answer "meets" it) still yields
 scores, and a broken prompt then scores exactly as the shipped one. This module counts the levels the
-run's judge gave: when (nearly) all are the same, the guard cannot discriminate and every command that
-leans on it says so.
+run's judge gave, per criterion and per answer: when (nearly) all criteria got one level, or (nearly) all
+answers one score (SmolLM2-135M also answers 3, 2, 1 down the rubric whatever the answer), the guard
+cannot discriminate and every command that leans on it says so.
 
 The judgements come from the run's transcripts (each judge request and its reply, joint or per
 criterion); a run made before transcripts existed is read from its gate records (both arms of every
@@ -27,9 +28,9 @@ from ..rundir import RunReader, RunReadError, TranscriptEntry
 JUDGE_ROLE = "judge"  # roles/judge.py's ROLE: the training-time judge (gold graders are grader_* roles)
 LEVELS = 4  # the judge answers on 0-4 (roles/judge.py); a score is level / 4
 MIN_JUDGEMENTS = 4  # fewer answers judged than this: too few to say anything either way
-NEARLY_CONSTANT = 0.95  # this share of all criterion scores at one level: the judge barely moves
+NEARLY_CONSTANT = 0.95  # this share of criterion scores at one level, or of answers at one score: it barely moves
 
-Verdict = Literal["discriminates", "constant", "nearly constant", "too few"]
+Verdict = Literal["discriminates", "constant", "answers alike", "nearly constant", "too few"]
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,20 @@ class Discrimination:
     judgements: int  # answers judged (one reply in joint mode, one answer's criteria in per-criterion mode)
     scores: int  # criterion scores read
     level_counts: Mapping[float, int] = field(default_factory=dict)  # score (0-1) -> how many criteria got it
-    answer_scores: int = 0  # distinct per-answer scores (the mean of its criterion scores)
+    # an answer's score (the mean of its criterion scores) -> how many answers got it: a judge that varies
+    # its levels over the criteria in one fixed pattern (3, 2, 1 for every answer) still scores all alike
+    answer_counts: Mapping[float, int] = field(default_factory=dict)
     unreadable: int = 0  # judge replies that held no levels (counted, never guessed)
+
+    @property
+    def answer_scores(self) -> int:
+        """How many distinct answer scores the judge gave."""
+        return len(self.answer_counts)
+
+    @property
+    def answer_share(self) -> float | None:
+        """The share of answers at the most common answer score; None with nothing read."""
+        return max(self.answer_counts.values()) / self.judgements if self.answer_counts else None
 
     @property
     def modal_share(self) -> float | None:
@@ -58,6 +71,9 @@ class Discrimination:
             return "too few"
         if len(self.level_counts) == 1:
             return "constant"
+        alike = self.answer_share
+        if alike is not None and alike >= NEARLY_CONSTANT:
+            return "answers alike"
         share = self.modal_share
         if share is not None and share >= NEARLY_CONSTANT:
             return "nearly constant"
@@ -72,13 +88,18 @@ class Discrimination:
     def warning(self) -> str | None:
         """One line for the terminal and the report when the judge does not discriminate, else None."""
         verdict, level = self.verdict, self.modal_level
-        if verdict not in ("constant", "nearly constant") or level is None:
+        if verdict in ("discriminates", "too few") or level is None:
             return None
         said = f"level {round(level * LEVELS)} of 0-{LEVELS}"
-        what = (f"the same score ({said}) to every criterion of all {self.judgements} answers it judged"
-                if verdict == "constant" else
-                f"{self.modal_share:.0%} of {self.scores} criterion scores the same level ({said}) over "
-                f"{self.judgements} answers, with {self.answer_scores} distinct answer score(s)")
+        if verdict == "constant":
+            what = f"the same score ({said}) to every criterion of all {self.judgements} answers it judged"
+        elif verdict == "answers alike":
+            score = max(self.answer_counts, key=lambda k: (self.answer_counts[k], -k))
+            what = (f"the same score ({score:.2f} of 1, its criteria's mean) to {self.answer_share:.0%} of the "
+                    f"{self.judgements} answers it judged")
+        else:
+            what = (f"{self.modal_share:.0%} of {self.scores} criterion scores the same level ({said}) over "
+                    f"{self.judgements} answers")
         return (f"the run's judge gave {what}: its rubric scores cannot tell a better answer from a worse one, "
                 "so its gate decisions and any score of an exported rubric are not evidence of quality. Judge with "
                 "a more capable model (lm.roles.judge) and check the rubrics do not just restate the question")
@@ -153,9 +174,9 @@ def gate_answers(records: Iterable[Mapping[str, Any]]) -> list[tuple[float, ...]
 def discrimination_of(answers: Sequence[tuple[float, ...]], source: str, unreadable: int = 0) -> Discrimination:
     """The spread of the criterion scores of `answers` (pure)."""
     counts = Counter(round(s, 6) for a in answers for s in a)
-    means = {round(sum(a) / len(a), 6) for a in answers if a}
+    means = Counter(round(sum(a) / len(a), 6) for a in answers if a)
     return Discrimination(source if answers else "none", len(answers), sum(counts.values()), dict(counts),
-                          len(means), unreadable)
+                          dict(means), unreadable)
 
 
 def run_discrimination(run_dir: Path | str, transcripts: Sequence[TranscriptEntry] | None = None) -> Discrimination:

@@ -182,6 +182,9 @@ class RunRecord:
     shipped_version: int | None = None  # the solver version the run ships (None: no skill found)
     comparisons: Mapping[str, CompareFile] = field(default_factory=dict)  # eval/compare-*.json, by file stem
     progress: LiveProgress | None = None  # how far a run a live process is still writing has got
+    # an unfinished run's last checkpoint, where a resume continues: (steps completed, its solver version);
+    # None when no step completed (a resume starts over, the calls it paid for from the cache)
+    checkpoint: tuple[int, int | None] | None = None
     discrimination: Discrimination | None = None  # whether its judge's scores can tell answers apart
 
     @property
@@ -447,6 +450,15 @@ def _own(read: Callable[[], R | None], rel: str, reader: RunReader, method: str,
     return data
 
 
+def _checkpoint(reader: RunReader, problems: list[str]) -> tuple[int, int | None] | None:
+    """(steps completed, solver version) of the checkpoint a resume would continue from."""
+    point = _attempt(reader.checkpoint, problems, None)
+    if point is None:
+        return None
+    solver = _map(point.state.get("solver"))
+    return _int(point.state.get("next_step")) or 0, _int(solver.get("version"))
+
+
 def _attempt(read: Callable[[], T], problems: list[str], default: T) -> T:
     """`read()`, or `default` with the reader's message (which names the file) added to the problems."""
     try:
@@ -488,6 +500,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     budget = _map(config.get("budget"))
     status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
     entries: list[TranscriptEntry] = _attempt(reader.transcripts, problems, [])
+    checkpoint = _checkpoint(reader, problems) if summary is None and live is None else None
     split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
     splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
@@ -509,7 +522,8 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
         shipped_version=shipped,
         comparisons=_eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems),
-        progress=live, discrimination=_attempt(partial(run_discrimination, path, entries), problems, None),
+        progress=live, checkpoint=checkpoint,
+        discrimination=_attempt(partial(run_discrimination, path, entries), problems, None),
     )
 
 
