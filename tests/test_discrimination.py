@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from decoevo.analysis.discrimination import (
     MIN_JUDGEMENTS,
+    copied_criteria,
     discrimination_of,
     discrimination_warnings,
     gate_answers,
@@ -70,6 +71,29 @@ def test_one_pattern_for_every_answer_is_warned_though_its_levels_vary() -> None
     assert d.warning is not None and "the same score (0.50 of 1, its criteria's mean) to 100% of the 5" in d.warning
 
 
+def test_rubrics_that_only_repeat_their_question_are_warned() -> None:
+    def rubric(question: str, *criteria: str) -> TranscriptEntry:
+        return TranscriptEntry(key=question, role="generate_rubric", model="m", messages=[
+            {"role": "system", "content": "Principles: be specific about safety and doses"},
+            {"role": "user", "content": f"<question>\n  {question}\n</question>\n\nWrite the rubric."}],
+            reply=json.dumps({"criteria": [{"criterion": c, "weight": 3} for c in criteria]}))
+
+    # what SmolLM2-135M's generator wrote: the question's own words
+    echo = [rubric("I have postpartum depression, what now?", "postpartum depression", "Postpartum depression!"),
+            rubric("My elderly aunt is shaking and stumbling", "elderly", "shaking", "stumbling")]
+    assert copied_criteria(echo) == (5, 5)
+    d = discrimination_of([(0.0, 1.0)] * 4 + [(1.0, 1.0)] * 4, "transcripts", 0, copied_criteria(echo))
+    assert d.warning is None and d.rubric_warning is not None and "5 of the 5 criteria" in d.rubric_warning
+    assert d.warnings == [d.rubric_warning]
+    # criteria that ask for something the question does not say are no echo
+    real = [rubric("My knee hurts after running. What should I do?", "Mentions safety and when to seek care",
+                   "Gives a direct answer", "Says what to do about the knee"),
+            rubric("Is ibuprofen safe?", "States the maximum safe daily dose", "ibuprofen")]
+    assert copied_criteria(real) == (5, 1)
+    varied = [(0.0, 1.0), (1.0, 1.0), (0.0, 0.0), (0.5, 1.0)]
+    assert discrimination_of(varied, "transcripts", 0, copied_criteria(real)).warnings == []
+
+
 def test_per_criterion_replies_group_by_answer_and_bad_replies_are_counted() -> None:
     entries = [_judge({"rationale": "r", "level": lvl}, f"<response>{ans}</response>\nCriterion: {c}")
                for ans, levels in (("A", (4, 0)), ("B", (2, 2))) for c, lvl in zip("xy", levels, strict=True)]
@@ -116,7 +140,7 @@ def test_rubric_export_and_report_warn_only_for_a_judge_that_cannot_discriminate
         assert measured.verdict == "constant" and measured.warning is not None
         for out in (rubric.output, exported.output):
             assert "warning:" in out and said in " ".join(out.split()), out
-        assert "The judge cannot tell good from bad" in html and said in html
+        assert "The rubric and judge cannot tell good from bad" in html and said in html
         assert discrimination_warnings(run) == [measured.warning]
     else:
         assert measured.verdict == "discriminates" and measured.answer_scores > 1

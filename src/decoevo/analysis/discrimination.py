@@ -26,6 +26,8 @@ from typing import Any, Literal
 from ..rundir import RunReader, RunReadError, TranscriptEntry
 
 JUDGE_ROLE = "judge"  # roles/judge.py's ROLE: the training-time judge (gold graders are grader_* roles)
+RUBRIC_ROLE = "generate_rubric"  # roles/generate_rubric.py's ROLE
+COPIED = 0.5  # this share of the generated criteria only repeating words of their question: the rubric is an echo
 LEVELS = 4  # the judge answers on 0-4 (roles/judge.py); a score is level / 4
 MIN_JUDGEMENTS = 4  # fewer answers judged than this: too few to say anything either way
 NEARLY_CONSTANT = 0.95  # this share of criterion scores at one level, or of answers at one score: it barely moves
@@ -45,6 +47,20 @@ class Discrimination:
     # its levels over the criteria in one fixed pattern (3, 2, 1 for every answer) still scores all alike
     answer_counts: Mapping[float, int] = field(default_factory=dict)
     unreadable: int = 0  # judge replies that held no levels (counted, never guessed)
+    criteria_read: int = 0  # generated criteria read from the rubric generator's replies
+    criteria_copied: int = 0  # of those, criteria every word of which is a word of their question
+
+    @property
+    def rubric_warning(self) -> str | None:
+        """One line when the generated rubrics mostly echo their questions ("postpartum depression")."""
+        if self.criteria_read < MIN_JUDGEMENTS or self.criteria_copied < COPIED * self.criteria_read:
+            return None
+        return (f"{self.criteria_copied} of the {self.criteria_read} criteria the run's rubric generator wrote only "
+                "repeat words of their question: such a rubric names the topic, not what a good answer does")
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for w in (self.warning, self.rubric_warning) if w]
 
     @property
     def answer_scores(self) -> int:
@@ -171,12 +187,35 @@ def gate_answers(records: Iterable[Mapping[str, Any]]) -> list[tuple[float, ...]
     return out
 
 
-def discrimination_of(answers: Sequence[tuple[float, ...]], source: str, unreadable: int = 0) -> Discrimination:
-    """The spread of the criterion scores of `answers` (pure)."""
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def copied_criteria(entries: Iterable[TranscriptEntry]) -> tuple[int, int]:
+    """(criteria read, criteria every word of which is in their question) from the rubric generator's replies."""
+    read = copied = 0
+    for e in entries:
+        if e.role != RUBRIC_ROLE:
+            continue
+        data = _json(e.reply)
+        items = data.get("criteria") if isinstance(data, Mapping) else None
+        user = next((str(m.get("content", "")) for m in reversed(e.messages) if m.get("role") == "user"), "")
+        question = _words(user.split("</question>")[0])
+        for item in items if isinstance(items, list) else ():
+            text = item.get("criterion") if isinstance(item, Mapping) else None
+            if isinstance(text, str) and _words(text):
+                read += 1
+                copied += _words(text) <= question
+    return read, copied
+
+
+def discrimination_of(answers: Sequence[tuple[float, ...]], source: str, unreadable: int = 0,
+                      criteria: tuple[int, int] = (0, 0)) -> Discrimination:
+    """The spread of the criterion scores of `answers` (pure); `criteria`: (read, copied) of the rubrics."""
     counts = Counter(round(s, 6) for a in answers for s in a)
     means = Counter(round(sum(a) / len(a), 6) for a in answers if a)
     return Discrimination(source if answers else "none", len(answers), sum(counts.values()), dict(counts),
-                          dict(means), unreadable)
+                          dict(means), unreadable, *criteria)
 
 
 def run_discrimination(run_dir: Path | str, transcripts: Sequence[TranscriptEntry] | None = None) -> Discrimination:
@@ -186,17 +225,17 @@ def run_discrimination(run_dir: Path | str, transcripts: Sequence[TranscriptEntr
     reader = RunReader(Path(run_dir))
     entries = reader.transcripts() if transcripts is None else transcripts
     answers, unreadable = judged_answers(entries)
+    criteria = copied_criteria(entries)
     if answers or unreadable:
-        return discrimination_of(answers, "transcripts", unreadable)
+        return discrimination_of(answers, "transcripts", unreadable, criteria)
     records = [reader.json(rel) for rel in reader.files("gates/step*.json")]
-    return discrimination_of(gate_answers(r for r in records if isinstance(r, Mapping)), "gate records")
+    return discrimination_of(gate_answers(r for r in records if isinstance(r, Mapping)), "gate records", 0, criteria)
 
 
 def discrimination_warnings(run_dir: Path | str) -> list[str]:
     """`decoevo rubric` and `export`: the warning when the run's judge does not discriminate (else none).
     An unreadable record is no reason to refuse the command; it says it could not check."""
     try:
-        warning = run_discrimination(run_dir).warning
+        return run_discrimination(run_dir).warnings
     except RunReadError as e:
         return [f"could not check whether the run's judge discriminates: {e}"]
-    return [warning] if warning else []
