@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from .common import check_output, err_console, guarded
+from .common import check_output, err_console, guarded, warn
 
 
 @guarded
@@ -23,6 +23,7 @@ def rubric(
     """Write the co-evolved generator's rubric for each question (JSONL: id, question, rubric).
 
     Rubrics the run already generated come from the cache; new ones are paid once."""
+    from ..analysis.discrimination import discrimination_warnings
     from ..interop.export import check_rubrics_output, questions_from, write_rubrics
 
     check_output(output, replaced=True)
@@ -30,3 +31,5 @@ def rubric(
     questions = questions_from(data, fmt, question_var)
     n = write_rubrics(run_dir, questions, output)
     err_console.print(f"wrote {n} rubric(s) to {output}", highlight=False)
+    for warning in discrimination_warnings(run_dir):  # rubrics a judge scores alike cannot guard anything
+        warn(warning)

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ..analysis.discrimination import discrimination_warnings
 from ..rundir import RunReader, RunReadError
 from ..rundir.evalfiles import short_model_name
 from ..rundir.records import SPLITS, Summary
@@ -136,4 +137,4 @@ def export_warnings(run_dir: Path) -> list[str]:
     note = self_judge_note(run_dir)
     if note:
         warnings.append(note.removeprefix("note: "))
-    return warnings
+    return warnings + discrimination_warnings(run_dir)  # the skill was chosen, and is scored, by this judge

@@ -6,13 +6,21 @@ shows an eval). Pure views over run records: no model call, no HTML."""
 from __future__ import annotations
 
 import difflib
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import PurePath
+from typing import Any, Literal
 
+from ..benchmarks import find
 from ..rundir.evalfiles import results_of
+from ..rundir.progress import LiveProgress
 from ..rundir.records import CompareFile, EvalFile
-from .runs import RunRecord
+from .grades import grade_text
+from .labels import benchmark_label
+from .runs import Incident, RunRecord
+
+State = Literal["finished", "running", "stopped"]
 
 
 @dataclass(frozen=True)
@@ -24,10 +32,19 @@ class CriterionRow:
     after: float | None
     after_reason: str
     error: str | None  # why a side could not be scored
+    scheme: str = ""  # the gold scheme, whose scale the grades are on (a bare "1" says nothing)
 
     @property
     def changed(self) -> bool:
         return self.before != self.after
+
+    @property
+    def before_text(self) -> str:
+        return grade_text(self.before, self.scheme)
+
+    @property
+    def after_text(self) -> str:
+        return grade_text(self.after, self.scheme)
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,7 @@ def grid(comparison: CompareFile) -> tuple[QuestionPair, ...]:
     out = []
     for row in comparison.rows:
         before, after = _items(row.before.grade), _items(row.after.grade)
+        scheme = str(row.before.grade.get("scheme") or row.after.grade.get("scheme") or comparison.benchmark or "")
         criteria = []
         for index in sorted(set(before) | set(after)):
             b, a = before.get(index, {}), after.get(index, {})
@@ -69,7 +87,7 @@ def grid(comparison: CompareFile) -> tuple[QuestionPair, ...]:
             criteria.append(CriterionRow(str(b.get("criterion") or a.get("criterion") or ""),
                                          _num(b.get("points", a.get("points"))), _num(b.get("value")),
                                          str(b.get("rationale") or ""), _num(a.get("value")),
-                                         str(a.get("rationale") or ""), "; ".join(errors) or None))
+                                         str(a.get("rationale") or ""), "; ".join(errors) or None, scheme))
         out.append(QuestionPair(row.question_id, row.question, row.before.response, row.after.response,
                                 row.before.score, row.after.score, row.delta, tuple(criteria),
                                 row.before.grade.get("ungraded_reason"), row.after.grade.get("ungraded_reason")))
@@ -89,6 +107,53 @@ class Lead:
     before: EvalFile | None  # the initial skill's own test grading (when there is no comparison)
     after: EvalFile | None
     pairs: tuple[QuestionPair, ...]
+    state: State = "finished"
+    progress: LiveProgress | None = None  # state running: how far it has got
+    stop: Incident | None = None  # state stopped: the error it stopped on (None: killed, no error recorded)
+    resume: str | None = None  # state stopped: the command that continues it
+
+    @property
+    def title(self) -> str:
+        """The first section's heading: what the run ships only once it has finished."""
+        return {"running": "This run is still running", "stopped": "This run stopped before it finished"}.get(
+            self.state, "What this run ships")
+
+    @property
+    def data_label(self) -> str:
+        """The header's word for what the run trained on: a benchmark by its name, a user's file by its name."""
+        bench = find(self.run.benchmark)
+        if bench is not None and bench.source is not None:  # one of the paper's benchmarks, not "custom"
+            return benchmark_label(self.run.benchmark)
+        path = self.run.data.get("path")
+        return f"data {PurePath(str(path)).name}" if path else "your data"
+
+    @property
+    def stopped_at(self) -> str:
+        """Where the error stopped it, counted as the progress line counts (from 1): 'in step 2 of 6'."""
+        where = self.stop.where if self.stop is not None else ""
+        index = where.removeprefix("at_step ")
+        if not index.isdigit():
+            return f"at {where}" if where else ""
+        hyper = self.run.config.get("hyper")
+        total = hyper.get("steps") if isinstance(hyper, Mapping) else None
+        return f"in step {int(index) + 1}" + (f" of {total}" if isinstance(total, int) else "")
+
+    @property
+    def step_line(self) -> str | None:
+        """Running: the step of the total, what it is doing, calls answered, time and ETA."""
+        p = self.progress
+        if p is None:
+            return None
+        total = p.steps_total
+        step = min(p.steps_done + 1, total) if total else p.steps_done + 1
+        parts = [f"step {step} of {total}" if total else f"step {step}"]
+        if p.phase:
+            parts.append(f"working on {p.phase}")
+        parts.append(f"{p.calls:,} model calls answered")
+        if p.elapsed is not None:
+            parts.append(f"running for {_clock(p.elapsed)}")
+        parts.append(f"ETA about {_clock(p.eta)}" if p.eta is not None else "ETA once its first step is done")
+        return ", ".join(parts)
 
     @property
     def has_test(self) -> bool:
@@ -109,6 +174,22 @@ def _test_result(run: RunRecord, version: int) -> EvalFile | None:
     return run.evals[stem] if stem is not None else None
 
 
+def _clock(seconds: float) -> str:
+    s = max(round(seconds), 0)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def _state(run: RunRecord) -> tuple[State, Incident | None, str | None]:
+    """(state, the error it stopped on, the resume command): a run without summary.json that no live
+    process holds stopped, on an error it logged or killed; a budget stop is a planned end."""
+    if run.status == "running":
+        return "running", None, None
+    if run.finished:
+        return "finished", None, None
+    stop = next((i for i in reversed(run.incidents) if i.event == "stopped"), None)
+    return "stopped", stop, shlex.join(["decoevo", "resume", str(run.path)])
+
+
 def lead(runs: Sequence[RunRecord]) -> Lead | None:
     """The lead of a report of exactly one run (a sweep's report leads with its tables)."""
     if len(runs) != 1:
@@ -121,8 +202,10 @@ def lead(runs: Sequence[RunRecord]) -> Lead | None:
     diff = None
     if shipped is not None and shipped != 0 and 0 in texts and shipped in texts:
         diff = "\n".join(difflib.unified_diff(texts[0].splitlines(), texts[shipped].splitlines(), "v000 (initial)",
-                                              f"v{shipped:03d} (shipped)", lineterm=""))
+                                              f"v{shipped:03d} ({'shipped' if run.finished else 'so far'})",
+                                              lineterm=""))
     comparison = run.comparison
+    state, stop, resume = _state(run)
     return Lead(run, shipped, None if not kind else kind == "improved", why, diff, comparison,
                 _test_result(run, 0) if shipped not in (None, 0) else None, run.test_eval,
-                grid(comparison) if comparison is not None else ())
+                grid(comparison) if comparison is not None else (), state, run.progress, stop, resume)

@@ -65,6 +65,8 @@ class UsageSummary:
     failures: Mapping[str, int]
     runs_counted: int
     estimated_calls: int = 0  # of paid_calls: sent but never answered (a kill), so their tokens are upper bounds
+    running_calls: int = 0  # answered so far by runs still running (their ledger is written when they end)
+    running_runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,11 @@ def _usage(runs: Iterable[RunRecord]) -> UsageSummary:
             "retries", "repairs", "estimated_calls")
     sums: Counter[str] = Counter()
     failures: Counter[str] = Counter()
-    n = 0
+    n = running = running_calls = 0
     for r in runs:
+        if r.progress is not None:  # a resumed run's ledger.json is its last stop's: calls.jsonl is current
+            running, running_calls = running + 1, running_calls + r.progress.calls
+            continue
         t = r.ledger_total
         if t is None:
             continue
@@ -158,7 +163,8 @@ def _usage(runs: Iterable[RunRecord]) -> UsageSummary:
                         inherited_calls=sums["inherited_calls"], tokens=paid_tokens + sums["inherited_tokens"],
                         paid_tokens=paid_tokens, inherited_tokens=sums["inherited_tokens"],
                         cache_hits=sums["cache_hits"], retries=sums["retries"], repairs=sums["repairs"],
-                        failures=dict(failures), runs_counted=n, estimated_calls=sums["estimated_calls"])
+                        failures=dict(failures), runs_counted=n, estimated_calls=sums["estimated_calls"],
+                        running_calls=running_calls, running_runs=running)
 
 
 def _models(runs: Iterable[RunRecord]) -> tuple[ModelRow, ...]:
@@ -259,12 +265,14 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
     problems += [f"cost table for {benchmark_label(c.benchmark)}: {c.error}" for s in secs for c in s.costs
                  if c.error]
     graders = {ev.grader_model for r in runs for ev in r.evals.values() if ev.grader_model}
-    claims = evaluate_claims(RunEvidence(runs))
+    the_lead = lead(runs)
+    # the paper's claims are about its experiment (reproduce, a sweep): a report of one run leads with that run
+    claims = evaluate_claims(RunEvidence(runs)) if the_lead is None else ()
     return Report(
         title=title, generated_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=__version__,
         inputs=inputs, sweeps=tuple(sweeps), runs=runs, sections=tuple(views), models=_models(runs),
         usage=_usage(runs), budgets=_budgets(runs), graders=tuple(sorted(graders)),
         tiny_grader=any(is_tiny_embedded(g) for g in graders),
         tiny_judge=any(is_tiny_embedded(r.judge_model) for r in runs), problems=tuple(problems),
-        claims=claims, lead=lead(runs), claims_fold=claims_fold(claims),
+        claims=claims, lead=the_lead, claims_fold=claims_fold(claims),
         run_figures={r.anchor: fig for r in runs if (fig := _run_figure(r)) is not None})

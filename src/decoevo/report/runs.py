@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..analysis.costs import RunUsage, RunUsageError, load_run_usage
+from ..analysis.discrimination import Discrimination, run_discrimination
 from ..rundir import (
     BudgetStopEvent,
     InnerStepEvent,
@@ -33,7 +34,7 @@ from ..rundir import (
 )
 from ..rundir.evalfiles import results_of, shipped_comparison, short_model_name
 from ..rundir.outcomes import Outcome
-from ..rundir.progress import live_progress
+from ..rundir.progress import LiveProgress, live_progress
 from ..rundir.records import (
     ALIGNMENT,
     DYNAMICS,
@@ -180,6 +181,11 @@ class RunRecord:
     test_gold: bool | None = None  # whether a test question has a gold rubric; None: data not readable here
     shipped_version: int | None = None  # the solver version the run ships (None: no skill found)
     comparisons: Mapping[str, CompareFile] = field(default_factory=dict)  # eval/compare-*.json, by file stem
+    progress: LiveProgress | None = None  # how far a run a live process is still writing has got
+    # an unfinished run's last checkpoint, where a resume continues: (steps completed, its solver version);
+    # None when no step completed (a resume starts over, the calls it paid for from the cache)
+    checkpoint: tuple[int, int | None] | None = None
+    discrimination: Discrimination | None = None  # whether its judge's scores can tell answers apart
 
     @property
     def finished(self) -> bool:
@@ -444,6 +450,15 @@ def _own(read: Callable[[], R | None], rel: str, reader: RunReader, method: str,
     return data
 
 
+def _checkpoint(reader: RunReader, problems: list[str]) -> tuple[int, int | None] | None:
+    """(steps completed, solver version) of the checkpoint a resume would continue from."""
+    point = _attempt(reader.checkpoint, problems, None)
+    if point is None:
+        return None
+    solver = _map(point.state.get("solver"))
+    return _int(point.state.get("next_step")) or 0, _int(solver.get("version"))
+
+
 def _attempt(read: Callable[[], T], problems: list[str], default: T) -> T:
     """`read()`, or `default` with the reader's message (which names the file) added to the problems."""
     try:
@@ -484,6 +499,8 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     shipped = shipped if shipped is not None else lineages["solver"][-1].version if lineages["solver"] else None
     budget = _map(config.get("budget"))
     status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
+    entries: list[TranscriptEntry] = _attempt(reader.transcripts, problems, [])
+    checkpoint = _checkpoint(reader, problems) if summary is None and live is None else None
     split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
     splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
@@ -499,12 +516,14 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         incidents=incidents, audits=_audits(reader, problems), evals=evals,
         dynamics=_own(reader.dynamics, DYNAMICS, reader, method, seed, problems),
         alignment=_own(reader.alignment, ALIGNMENT, reader, method, seed, problems),
-        **_by_phase(_attempt(reader.transcripts, problems, []), transcripts_shown),
+        **_by_phase(entries, transcripts_shown),
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,
         problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
         shipped_version=shipped,
         comparisons=_eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems),
+        progress=live, checkpoint=checkpoint,
+        discrimination=_attempt(partial(run_discrimination, path, entries), problems, None),
     )
 
 

@@ -46,6 +46,9 @@ class RunLock:
 
     def release(self) -> None:
         if self._fd is not None:
+            # a released lock names no holder: a process that lives on after its run ended (a notebook, a
+            # server, a test) is not taken by a watcher (rundir/progress.py) for the run's live writer
+            os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
