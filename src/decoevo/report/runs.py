@@ -500,6 +500,9 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
     budget = _map(config.get("budget"))
     status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
     splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
+    # read before the record is made: its problems are copied into it when it is made
+    comparisons = _eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems, run_id,
+                              split_ids)
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
         next((u.label for u in models if u.name == "default"), EMBEDDED_DEFAULT)
     return RunRecord(
@@ -518,8 +521,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         if reader.has(PROVENANCE) else None,
         problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
         shipped_version=shipped,
-        comparisons=_eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems, run_id,
-                                split_ids),
+        comparisons=comparisons,
     )
 
 
