@@ -99,6 +99,7 @@ def test_means_over_other_questions_than_the_delta_are_refused(runs: Path, tmp_p
     result, page = _report(run, tmp_path / "r.html")
     said = [w for w in _warnings(result.output) if compared.name in w]
     assert len(said) == 1 and "same paired questions" in said[0], result.output
+    assert f"{record['before_score']:.1f} →" not in page  # its contradictory 'before' mean is not shown
 
 
 def test_a_grading_cut_short_is_warned_about(runs: Path, tmp_path: Path) -> None:
