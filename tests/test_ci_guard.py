@@ -96,6 +96,8 @@ def test_a_changed_prompt_against_the_shipped_one(env: Path, served: str, tmp_pa
     assert broke.exit_code == 1, broke.output
     errors = _error_lines(broke.output)
     assert len(errors) == 1 and "4 question(s) scored lower" in _said(errors[0]), broke.output
+    # self-graded: the command it suggests for an independent grader compares the same file
+    assert f"decoevo compare {env} --skill {worse} --grader-model MODEL" in broke.output
     record = json.loads(next((env / "eval").glob("compare-test-v001-worse-*.json")).read_text())
     assert record["after_version"] is None and record["after_skill"]["path"] == str(worse)
     assert all(r["delta"] < 0 for r in record["rows"])
@@ -161,3 +163,9 @@ def test_the_ci_recipe_passes_the_shipped_prompt_and_fails_a_seeded_regression(e
     test_ids = json.loads((env / "splits.json").read_text())["test"]
     said = _said(errors[0])
     assert "scored lower" in said and "--fail-under 60" in said and all(q in said for q in test_ids), said
+
+
+def test_the_docs_page_holds_the_recipe_as_it_is() -> None:
+    """An installed wheel has docs/*.md only: the page carries the workflow file whole."""
+    page = (ROOT / "docs" / "evaluation-files.md").read_text(encoding="utf-8")
+    assert f"```yaml\n{RECIPE.read_text(encoding='utf-8')}```" in page

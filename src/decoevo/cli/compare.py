@@ -123,8 +123,8 @@ def summary_lines(run_dir: Path, record: dict[str, Any], width: int = 80) -> lis
         roles = list(record.get("self_graded_roles") or [])
         played = ", ".join(roles[:2]) + (f" and {len(roles) - 2} other role(s)" if len(roles) > 2 else "")
         lines.append(f"the grader is the run's own model (it played {played}); for an independent result:")
-        lines.append(f"  {shlex.join(['decoevo', 'compare', str(run_dir)])} --grader-model MODEL "
-                     "[--grader-base-url URL]")
+        again = ["decoevo", "compare", str(run_dir), *(["--skill", skill_file["path"]] if skill_file else [])]
+        lines.append(f"  {shlex.join(again)} --grader-model MODEL [--grader-base-url URL]")
     return lines
 
 
@@ -163,11 +163,11 @@ def compare(
 ) -> None:
     """Your initial solver skill vs the shipped one, per question: both scores, Δ with a paired 95% CI.
 
-    On the run's test split (or --data), graded by the gold grader; prints each question's scores and the
-    criteria that changed, writes RUN/eval/compare-*.json (never an eval result); answers `eval` already paid
-    for come from the cache. `decoevo report RUN` shows both answers side by side. With --skill FILE, the
-    shipped skill vs an edited prompt; with --fail-under / --fail-on-regression, a regression guard for CI
-    (exit 1, one line naming the questions; docs/ci/decoevo-guard.yml)."""
+    On the run's test split (or --data), graded by the gold grader; writes RUN/eval/compare-*.json.
+
+    --skill FILE: the shipped skill vs an edited prompt. --fail-under, --fail-on-regression: exit 1 (CI).
+
+    As a CI guard: docs/evaluation-files.md, docs/ci/decoevo-guard.yml."""
     from ..api import compare_async
     from ..evaluation.guard import check
     from .shipped import unfinished_warning
