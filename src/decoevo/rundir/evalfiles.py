@@ -153,7 +153,7 @@ def foreign(record: object, run_id: str | None, split_ids: Mapping[str, Sequence
         return f"was written for run {theirs}, but this run is {run_id}"
     name, kind = getattr(record, "name", None), getattr(record, "kind", None)
     ids = graded_ids(record)
-    if kind == "test" and split_ids is not None and isinstance(name, str) and name in split_ids and ids:
+    if kind == "test" and split_ids is not None and isinstance(name, str) and split_ids.get(name) and ids:
         extra = sorted(set(ids) - set(split_ids[name]))
         if extra:
             return (f"grades {len(extra)} question(s) this run's {name} split does not hold (first: {extra[0]}): "
