@@ -12,8 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 80
-CHECKED = (["--help"], ["run", "--help"], ["resume", "--help"], ["doctor", "--help"], ["methods"],
-           ["data", "list"])
+CHECKED = (["--help"], ["run", "--help"], ["resume", "--help"], ["compare", "--help"], ["doctor", "--help"],
+           ["methods"], ["data", "list"])
 
 
 def capture(args: list[str], home: Path, cwd: Path | None = None) -> str:

@@ -42,6 +42,7 @@ from .errors import ArgumentError, ConfigError
 from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
 from .rundir import RunEvent, RunReader, RunReadError
 from .rundir.records import CALLS, CHECKPOINT, CONFIG, LEDGER, QUESTIONS
+from .userfiles import read_user_text
 
 TASK_SPEC = "task_spec.txt"
 
@@ -349,20 +350,24 @@ def evaluate(run: RunResult | Path | str, **kwargs: Any) -> dict[str, Any]:
 
 
 async def compare_async(run: RunResult | Path | str, *, data: Mapping[str, Any] | None = None,
-                        grader: ModelSpec | None = None, before: int = 0, after: int | None = None,
+                        grader: ModelSpec | None = None, before: int | None = None, after: int | None = None,
                         force: bool = False, on_item: Callable[[Any], None] | None = None,
                         grader_prompt: str = "auto", concurrency: int | None = None,
-                        name: str | None = None) -> dict[str, Any]:
-    """The initial (`before`, v000) and the shipped (`after`, default the final) solver skill on the run's
-    test split or, given `data` (path, format, limit), on that file; each answer graded by the gold grader,
-    paired per question: both means, after − before with a paired 95% CI, and per question both answers,
-    grades and the criteria that changed. Writes RUN/eval/compare-….json (never an eval result) and returns
-    its record. Answers already paid for (by `evaluate` or an earlier comparison) come from the cache."""
+                        name: str | None = None, split: str = "test",
+                        skill_file: Path | str | None = None) -> dict[str, Any]:
+    """The initial (`before`, default v000) and the shipped (`after`, default the final) solver skill on the
+    run's `split` (test) or, given `data` (path, format, limit), on that file; each answer graded by the gold
+    grader, paired per question: both means (over the paired questions, as the Δ), after − before with a
+    paired 95% CI, and per question both answers, grades and the criteria that changed. With `skill_file`, the
+    after side is the skill in that file (an edited prompt) and the before side, unless `before` names a
+    version, the run's shipped skill: a regression guard for a changed prompt. Writes RUN/eval/compare-….json
+    (never an eval result) and returns its record. Answers already paid for (by `evaluate` or an earlier
+    comparison) come from the cache."""
     from pydantic import ValidationError
 
     from .engine.config import DataConfig, describe_validation_error
     from .evaluation import EvalSession, EvalTarget, RunView
-    from .evaluation.compare import compare
+    from .evaluation.compare import SkillFile, compare
 
     path = _run_path("compare", run)
     need_mapping("compare", "data", data)
@@ -370,9 +375,22 @@ async def compare_async(run: RunResult | Path | str, *, data: Mapping[str, Any] 
     need("compare", "force", force, (bool,), "True or False")
     need("compare", "before", before, (int,), "an integer")
     need("compare", "after", after, (int,), "an integer")
+    need("compare", "split", split, (str,), "a split name")
+    need("compare", "skill_file", skill_file, (str, Path), "a path")
     for which, version in (("before", before), ("after", after)):
-        if (version is None and which == "before") or (isinstance(version, int) and version < 0):
+        if isinstance(version, int) and version < 0:
             raise ArgumentError(f"compare: {which} must be a solver version (0 or more), not {version!r}")
+    if skill_file is not None and after is not None:
+        raise ArgumentError("compare: give after (a version of the run) or skill_file, not both")
+    after_file = None
+    if skill_file is not None:
+        text = read_user_text(skill_file, "skill file").strip()
+        if not text:
+            raise ConfigError(f"skill file {skill_file} is empty; give the prompt to compare (e.g. what "
+                              "`decoevo export RUN -o FILE` wrote, edited)")
+        after_file = SkillFile(str(skill_file), text)
+    if before is None and after_file is None:
+        before = 0  # the initial skill against the shipped one
     need_callable("compare", "on_item", on_item)
     if name is not None and (not isinstance(name, str) or not name or
                              not all(c.isalnum() or c in "-_" for c in name)):
@@ -384,7 +402,7 @@ async def compare_async(run: RunResult | Path | str, *, data: Mapping[str, Any] 
         raise ArgumentError(f"compare: concurrency must be a positive integer, not {concurrency!r}")
     view = RunView(path)
     try:
-        target = EvalTarget(data=DataConfig.model_validate(dict(data)) if data else None, label=name)
+        target = EvalTarget(split=split, data=DataConfig.model_validate(dict(data)) if data else None, label=name)
     except ValidationError as exc:
         raise ConfigError(describe_validation_error("compare(data=...)", exc)) from None
     except ValueError as exc:
@@ -392,7 +410,7 @@ async def compare_async(run: RunResult | Path | str, *, data: Mapping[str, Any] 
     session = EvalSession(view, grader=grader, force=force, grader_prompt=grader_prompt,  # type: ignore[arg-type]
                           concurrency=concurrency)
     try:
-        record = await compare(session, target, before=before, after=after, on_item=on_item)
+        record = await compare(session, target, before=before, after=after, after_file=after_file, on_item=on_item)
     finally:
         await session.aclose()
     if session.saved is not None and not session.saved.write:

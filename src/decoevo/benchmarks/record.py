@@ -185,3 +185,6 @@ class Benchmark:
     # the headline over every evaluated answer, graded or not, when the official aggregator counts an
     # unscored answer against it (LLMEval-Med's Aggregate.py); None: `summarise` over the graded ones
     summarise_all: Summary | None = None
+    # the lowest and highest score its grader gives one question (GradeResult.score): what compare's rows
+    # and means hold (rundir.records accepts any finite score up to 100; tests hold each grader to its range)
+    question_range: tuple[float, float] = (0.0, 100.0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import shlex
 import textwrap
 from itertools import zip_longest
@@ -11,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from ..errors import ConfigError
 from ..rundir.evalfiles import short_model_name
 from .boundary import printable
-from .common import JsonOption, console, fail, guarded, warn
+from .common import JsonOption, console, err_console, fail, guarded, warn
 from .data import choose_data
 from .eval import Force, GraderBaseUrl, GraderModel, RunDirs, _each_run, _grader_spec, _saved, questions_in
 from .settings import refuse_empty
@@ -59,13 +61,19 @@ def _criteria(changed: list[dict[str, Any]], width: int) -> list[str]:
     return out
 
 
+def side_names(record: dict[str, Any]) -> tuple[str, str]:
+    """The two columns' names: `v000`, `v003`, or `file` for a skill from a file (`--skill`)."""
+    after = record.get("after_version")
+    return f"v{record['before_version']:03d}", "file" if after is None else f"v{after:03d}"
+
+
 def per_question_table(record: dict[str, Any], width: int = 80) -> list[str]:
     """The per-question table: question (id and text), both scores, Δ, the criteria whose grade changed;
     every line at most `width` characters (the question's text is cut, the report has it whole)."""
     width = max(60, width)
     q_width = max(16, min(30, (width - 26) * 2 // 5))
     c_width = width - q_width - 6 - 6 - 7 - 5
-    before, after = f"v{record['before_version']:03d}", f"v{record['after_version']:03d}"
+    before, after = side_names(record)
     head = "criteria that changed" if c_width >= 21 else "changed"
     lines = [f"{'question':<{q_width}} {before:>6} {after:>6} {'Δ':>7}  {head}"]
     for row in record["rows"]:
@@ -95,27 +103,51 @@ def summary_lines(run_dir: Path, record: dict[str, Any], width: int = 80) -> lis
     """What `compare` prints for one run: what was compared, the table, the result, where it is, and how to
     make it independent when the grader is one of the run's own models."""
     where = (record["split"] and f"the {record['split']} split") or f"{record['data']}"
-    lines = [f"initial v{record['before_version']:03d} vs shipped v{record['after_version']:03d} on {where}: "
+    before, after = side_names(record)
+    skill_file = record.get("after_skill")
+    what = (f"the run's v{record['before_version']:03d} vs the skill in {skill_file['path']}" if skill_file
+            else f"initial {before} vs shipped {after}")
+    lines = [f"{what} on {where}: "
              f"{record['n_questions']} question(s), {record['n_paired']} graded under both; grader "
              f"{short_model_name(record['grader_model'])}, {record['grader_prompt']} prompt"
              + (f", {record['grader_independence']}" if record.get("self_graded") else "")]
     lines += per_question_table(record, width)
     if record["before_version"] == record["after_version"]:
         lines.append("the run shipped its initial skill: both columns are the same skill")
+    elif record.get("after_same_as_before"):
+        lines.append(f"{skill_file['path'] if skill_file else after} holds the run's v{record['before_version']:03d} "
+                     "unchanged: both columns are the same skill")
     lines += ["both answers to each question side by side, with the grader's reasons:",
               f"  {shlex.join(['decoevo', 'report', str(run_dir)])}"]
     if record.get("self_graded"):
         roles = list(record.get("self_graded_roles") or [])
         played = ", ".join(roles[:2]) + (f" and {len(roles) - 2} other role(s)" if len(roles) > 2 else "")
         lines.append(f"the grader is the run's own model (it played {played}); for an independent result:")
-        lines.append(f"  {shlex.join(['decoevo', 'compare', str(run_dir)])} --grader-model MODEL "
-                     "[--grader-base-url URL]")
+        again = ["decoevo", "compare", str(run_dir), *(["--skill", skill_file["path"]] if skill_file else [])]
+        lines.append(f"  {shlex.join(again)} --grader-model MODEL [--grader-base-url URL]")
     return lines
+
+
+def _threshold(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value}: give a score, a number like 60 on the benchmark's scale")
+    return value
 
 
 @guarded
 def compare(
     run_dirs: list[Path] = RunDirs,
+    split: str = typer.Option("test", help="The run's split to compare on."),
+    skill: Path = typer.Option(None, "--skill", help="Compare the run's shipped skill with the skill in this "
+                               "file (an edited prompt, e.g. what `export -o FILE` wrote) instead of the "
+                               "initial one with the shipped one."),
+    fail_under: float = typer.Option(None, "--fail-under", callback=_threshold, help="Exit 1 when the shipped "
+                                     "(or --skill) skill's mean over the paired questions is under this score "
+                                     "(0-100); the line names the questions under it."),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression", help="Exit 1 when any question "
+                                            "scores lower with the shipped (or --skill) skill than with the "
+                                            "other; the line names them. Either check also fails on a question "
+                                            "not graded under both."),
     data: str = typer.Option(None, help="Compare on every question of this benchmark file instead of the "
                              "run's test split."),
     fmt: str = typer.Option(None, "--format", help="Format of --data (e.g. jsonl, healthbench, llmeval_med)."),
@@ -131,14 +163,19 @@ def compare(
 ) -> None:
     """Your initial solver skill vs the shipped one, per question: both scores, Δ with a paired 95% CI.
 
-    On the run's test split (or --data), graded by the gold grader; prints each question's scores and the
-    criteria that changed, writes RUN/eval/compare-*.json (never an eval result); answers `eval` already paid
-    for come from the cache. `decoevo report RUN` shows both answers side by side."""
+    On the run's test split (or --data), graded by the gold grader; writes RUN/eval/compare-*.json.
+
+    --skill FILE: the shipped skill vs an edited prompt. --fail-under, --fail-on-regression: exit 1 (CI).
+
+    As a CI guard: docs/evaluation-files.md, docs/ci/decoevo-guard.yml."""
     from ..api import compare_async
+    from ..evaluation.guard import check
     from .shipped import unfinished_warning
 
     refuse_empty(data=data, format=fmt, benchmark=benchmark, grader_model=grader_model,
-                 grader_base_url=grader_base_url)
+                 grader_base_url=grader_base_url, split=split)
+    if (data or benchmark) and split != "test":
+        fail(f"--split {split} chooses one of the run's splits; --data/--benchmark compare on a file instead")
     grader = _grader_spec(grader_model, grader_base_url)
     if data and not fmt:
         fail("--data needs --format (the benchmark's format, e.g. jsonl, healthbench or llmeval_med)")
@@ -152,18 +189,45 @@ def compare(
             fail(str(exc))
         target = {"path": path, "format": path_fmt or "jsonl", "limit": limit}
     width = min(console.width, 100)
+    guard_failed: list[str] = []
 
     def job(run_dir: Path, tick: Any) -> tuple[str, bool, dict[str, Any]]:
+        not_a_run = not_a_run_line(run_dir)
+        if not_a_run:
+            raise ConfigError(not_a_run)
         unfinished = unfinished_warning(run_dir, "this compares")
         if unfinished:
             warn(unfinished)
         r = asyncio.run(compare_async(run_dir, data=target, grader=grader, force=force, on_item=lambda _: tick(),
-                                      grader_prompt=grader_prompt, concurrency=concurrency))
+                                      grader_prompt=grader_prompt, concurrency=concurrency, split=split,
+                                      skill_file=skill))
+        before, after = side_names(r)
+        verdict = check(r, fail_under=fail_under, fail_on_regression=fail_on_regression,
+                        before=before, after=str(skill) if skill is not None else after)
+        if fail_under is not None or fail_on_regression:
+            r = {**r, "guard": verdict.to_dict()}
         if not as_json:  # the table and the commands as they are: a command is never wrapped, so it copies whole
             lines = summary_lines(run_dir, r, width)
             lines[0] = f"{run_dir}: {lines[0]}"
             for line in lines:
                 console.print(printable(line), markup=False, highlight=False, soft_wrap=line.startswith("  decoevo "))
+        if not verdict.passed:
+            guard_failed.append(f"{run_dir}: {verdict.line()}")
         return _saved(r, r["n_paired"], f"written {r['file']}")
 
-    _each_run(run_dirs, "comparing", job, as_json, count=questions_in("test", target))
+    _each_run(run_dirs, "comparing", job, as_json, count=questions_in(split, target))
+    for line in guard_failed[:-1]:
+        err_console.print(f"[bold red]error:[/] {escape(printable(line))}", highlight=False)
+    if guard_failed:  # the comparison is written and shown; the guard's verdict is the exit code
+        fail(guard_failed[-1], code=1)
+
+
+def not_a_run_line(run_dir: Path) -> str | None:
+    """One line for a folder that is no run directory (it would otherwise read as a run never finished)."""
+    from ..rundir import RunReader
+
+    if run_dir.is_dir() and RunReader(run_dir).exists():
+        return None
+    what = "no such folder" if not run_dir.exists() else "not a folder" if not run_dir.is_dir() else \
+        "not a decoevo run directory (no config.yaml)"
+    return f"{run_dir}: {what}; pass a run directory made by `decoevo run` (e.g. runs/NAME)"

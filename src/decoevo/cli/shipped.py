@@ -72,7 +72,7 @@ def closing_lines(run_dir: Path) -> list[str]:
     """The run's last lines: what shipped, why, where, and the next commands, each on a line of its own
     under a comment saying what it does (a command line is printed unwrapped, so it copies whole), and each
     one that works on this run: `compare` (first) only when the run holds out a test split, the split it
-    compares on by default."""
+    compares on by default, and ships a rewritten skill (else `eval`, which grades the one it ships)."""
     reader = RunReader(run_dir)
     summary = reader.summary()
     ended = "" if summary is None or summary.run_status == "finished" else f" (stopped early: {summary.stopped})"
@@ -89,10 +89,15 @@ def closing_lines(run_dir: Path) -> list[str]:
         test = len(reader.split_ids().get("test", ())) if reader.has(SPLITS) else 0
     except RunReadError:  # a damaged splits.json: suggest nothing that would fail on it
         test = 0
-    if test:  # the question every user asks first: is the shipped skill better than mine, and where?
+    initial = summary is not None and summary.solver_version == 0
+    if test and not initial:  # the question every user asks first: is the shipped skill better than mine, and where?
         lines += [f"  # your initial vs the shipped skill on its {test} test question(s), per question;",
                   "  # add --grader-model MODEL for an independent grader (without it: self-graded)",
                   f"  decoevo compare {run}"]
+    elif test:  # it ships the initial skill: a comparison would set a skill against itself; its grade says more
+        lines += [f"  # grades the skill it ships (your initial one) on its {test} test question(s);",
+                  "  # add --grader-model MODEL for an independent grader (without it: self-graded)",
+                  f"  decoevo eval {run}"]
     lines += ["  # prints the skill", f"  decoevo export {run}",
               "  # writes report.html: the run on one page", f"  decoevo report {run}"]
     return lines
@@ -102,6 +107,8 @@ def unfinished_warning(run_dir: Path, what: str) -> str | None:
     """For a run killed, still running or stopped: `what` (e.g. "this grades") the solver skill of its last
     checkpoint, not a finished run's."""
     reader = RunReader(run_dir)
+    if not reader.exists():  # not a run at all: the command itself says so, not "unfinished... resume it"
+        return None
     status = reader.status()
     if status not in ("incomplete", "stopped"):
         return None

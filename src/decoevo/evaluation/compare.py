@@ -5,13 +5,16 @@ with either skill costs nothing here."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..analysis.stats import graded_in_both, paired_difference
-from ..domain import Question
+from ..domain import Question, Skill
 from ..grading import role_name
-from ..rundir.evalfiles import compare_stem
+from ..rundir.evalfiles import compare_stem, slug
 from ..rundir.records import EVAL_DIR, CompareFile
 from .evaluate import EvalTarget
 from .independence import independence
@@ -68,14 +71,43 @@ def paired_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "ci_low": ci.ci_low, "ci_high": ci.ci_high, "p_value": ci.p_value, "note": ci.reason}
 
 
-async def compare(session: EvalSession, target: EvalTarget, *, before: int = 0, after: int | None = None,
+@dataclass(frozen=True)
+class SkillFile:
+    """A solver skill from a file (`compare --skill FILE`): an edited prompt set against the run's."""
+
+    path: str  # as the user gave it
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def skill(self) -> Skill:
+        return Skill(kind="solver", version=0, text=self.text, reason=f"from {self.path}")
+
+    def record(self) -> dict[str, Any]:
+        return {"path": self.path, "sha256": self.sha256}
+
+    def slug(self) -> str:
+        """The file's part of the comparison's file name: its stem and a hash of its text (another edit of
+        the same file is another comparison, never a replacement)."""
+        return f"{slug(Path(self.path).stem, 32)}-{self.sha256[:8]}"
+
+
+async def compare(session: EvalSession, target: EvalTarget, *, before: int | None = 0, after: int | None = None,
+                  after_file: SkillFile | None = None,
                   on_item: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Grade solver version `before` (the initial one) and `after` (the shipped one unless given) on
-    `target`'s questions; write RUN/eval/compare-<name>-v<A>-v<B>-<grader>.json and return its record, with
-    `file` (where it was written). Gradings under eval/ are never touched."""
+    """Grade solver version `before` (the initial one; None: the shipped one) and `after` (the shipped one
+    unless given, or the skill in `after_file`) on `target`'s questions; write
+    RUN/eval/compare-<name>-v<A>-v<B>-<grader>.json (…-v<A>-<file>-<grader>.json for a file) and return its
+    record, with `file` (where it was written). Gradings under eval/ are never touched."""
     view = session.view
-    first = view.skill("solver", before)
+    first = view.final("solver") if before is None else view.skill("solver", before)
     second = view.final("solver") if after is None else view.skill("solver", after)
+    if after_file is not None:
+        # the file as `export -o` wrote it (stripped) is the run's skill itself: answer with its exact text, so
+        # an unchanged prompt gets the very answers (and cache entries) of the run's skill
+        second = first if after_file.text == first.text.strip() else after_file.skill()
     questions = target.questions(session)
     official = session.official(questions[0]) if questions else None  # refuses an unfetched "official" up front
 
@@ -98,8 +130,11 @@ async def compare(session: EvalSession, target: EvalTarget, *, before: int = 0, 
         "split": None if target.data is not None else target.split,
         "method": view.method,
         "seed": view.seed,
+        "run_id": view.run_id,
         "before_version": first.version,
-        "after_version": second.version,
+        "after_version": None if after_file is not None else second.version,
+        "after_skill": after_file.record() if after_file is not None else None,
+        "after_same_as_before": after_file is not None and second is first,
         "grader_model": grader.grader_model,
         "self_graded": grader.self_graded,
         "self_graded_roles": sorted(grader.roles),
@@ -108,6 +143,7 @@ async def compare(session: EvalSession, target: EvalTarget, *, before: int = 0, 
         **paired_summary(rows),
         "rows": rows,
     }
-    stem = compare_stem(target.name, first.version, second.version, grader.grader_model, record["grader_prompt"])
+    stem = compare_stem(target.name, first.version, after_file.slug() if after_file is not None else second.version,
+                        grader.grader_model, record["grader_prompt"])
     session.save(stem, record, CompareFile)
     return {**record, "file": f"{EVAL_DIR}/{stem}.json"}

@@ -78,6 +78,7 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
         "skill_version": solver.version,
         "method": view.method,
         "seed": view.seed,
+        "run_id": view.run_id,
         "solver_model": model_label(session.lm_config, ["solve"]),
         "grader_model": grader.grader_model,
         "self_graded": grader.self_graded,

@@ -87,6 +87,12 @@ class RunView:
     def finished(self) -> bool:
         return self.reader.has("summary.json")
 
+    @property
+    def run_id(self) -> str | None:
+        """The id the run was started with (its first start event's; a resume keeps it), which every result
+        written into it carries; None for a run from before ids were recorded."""
+        return next((e.run_id for e in self.reader.events(problems=[]) if isinstance(e, StartEvent)), None)
+
     # ---- skills --------------------------------------------------------------------------------
     def skill(self, kind: str, version: int) -> Skill:
         return self.reader.skill(kind, version)

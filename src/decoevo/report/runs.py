@@ -28,11 +28,12 @@ from ..rundir import (
     RunEvent,
     RunReader,
     RunReadError,
+    StartEvent,
     StoppedEvent,
     TranscriptEntry,
     parse_skill_markdown,
 )
-from ..rundir.evalfiles import results_of, shipped_comparison, short_model_name
+from ..rundir.evalfiles import cut_short, foreign, results_of, shipped_comparison, short_model_name
 from ..rundir.outcomes import Outcome
 from ..rundir.progress import LiveProgress, live_progress
 from ..rundir.records import (
@@ -408,17 +409,28 @@ E = TypeVar("E", EvalFile, CompareFile)
 
 
 def _eval_files(names: list[str], read: Callable[[str], E], reader: RunReader, method: str, seed: int | None,
-                problems: list[str]) -> dict[str, E]:
-    """The gradings (or comparisons) under eval/ by file stem that are this run's own."""
+                problems: list[str], run_id: str | None = None,
+                split_ids: Mapping[str, list[str]] | None = None) -> dict[str, E]:
+    """The gradings (or comparisons) under eval/ by file stem that are this run's own: a file of another
+    method, seed or run (copied in) is left out, and one that covers less of its split than it should is
+    shown with a warning."""
     out: dict[str, E] = {}
     for name in names:
         ev = _attempt(partial(read, name), problems, None)
         if ev is None:
             continue
+        where = reader.path / EVAL_DIR / f"{name}.json"
         if (ev.method, ev.seed) != (method, seed):
-            problems.append(f"{reader.path / EVAL_DIR / f'{name}.json'}: evaluates {ev.method}/seed {ev.seed}, but "
+            problems.append(f"{where}: evaluates {ev.method}/seed {ev.seed}, but "
                             f"the run is {method}/seed {seed}; left out")
             continue
+        other = foreign(ev, run_id, split_ids)
+        if other is not None:
+            problems.append(f"{where}: {other}; left out (not this run's result)")
+            continue
+        short = cut_short(ev, split_ids)
+        if short is not None:
+            problems.append(f"{where}: {short}")
         # the report names a grader that is a file path by its file's stem; the file keeps the path
         out[name] = ev.model_copy(update={"grader_model": short_model_name(ev.grader_model)}) \
             if ev.grader_model else ev
@@ -493,16 +505,21 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         problems.append(str(e))
     lineages = {kind: _lineage(reader, kind, problems) for kind in ("solver", "generator")}
     models, judge = _models(config)
+    split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
+    run_id = next((e.run_id for e in events if isinstance(e, StartEvent)), None)
     evals = {k: _independence(ev, models)
-             for k, ev in _eval_files(reader.eval_names(), reader.eval, reader, method, seed, problems).items()}
+             for k, ev in _eval_files(reader.eval_names(), reader.eval, reader, method, seed, problems, run_id,
+                                      split_ids).items()}
     shipped = _int((summary or {}).get("solver_version"))
     shipped = shipped if shipped is not None else lineages["solver"][-1].version if lineages["solver"] else None
     budget = _map(config.get("budget"))
     status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
     entries: list[TranscriptEntry] = _attempt(reader.transcripts, problems, [])
     checkpoint = _checkpoint(reader, problems) if summary is None and live is None else None
-    split_ids = _attempt(reader.split_ids, problems, None) if reader.has(SPLITS) else None
     splits = {k: tuple(v) for k, v in split_ids.items()} if split_ids is not None else None
+    # read before the record is made: its problems are copied into it when it is made
+    comparisons = _eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems, run_id,
+                              split_ids)
     solver_model = next((u.label for u in models if "solve" in u.roles), None) or \
         next((u.label for u in models if u.name == "default"), EMBEDDED_DEFAULT)
     return RunRecord(
@@ -521,7 +538,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         if reader.has(PROVENANCE) else None,
         problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
         shipped_version=shipped,
-        comparisons=_eval_files(reader.compare_names(), reader.comparison, reader, method, seed, problems),
+        comparisons=comparisons,
         progress=live, checkpoint=checkpoint,
         discrimination=_attempt(partial(run_discrimination, path, entries), problems, None),
     )

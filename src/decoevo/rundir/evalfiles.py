@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 COMPARE_PREFIX = "compare-"
@@ -70,9 +70,12 @@ def result_stem(name: str, skill_version: int, grader_model: str | None, grader_
     return f"{name}-v{skill_version:03d}-{grader_slug(grader_model, grader_prompt)}"
 
 
-def compare_stem(name: str, before: int, after: int, grader_model: str | None, grader_prompt: str | None) -> str:
-    """`compare-test-v000-v003-gpt-4.1-official`: a comparison of two solver versions on `name`'s questions."""
-    return f"{COMPARE_PREFIX}{name}-v{before:03d}-v{after:03d}-{grader_slug(grader_model, grader_prompt)}"
+def compare_stem(name: str, before: int, after: int | str, grader_model: str | None,
+                 grader_prompt: str | None) -> str:
+    """`compare-test-v000-v003-gpt-4.1-official`: a comparison of two solver versions on `name`'s questions;
+    `after` a string (a skill file's slug): `compare-test-v003-prompt-1a2b3c4d-gpt-4.1-official`."""
+    second = f"v{after:03d}" if isinstance(after, int) else after
+    return f"{COMPARE_PREFIX}{name}-v{before:03d}-{second}-{grader_slug(grader_model, grader_prompt)}"
 
 
 class _Graded(Protocol):
@@ -114,7 +117,7 @@ class _Compared(Protocol):
     @property
     def before_version(self) -> int: ...
     @property
-    def after_version(self) -> int: ...
+    def after_version(self) -> int | None: ...
     @property
     def self_graded(self) -> bool | None: ...
     @property
@@ -124,6 +127,49 @@ class _Compared(Protocol):
 def shipped_comparison(comparisons: Mapping[str, _Compared], shipped: int | None) -> str | None:
     """The stem of the comparison of the initial (v000) and the `shipped` solver on the test split; the
     independent and best-covered one when several graders compared them."""
+    if shipped is None:
+        return None
     own = [(c.self_graded is False, c.n_paired, stem) for stem, c in comparisons.items()
            if c.name == "test" and c.before_version == 0 and c.after_version == shipped]
     return max(own)[2] if own else None
+
+
+def graded_ids(record: object) -> list[str] | None:
+    """The question ids a grading (its items) or a comparison (its rows) holds; None when it lists none."""
+    items = getattr(record, "items", None)
+    if isinstance(items, list) and items:
+        return [str(i.get("question_id")) for i in items if isinstance(i, Mapping)]
+    rows = getattr(record, "rows", None)
+    if isinstance(rows, list) and rows:
+        return [str(r.question_id) for r in rows]
+    return None
+
+
+def foreign(record: object, run_id: str | None, split_ids: Mapping[str, Sequence[str]] | None) -> str | None:
+    """Why a result under a run's eval/ is not that run's own (copied from another run), or None: it names
+    another run id, or (records from before ids were kept) grades questions the run's split does not hold."""
+    theirs = getattr(record, "run_id", None)
+    if theirs is not None and run_id is not None and theirs != run_id:
+        return f"was written for run {theirs}, but this run is {run_id}"
+    name, kind = getattr(record, "name", None), getattr(record, "kind", None)
+    ids = graded_ids(record)
+    if kind == "test" and split_ids is not None and isinstance(name, str) and split_ids.get(name) and ids:
+        extra = sorted(set(ids) - set(split_ids[name]))
+        if extra:
+            return (f"grades {len(extra)} question(s) this run's {name} split does not hold (first: {extra[0]}): "
+                    "copied from another run?")
+    return None
+
+
+def cut_short(record: object, split_ids: Mapping[str, Sequence[str]] | None) -> str | None:
+    """How a grading of one of the run's splits covers less than the split (a file cut short or edited: an
+    evaluation grades a split whole), or None."""
+    name, kind = getattr(record, "name", None), getattr(record, "kind", None)
+    ids = graded_ids(record)
+    if kind != "test" or split_ids is None or not isinstance(name, str) or name not in split_ids or ids is None:
+        return None
+    missing = sorted(set(split_ids[name]) - set(ids))
+    if missing:
+        return (f"holds {len(set(ids))} of the {len(split_ids[name])} questions of the {name} split (first "
+                f"missing: {missing[0]}): cut short or edited, so its score is not over the whole split")
+    return None

@@ -55,9 +55,13 @@ def validate_record(model: type[M], data: Any, where: Path | str, prefix: str = 
         return model.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
-        field = ".".join([prefix] * bool(prefix) + [str(p) for p in first["loc"]]) or "(top level)"
+        field = ".".join([prefix] * bool(prefix) + [str(p) for p in first["loc"]])
         more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
-        raise RunReadError(f"{where}: field '{field}': {first['msg']}{more}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "finite_number":  # json.loads reads NaN and Infinity; decoevo never writes them
+            message = f"{first.get('input')!r} is not a number a result holds: the file is damaged"
+        named = f"field '{field}': " if field else ""
+        raise RunReadError(f"{where}: {named}{message}{more}") from None
 
 
 def parse_call_lines(data: bytes, where: Path) -> list[CallLine]:

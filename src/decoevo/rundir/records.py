@@ -7,9 +7,10 @@ default.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 FORMAT_VERSION = 2
 
@@ -122,7 +123,17 @@ class CallLine(_Record):
 
 # ---- evaluation records (RUN/eval/, docs/evaluation-files.md) ---------------------------------------
 class _EvalRecord(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # NaN or infinity is never a score decoevo wrote (json.loads reads `NaN`): such a file is damaged, and
+    # refusing it names the file instead of showing "Δ +nan"
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+
+
+# A question's own score (0-100 style) as the benchmarks' graders give it. Most rules are 0-100 (WritingBench's
+# floor is 10), but HealthBench's per-conversation score is not clipped: negative-point criteria can take it
+# below 0 with no bound (the official rule clips only the benchmark mean). So a per-question score, and a
+# mean of them, is any finite number up to 100; each benchmark declares its own range (`Benchmark.
+# question_range`) and tests hold every grader to it and to this.
+QUESTION_SCORE_MAX = 100.0
 
 
 class EvalFile(_EvalRecord):
@@ -149,6 +160,17 @@ class EvalFile(_EvalRecord):
     n_ungraded: int = Field(ge=0)
     details: dict[str, Any] = Field(default_factory=dict)
     items: list[dict[str, Any]] = Field(default_factory=list)
+    # the run that was graded (its start event's run id): a result copied into another run is not that
+    # run's result; None in records written before it was recorded
+    run_id: str | None = None
+
+    @model_validator(mode="after")
+    def _whole(self) -> EvalFile:
+        # each graded or ungraded question has its item: fewer items than counted is a file cut short
+        if self.items and len(self.items) != self.n_graded + self.n_ungraded:
+            raise ValueError(f"lists {len(self.items)} question(s) but counts {self.n_graded + self.n_ungraded} "
+                             "(graded + ungraded): the file was cut short or edited")
+        return self
 
     @property
     def coverage(self) -> float:
@@ -160,7 +182,7 @@ class CompareSide(_EvalRecord):
     """One skill's answer to one question and its gold grade (GradeResult.model_dump())."""
 
     response: str | None = None
-    score: float | None = Field(None, ge=0, le=100)
+    score: float | None = Field(None, le=QUESTION_SCORE_MAX)  # on the benchmark's per-question range (above)
     grade: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -184,21 +206,51 @@ class CompareFile(_EvalRecord):
     method: str
     seed: int
     before_version: int = Field(ge=0)
-    after_version: int = Field(ge=0)
+    after_version: int | None = Field(ge=0)  # None: the after side is a skill file (`after_skill`)
+    # `compare --skill FILE`: the skill compared against the run's (path as given, sha256 of its text)
+    after_skill: dict[str, Any] | None = None
     grader_model: str | None = None
     self_graded: bool | None = None
     self_graded_roles: list[str] = Field(default_factory=list)
     grader_prompt: Literal["official", "ours"] | None = None
     n_questions: int = Field(ge=0)
     n_paired: int = Field(ge=0)  # graded under both skills: the only questions the difference uses
-    before_score: float | None = Field(None, ge=0, le=100)  # mean over the paired questions
-    after_score: float | None = Field(None, ge=0, le=100)
+    # means over the paired questions (the Δ's questions), unclipped: HealthBench's may be below 0
+    before_score: float | None = Field(None, le=QUESTION_SCORE_MAX)
+    after_score: float | None = Field(None, le=QUESTION_SCORE_MAX)
     mean_delta: float | None = None
     ci_low: float | None = None  # paired t-based 95% interval of the mean difference (None: fewer than 2 pairs)
     ci_high: float | None = None
     p_value: float | None = Field(None, ge=0, le=1)
     note: str | None = None  # why the interval is missing or degenerate
     rows: list[CompareRow] = Field(default_factory=list)
+    run_id: str | None = None  # as in EvalFile
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CompareFile:
+        """The summary is what the rows say: every question has its row, and both means and the Δ are over
+        the same paired questions (a file whose numbers disagree with its rows was edited or cut short)."""
+        if self.after_version is None and self.after_skill is None:
+            raise ValueError("after_version is missing and no after_skill names the skill compared")
+        if not self.rows:
+            return self
+        if len(self.rows) != self.n_questions:
+            raise ValueError(f"holds {len(self.rows)} row(s) but counts {self.n_questions} question(s): "
+                             "the file was cut short or edited")
+        paired = [r for r in self.rows if r.before.score is not None and r.after.score is not None]
+        if len(paired) != self.n_paired:
+            raise ValueError(f"{len(paired)} row(s) are graded under both skills but n_paired is {self.n_paired}")
+        if not paired:
+            return self
+        means = {"before_score": sum(r.before.score for r in paired) / len(paired),  # type: ignore[misc]
+                 "after_score": sum(r.after.score for r in paired) / len(paired)}  # type: ignore[misc]
+        means["mean_delta"] = means["after_score"] - means["before_score"]
+        for key, want in means.items():
+            got = getattr(self, key)
+            if got is None or not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-6):
+                raise ValueError(f"{key} is {got} but the {len(paired)} paired row(s) give {want:.6g}: the "
+                                 "means and the Δ must be over the same paired questions")
+        return self
 
 
 class DynamicsPoint(_EvalRecord):

@@ -3,6 +3,7 @@ signed points. The official files are dated JSONL files on OpenAI's public blob 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,4 +62,6 @@ BENCHMARK = Benchmark(
     grade=grade_healthbench, task_spec=TASK_SPEC, source=SOURCE, summarise=summarise,
     headline="mean rubric score over conversations, clipped to [0, 100]",
     official_prompts=PROMPTS, official=grade_healthbench_official, grader_calls=per_item_calls,
+    # a conversation's own score is not clipped: met negative-point criteria take it below 0, without bound
+    question_range=(-math.inf, 100.0),
 )

@@ -33,4 +33,5 @@ BENCHMARK = Benchmark(
     grade=grade_writingbench, task_spec=TASK_SPEC, source=SOURCE,
     headline="mean criterion score (1-10) x10",
     official_prompts=PROMPTS, official=grade_writingbench_official, grader_calls=per_item_calls,
+    question_range=(10.0, 100.0),  # criteria scored 1-10, x10: the floor is 10
 )
