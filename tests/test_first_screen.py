@@ -151,6 +151,7 @@ def test_the_compare_grid_shows_grades_on_their_scale() -> None:
     cmp = CompareFile.model_validate({
         "name": "test", "kind": "test", "benchmark": "weighted", "method": "decoevo", "seed": 3,
         "before_version": 0, "after_version": 1, "n_questions": 1, "n_paired": 1,
+        "before_score": 50.0, "after_score": 50.0, "mean_delta": 0.0,
         "rows": [{"question_id": "q1", "question": "knee?", "before": side, "after": side, "delta": 0.0}]})
     html = str(environment().get_template("compare.html.j2").module.compare_grid(cmp, grid(cmp)))  # type: ignore[attr-defined]
     table = html.split('class="compact criteria"', 1)[1].split("</table>", 1)[0]
