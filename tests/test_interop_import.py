@@ -240,7 +240,7 @@ def test_a_file_over_the_bound_is_refused_before_it_is_parsed(tmp_path: Path, mo
                                      "--runs-root", str(tmp_path / "runs")])
         assert result.exit_code == 2, result.output
         said = " ".join(result.output.split())
-        assert "is 80.0 MB, more than decoevo reads from an imported file (32 MB)" in said
+        assert "is 80.0 MB, more than decoevo reads from an imported file (10 MB)" in said
         assert "DECOEVO_IMPORT_MAX_MB" in said and "Traceback" not in said
     monkeypatch.setenv("DECOEVO_IMPORT_MAX_MB", "0.0001")
     small = _write(tmp_path, _config(_mixed_tests(4)))
@@ -274,6 +274,7 @@ def test_a_date_stays_the_text_it_was_written_as(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("name", "text", "where"), [
     ("d.csv", 'input,target\nhello,1\n"broken,2\nmore,3\n',
      "line 3: a quoted cell opens on this line and is never closed$"),
+    ("d.csv", 'input,target,input\nhello,1,2\n', "line 1: the header names the column 'input' twice"),
     ("d.jsonl", '{"input": "x"}\n{"input": "y", "metadata": {"a": NaN}}\n', r"line 2: not valid JSON \(NaN is not"),
     ("d.json", '[\n  {"input": "x"},\n  {"input": "y",\n   "target": 3}\n]\n', "line 3, field 'target'"),
     ("d.json", '{"input": "x"}', "a .json dataset is an array of samples"),
