@@ -92,6 +92,12 @@ def test_strict_refuses_anything_unused_in_one_line(tmp_path: Path) -> None:
     said = " ".join(result.output.split())
     assert "--strict" in said and "6 icontains, 3 contains, 3 javascript" in said and "Traceback" not in said
     assert not (tmp_path / "runs").exists()
+    tests = _mixed_tests(4)
+    tests[3]["description"] = "\x1b]0;owned\x07\x1b[2J"
+    result = runner.invoke(app, ["run", "--data", str(_write(tmp_path, _config(tests))), "--format", "promptfoo",
+                                 "--preset", "none-such", "--runs-root", str(tmp_path / "runs")])  # said, then refused
+    assert result.exit_code == 2 and "have only assertions decoevo does not use" in result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output  # a description is never a terminal control
     clean = [{"vars": {"query": "Is it fine to run through the pain?"},
               "assert": [{"type": "llm-rubric", "value": "Says to stop"}]}]
     assert read_imported(_write(tmp_path, _config(clean)), "promptfoo").summary.unused == ()  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ from rich.markup import escape
 from ..errors import ConfigError
 from ..lm import LMError
 from ..redact import redact
-from .boundary import failure_label
+from .boundary import failure_label, printable
 from .common import (
     AllowUnlistedOption,
     BaseUrlOption,
@@ -131,7 +131,7 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
         flags, model_line = flags_with_imported_model(replace(flags, fmt=None), imported)
         out = err_console if as_json else console
         for line in [*imported.account(), *([model_line] if model_line else [])]:
-            out.print(line, highlight=False, markup=False)
+            out.print(printable(line), highlight=False, markup=False)  # the file's text, never a terminal control
     elif question_var is not None:
         raise ConfigError("--question-var goes with --format promptfoo")
     elif strict:
