@@ -213,6 +213,8 @@ def test_an_inspect_target_is_the_gold_rubric(tmp_path: Path) -> None:
         "the reference)",
         "not used: 1 choices (multiple-choice options Inspect's multiple_choice solver shows; decoevo asks the "
         "input alone)"]
+    with pytest.raises(ConfigError, match=r"^--strict: d\.jsonl holds what decoevo does not use \(1 choices\)"):
+        read_imported(path, "inspect", strict=True)
 
 
 def test_an_inspect_run_then_the_compare_its_next_line_names(toy_env: Path) -> None:

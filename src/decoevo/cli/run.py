@@ -37,6 +37,8 @@ from .common import (
 from .data import choose_data
 from .display import print_json
 
+IMPORT_PANEL = "promptfoo configs and Inspect datasets (--format promptfoo|inspect)"
+
 
 def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
              accept_changed_config: bool = False, as_json: bool = False) -> None:
@@ -76,9 +78,9 @@ def run(
                              "hf://datasets/OWNER/NAME/FILE (default: the bundled sample)."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med, eqbench_cw; promptfoo (a config) or inspect (a dataset)"),
-    question_var: str = typer.Option(None, "--question-var", rich_help_panel="promptfoo configs (--format promptfoo)",
-                                     help="The test variable holding the question (default: found)."),
-    strict: bool = typer.Option(False, "--strict", rich_help_panel="promptfoo configs (--format promptfoo)",
+    question_var: str = typer.Option(None, "--question-var", rich_help_panel=IMPORT_PANEL,
+                                     help="promptfoo: the test variable holding the question (default: found)."),
+    strict: bool = typer.Option(False, "--strict", rich_help_panel=IMPORT_PANEL,
                                 help="Refuse a promptfoo config or Inspect dataset holding anything decoevo does "
                                      "not use (assertions promptfoo runs itself, sandbox fields, ...)."),
     benchmark: str = BenchmarkOption,
@@ -125,9 +127,7 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
     if flags.fmt in IMPORT_FORMATS:  # read (and refused) before anything is made; staged into each run directory
         if not flags.data:
             raise ConfigError(f"--format {flags.fmt} needs --data FILE")
-        imported = read_imported(flags.data, flags.fmt, question_var=question_var)
-        if strict and imported.summary is not None:
-            imported.summary.refuse_unused(imported.source)
+        imported = read_imported(flags.data, flags.fmt, question_var=question_var, strict=strict)
         flags, model_line = flags_with_imported_model(replace(flags, fmt=None), imported)
         out = err_console if as_json else console
         for line in [*imported.account(), *([model_line] if model_line else [])]:
