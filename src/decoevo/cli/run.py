@@ -13,7 +13,7 @@ from rich.markup import escape
 from ..errors import ConfigError
 from ..lm import LMError
 from ..redact import redact
-from .boundary import failure_label
+from .boundary import failure_label, printable
 from .common import (
     AllowUnlistedOption,
     BaseUrlOption,
@@ -36,6 +36,8 @@ from .common import (
 )
 from .data import choose_data
 from .display import print_json
+
+IMPORT_PANEL = "promptfoo configs and Inspect datasets (--format promptfoo|inspect)"
 
 
 def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
@@ -76,8 +78,11 @@ def run(
                              "hf://datasets/OWNER/NAME/FILE (default: the bundled sample)."),
     fmt: str = typer.Option(None, "--format", help="jsonl (yours), healthbench, writingbench, scholarqa_cs, "
                             "researchqa, llmeval_med, eqbench_cw; promptfoo (a config) or inspect (a dataset)"),
-    question_var: str = typer.Option(None, "--question-var", rich_help_panel="promptfoo configs (--format promptfoo)",
-                                     help="The test variable holding the question (default: found)."),
+    question_var: str = typer.Option(None, "--question-var", rich_help_panel=IMPORT_PANEL,
+                                     help="promptfoo: the test variable holding the question (default: found)."),
+    strict: bool = typer.Option(False, "--strict", rich_help_panel=IMPORT_PANEL,
+                                help="Refuse a promptfoo config or Inspect dataset holding anything decoevo does "
+                                     "not use (assertions promptfoo runs itself, sandbox fields, ...)."),
     benchmark: str = BenchmarkOption,
     task: str = typer.Option(None, help="Task family for the structural audit spec (healthbench, writingbench...)"),
     task_spec: str = typer.Option(None, help="A text file with your own structural-audit specification."),
@@ -108,23 +113,29 @@ def run(
 
     flags = RunFlags(config_file, method, data, fmt, benchmark, task, task_spec, model, base_url, seeds, steps,
                      preset, max_calls, max_tokens, max_cost, no_cache, tuple(set_), pilot, limit, concurrency)
-    guard(_run, flags, runs_root, name, (track, track_uri), as_json, allow_unlisted_model, question_var)
+    guard(_run, flags, runs_root, name, (track, track_uri), as_json, allow_unlisted_model, question_var, strict)
 
 def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None, str | None], as_json: bool,
-         allow_unlisted: bool = False, question_var: str | None = None) -> None:
+         allow_unlisted: bool = False, question_var: str | None = None, strict: bool = False) -> None:
     from dataclasses import replace
 
     from ..interop import IMPORT_FORMATS, read_imported
     from ..interop.staging import discard_unstarted, staged_config
+    from .import_flags import flags_with_imported_model
 
     imported = None
     if flags.fmt in IMPORT_FORMATS:  # read (and refused) before anything is made; staged into each run directory
         if not flags.data:
             raise ConfigError(f"--format {flags.fmt} needs --data FILE")
-        imported = read_imported(flags.data, flags.fmt, question_var=question_var)
-        flags = replace(flags, fmt=None)
+        imported = read_imported(flags.data, flags.fmt, question_var=question_var, strict=strict)
+        flags, model_line = flags_with_imported_model(replace(flags, fmt=None), imported)
+        out = err_console if as_json else console
+        for line in [*imported.account(), *([model_line] if model_line else [])]:
+            out.print(printable(line), highlight=False, markup=False)  # the file's text, never a terminal control
     elif question_var is not None:
         raise ConfigError("--question-var goes with --format promptfoo")
+    elif strict:
+        raise ConfigError("--strict goes with --format promptfoo or --format inspect")
     from ..lm.local import check_embedded
     from ..tasks.splits import SplitsTooLarge
     from ..tracking import make_tracker

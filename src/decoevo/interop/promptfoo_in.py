@@ -6,28 +6,46 @@
 - the first prompt: the initial solver skill (a chat prompt's system message, or a text prompt with the
   question's placeholder taken out);
 - `llm-rubric` assertions (the tests' and `defaultTest`'s): the task specification's requirements, and each
-  test's own as its weighted gold rubric (`not-llm-rubric`: negative points), which `decoevo eval` grades.
+  test's own as its weighted gold rubric (`not-llm-rubric`: negative points), which `decoevo eval` grades;
+- `providers:` the model decoevo calls when the user names none (promptfoo_model.py).
+Everything else is counted in the Imported's summary (per assertion type: what became what, what promptfoo
+runs and decoevo cannot) and kept verbatim for an export to write back: each test's assertions, other vars
+and fields in its question's `meta["promptfoo"]`, the config's `providers` and `defaultTest` in `kept`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
+import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ..domain import GoldItem, GoldRubric, Question, Turn
 from ..errors import DatasetError
-from ..userfiles import read_user_text
-from .imported import Imported
+from .imported import Imported, ImportSummary, Use
+from .importfiles import csv_records, plain, read_import_text, without_secrets
+from .promptfoo_model import imported_model
 from .yamllines import line_of, load_yaml_lined
 
 VAR = re.compile(r"\{\{\s*([A-Za-z_][\w]*)\s*(?:\|[^}]*)?\}\}")
 COMMON_NAMES = ("question", "query", "input", "prompt", "message", "user_input", "request")
 RUBRIC_TYPES = {"llm-rubric": 1.0, "not-llm-rubric": -1.0}
 MAX_SPEC_ITEMS = 40
+READ_FIELDS = ("vars", "assert", "description", "metadata")  # what the account does not list as unused
+KEPT_CONFIG = ("description", "providers", "defaultTest")  # written back by an export
+# promptfoo's CSV `__expected` prefixes (assertionFromString): the types it knows, and its short names
+CSV_ASSERT = re.compile(r"(not-)?([a-z][a-z0-9-]*)(?:\((\d+(?:\.\d+)?)\))?:(.*)\Z", re.DOTALL)
+CSV_ALIASES = {"grade": "llm-rubric", "fn": "javascript", "eval": "javascript", "file": "javascript"}
+CSV_TYPES = frozenset((
+    "llm-rubric", "javascript", "python", "contains", "icontains", "contains-any", "contains-all",
+    "icontains-any", "icontains-all", "equals", "regex", "starts-with", "is-json", "contains-json", "is-sql",
+    "contains-sql", "is-xml", "contains-xml", "is-valid-openai-tools-call", "is-valid-openai-function-call",
+    "similar", "levenshtein", "rouge-n", "bleu", "meteor", "gleu", "model-graded-closedqa", "factuality",
+    "answer-relevance", "context-recall", "context-relevance", "context-faithfulness", "g-eval", "classifier",
+    "moderation", "perplexity", "perplexity-score", "cost", "latency", "webhook", "select-best", "word-count",
+))
 
 
 class _Where:
@@ -66,7 +84,7 @@ def _prompt_text(config_path: Path, prompts: Any) -> tuple[str, int | None]:
         if target.suffix not in (".txt", ".md", ".json", ".j2", ".yaml", ".yml", ""):
             raise where.fail("prompts[0]", f"{target.suffix} prompt files are code; decoevo reads text or JSON "
                              "chat prompts", line)
-        return read_user_text(target, "prompt file"), None
+        return read_import_text(target, "prompt file"), None
     return first, line
 
 
@@ -127,12 +145,12 @@ def _tests_file(path: Path) -> list[tuple[Path, int | None, str, dict[str, Any]]
         return _csv_tests(path)
     if path.suffix == ".jsonl":
         rows: list[tuple[Path, int | None, str, dict[str, Any]]] = []
-        for n, line in enumerate(read_user_text(path, "tests file").split("\n"), 1):
+        for n, line in enumerate(read_import_text(path, "tests file").split("\n"), 1):
             if line.strip():
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DatasetError(path, n, None, f"not valid JSON ({exc.msg})") from None
+                    obj = json.loads(line, parse_constant=_no_constant)
+                except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+                    raise DatasetError(path, n, None, f"not valid JSON ({getattr(exc, 'msg', exc)})") from None
                 if not isinstance(obj, dict):
                     raise DatasetError(path, n, None, "each line must be a test (a JSON object)")
                 rows.append((path, n, "test", obj))
@@ -148,21 +166,36 @@ def _tests_file(path: Path) -> list[tuple[Path, int | None, str, dict[str, Any]]
     return out
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _csv_assertion(cell: str) -> dict[str, Any]:
+    """A promptfoo CSV `__expected` cell as the assertion promptfoo makes of it: `grade:`/`llm-rubric:` a
+    rubric, `fn:`/`eval:`/`javascript:` JavaScript, `TYPE:` or `not-TYPE(threshold):` that type, anything
+    else an `equals`."""
+    match = CSV_ASSERT.match(cell)
+    if match is None:
+        return {"type": "equals", "value": cell}
+    neg, kind, threshold, value = match.groups()
+    kind = CSV_ALIASES.get(kind, kind)
+    if kind not in CSV_TYPES:
+        return {"type": "equals", "value": cell}
+    out: dict[str, Any] = {"type": f"{neg or ''}{kind}", "value": value.strip()}
+    if threshold is not None:
+        out["threshold"] = float(threshold)
+    return out
+
+
 def _csv_tests(path: Path) -> list[tuple[Path, int | None, str, dict[str, Any]]]:
-    """promptfoo's CSV tests: a column per variable; `__expected` columns hold assertions (`llm-rubric: ...`)."""
-    reader = csv.DictReader(io.StringIO(read_user_text(path, "tests file")))
+    """promptfoo's CSV tests: a column per variable; `__expected` columns hold assertions (`grade: ...`)."""
     out: list[tuple[Path, int | None, str, dict[str, Any]]] = []
-    for row in reader:
-        line = reader.line_num
-        if None in row:
-            raise DatasetError(path, line, None, "has more cells than the header has columns")
-        asserts = []
-        for col, cell in row.items():
-            if col.startswith("__expected") and cell and ":" in cell:
-                kind, value = cell.split(":", 1)
-                asserts.append({"type": kind.strip(), "value": value.strip()})
-        out.append((path, line, "row", {"vars": {k: v for k, v in row.items() if not k.startswith("__")},
-                                        "assert": asserts, "description": row.get("__description")}))
+    for line, row in csv_records(path, read_import_text(path, "tests file")):
+        asserts = [_csv_assertion(cell) for col, cell in row.items() if col.startswith("__expected") and cell.strip()]
+        test: dict[str, Any] = {"vars": {k: v for k, v in row.items() if not k.startswith("__")}, "assert": asserts}
+        if row.get("__description"):
+            test["description"] = row["__description"]
+        out.append((path, line, "row", test))
     return out
 
 
@@ -171,7 +204,8 @@ def _find_question_var(config_path: Path, tests: list[tuple[Path, int | None, st
     in_prompt = set(VAR.findall(prompt))
     everywhere: set[str] | None = None
     for _, _, _, test in tests:
-        names = set(test.get("vars") or {}) if isinstance(test.get("vars"), dict) else set()
+        variables = test.get("vars")
+        names = {k for k in variables if isinstance(k, str)} if isinstance(variables, dict) else set()
         everywhere = names if everywhere is None else everywhere & names
     everywhere = everywhere or set()
     for pool in (everywhere & in_prompt, everywhere):
@@ -184,31 +218,66 @@ def _find_question_var(config_path: Path, tests: list[tuple[Path, int | None, st
                        f"{', '.join(sorted(everywhere)) or 'none'}); name it with --question-var")
 
 
-def _rubric_items(path: Path, line: int | None, field: str, asserts: Any) -> list[GoldItem]:
+def _assertions(path: Path, line: int | None, field: str, asserts: Any) -> list[tuple[str, GoldItem | None]]:
+    """Each assertion's type and, for an llm-rubric, the gold criterion it becomes (None: promptfoo's own)."""
     if asserts is None:
         return []
     if not isinstance(asserts, list):
         raise DatasetError(path, line, f"{field}.assert", "must be a list of assertions")
-    items = []
+    out: list[tuple[str, GoldItem | None]] = []
     for k, a in enumerate(asserts):
+        where = line_of(a) or line_of(asserts) or line
         if not isinstance(a, dict):
-            raise DatasetError(path, line_of(asserts) or line, f"{field}.assert[{k}]", "must be a mapping with type")
-        sign = RUBRIC_TYPES.get(str(a.get("type")))
-        if sign is None:
-            continue  # other assertions (contains, javascript, ...) are promptfoo's to run, not a rubric
-        where = line_of(a) or line
+            raise DatasetError(path, where, f"{field}.assert[{k}]", "must be a mapping with type")
+        kind = a.get("type")
+        if not isinstance(kind, str) or not kind.strip() or not kind.isprintable():
+            raise DatasetError(path, where, f"{field}.assert[{k}].type", "must name the assertion's type")
+        sign = RUBRIC_TYPES.get(kind)
         value = a.get("value")
+        if sign is None or (isinstance(value, str) and value.startswith("file://")):
+            out.append((kind if sign is None else f"{kind} (file:// value)", None))
+            continue
         if not isinstance(value, str) or not value.strip():
             raise DatasetError(path, where, f"{field}.assert[{k}].value", "an llm-rubric needs its rubric as text")
         weight = a.get("weight", 1)
         if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= 1e6:
             raise DatasetError(path, where, f"{field}.assert[{k}].weight", "must be a positive number")
-        items.append(GoldItem(text=" ".join(value.split()), points=sign * float(weight)))
-    return items
+        out.append((kind, GoldItem(text=" ".join(value.split()), points=sign * float(weight))))
+    return out
 
 
 def _requirement(item: GoldItem) -> str:
     return item.text if item.points > 0 else f"Does not do this: {item.text}"
+
+
+def _question_text(source: Path, line: int | None, field: str, text: Any) -> str:
+    if isinstance(text, float) and not math.isfinite(text):
+        raise DatasetError(source, line, field, f"is {text}, not a question")
+    if isinstance(text, bool) or not isinstance(text, str | int | float) or not str(text).strip():
+        kind = ("a list (promptfoo runs each value; decoevo reads one)" if isinstance(text, list)
+                else "empty or not text")
+        raise DatasetError(source, line, field, f"is {kind}")
+    return str(text)
+
+
+def _name(qid: str, source: Path, line: int | None, test: dict[str, Any]) -> str:
+    desc = test.get("description")
+    where = f"{source.name}:{line}" if line is not None else source.name
+    label = f" {' '.join(desc.split())[:60]!r}" if isinstance(desc, str) and desc.strip() else ""
+    return f"{qid} ({where}{label})"
+
+
+def _uses(counts: Counter[str], became: str, suffix: str = "") -> list[Use]:
+    out = []
+    for kind, n in counts.most_common():
+        base = kind.removesuffix(" (file:// value)")
+        if kind in RUBRIC_TYPES:
+            out.append(Use(kind + suffix, n, became))
+        elif base != kind:
+            out.append(Use(kind + suffix, n, None, "a rubric in a file decoevo does not read"))
+        else:
+            out.append(Use(kind + suffix, n, None, "promptfoo runs these; decoevo cannot"))
+    return out
 
 
 def read_promptfoo(path: Path, *, question_var: str | None = None) -> Imported:
@@ -224,30 +293,59 @@ def read_promptfoo(path: Path, *, question_var: str | None = None) -> Imported:
     default = config.get("defaultTest") or {}
     if not isinstance(default, dict):
         raise DatasetError(path, line_of(config), "defaultTest", "must be a mapping")
-    shared = _rubric_items(path, line_of(default), "defaultTest", default.get("assert"))
+    shared_asserts = _assertions(path, line_of(default), "defaultTest", default.get("assert"))
+    shared = [i for _, i in shared_asserts if i is not None]
     questions: list[Question] = []
     requirements: dict[str, None] = {_requirement(i): None for i in shared}
+    counts: Counter[str] = Counter()
+    fields: Counter[str] = Counter()
+    unchecked: list[str] = []
+    no_gold = secrets = 0
     for n, (source, line, field, test) in enumerate(tests, 1):
         variables = test.get("vars")
         if not isinstance(variables, dict) or qvar not in variables:
             raise DatasetError(source, line, f"{field}.vars.{qvar}", "is missing (the question's variable; "
                                "name another with --question-var)")
-        text = variables[qvar]
-        if isinstance(text, bool) or not isinstance(text, str | int | float) or not str(text).strip():
-            kind = ("a list (promptfoo runs each value; decoevo reads one)" if isinstance(text, list)
-                    else "empty or not text")
-            raise DatasetError(source, line, f"{field}.vars.{qvar}", f"is {kind}")
-        own = _rubric_items(source, line, field, test.get("assert"))
+        text = _question_text(source, line, f"{field}.vars.{qvar}", variables[qvar])
+        asserts = _assertions(source, line, field, test.get("assert"))
+        counts.update(kind for kind, _ in asserts)
+        own = [i for _, i in asserts if i is not None]
+        qid = f"t{n:03d}"
+        if asserts and not own:
+            unchecked.append(_name(qid, source, line, test))
         items = own + shared
         for item in own:
             requirements.setdefault(_requirement(item), None)
         gold = GoldRubric(scheme="weighted", items=tuple(items)) if any(i.points > 0 for i in items) else None
-        desc = test.get("description")
-        meta = {"promptfoo": {"description": desc}} if isinstance(desc, str) and desc else {}
-        turns = (Turn(role="user", content=str(text)),)
-        questions.append(Question(id=f"t{n:03d}", turns=turns, gold=gold, meta=meta))
+        no_gold += gold is None
+        fields.update(str(k) for k in test if k not in READ_FIELDS)
+        kept = {str(k): v for k, v in test.items() if k != "vars"}
+        kept["vars"] = {k: v for k, v in variables.items() if k != qvar}
+        kept, dropped = without_secrets(plain(kept, source, line, field))
+        secrets += dropped
+        meta = {"promptfoo": {"question_var": qvar, **kept}}
+        turns = (Turn(role="user", content=text),)
+        questions.append(Question(id=qid, turns=turns, gold=gold, meta=meta))
     reqs = list(requirements)
     if len(reqs) > MAX_SPEC_ITEMS:
         reqs = [*reqs[:MAX_SPEC_ITEMS], f"(and {len(reqs) - MAX_SPEC_ITEMS} more of the same kind)"]
+    uses = [*_uses(counts, "gold rubric/task spec"),
+            *_uses(Counter(kind for kind, _ in shared_asserts), "every test's gold rubric/task spec", " (defaultTest)"),
+            *(Use(f"test field '{k}'", c, None, "kept for the export; a decoevo run does not use it")
+              for k, c in fields.most_common())]
+    if isinstance(config.get("scenarios"), list) and config["scenarios"]:
+        uses.append(Use("scenarios", len(config["scenarios"]), None, "decoevo reads the tests only"))
+    model, model_note = imported_model(config.get("providers"))
+    notes = [model_note] if model_note else []
+    if no_gold:
+        notes.append(f"{no_gold} of {len(questions)} tests have no llm-rubric (their own or defaultTest's): "
+                     "no gold rubric, so `decoevo compare` and `decoevo eval` refuse a test split holding one")
+    kept_config, dropped = without_secrets({k: plain(config[k], path, line_of(config[k]) or line_of(config), k)
+                                            for k in KEPT_CONFIG if k in config})
+    if secrets + dropped:
+        notes.append(f"{secrets + dropped} credential(s) written in the file (apiKey, ...) are not kept: decoevo "
+                     "never copies a key; it reads keys from environment variables")
+    summary = ImportSummary(unit="tests", read=len(questions), uses=tuple(uses), unchecked=tuple(unchecked),
+                            unchecked_why="have only assertions decoevo does not use", notes=tuple(notes))
     return Imported(source=str(path), format="promptfoo", questions=tuple(questions), skill=skill,
-                    requirements=tuple(reqs))
+                    requirements=tuple(reqs), summary=summary, model=model, kept=kept_config)

@@ -10,12 +10,17 @@ from .inspect_in import read_inspect
 from .promptfoo_in import read_promptfoo
 
 
-def read_imported(path: Path | str, fmt: str, *, question_var: str | None = None) -> Imported:
-    """Read `path` as `fmt` (promptfoo or inspect); a DatasetError naming file, line and field otherwise."""
+def read_imported(path: Path | str, fmt: str, *, question_var: str | None = None, strict: bool = False) -> Imported:
+    """Read `path` as `fmt` (promptfoo or inspect); a DatasetError naming file, line and field otherwise.
+    `strict`: a ConfigError when the file holds anything decoevo does not use (`Imported.summary` says what)."""
     if fmt == "promptfoo":
-        return read_promptfoo(Path(path), question_var=question_var)
-    if fmt == "inspect":
+        got = read_promptfoo(Path(path), question_var=question_var)
+    elif fmt == "inspect":
         if question_var is not None:
             raise ConfigError("--question-var is for --format promptfoo; an Inspect sample's question is its input")
-        return read_inspect(Path(path))
-    raise ConfigError(f"unknown import format {fmt!r}; expected one of: {', '.join(IMPORT_FORMATS)}")
+        got = read_inspect(Path(path))
+    else:
+        raise ConfigError(f"unknown import format {fmt!r}; expected one of: {', '.join(IMPORT_FORMATS)}")
+    if strict and got.summary is not None:
+        got.summary.refuse_unused(got.source)
+    return got

@@ -1,8 +1,11 @@
 """An imported file's inputs written into a new run directory, so the run (and its resume, eval and export)
-reads decoevo's own files: RUN/questions.jsonl, RUN/task_spec.txt, and the prompt as the initial skill."""
+reads decoevo's own files: RUN/questions.jsonl, RUN/task_spec.txt, and the prompt as the initial skill.
+RUN/import.json keeps what the file held that the run does not use (promptfoo's `providers` and
+`defaultTest`, verbatim) and the account of what was read, for an export from the run alone."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from ..rundir.records import CALLS, CHECKPOINT, QUESTIONS
 from .imported import Imported
 
 TASK_SPEC = "task_spec.txt"
+IMPORT = "import.json"
 
 
 def staged_config(config: RunConfig, imported: Imported, run_dir: Path) -> RunConfig:
@@ -19,6 +23,9 @@ def staged_config(config: RunConfig, imported: Imported, run_dir: Path) -> RunCo
     What the user set keeps its value: a task_spec file, an initial solver skill, a task family, a limit."""
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run_dir / QUESTIONS, imported.jsonl())
+    record = {"source": imported.source, "format": imported.format, "account": imported.account(),
+              "kept": imported.kept}
+    atomic_write_text(run_dir / IMPORT, json.dumps(record, ensure_ascii=False, allow_nan=False, indent=1) + "\n")
     data = {"path": str((run_dir / QUESTIONS).resolve()), "format": "jsonl"}
     spec = imported.task_spec()
     if config.data.task_spec is None and spec is not None:

@@ -1,4 +1,9 @@
-"""YAML read with the line of every mapping and list kept, so a bad test is named by its line."""
+"""YAML read with the line of every mapping and list kept, so a bad test is named by its line.
+
+A key given twice in one mapping is refused, naming both lines (YAML would keep the last silently, and
+promptfoo's parser refuses it). A date stays the text it was written as (`2024-01-01`), as promptfoo
+passes it on. libyaml's parser is used when installed: a large config parses several times faster.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
-from ..userfiles import read_user_text
+from .importfiles import read_import_text
+
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same safe constructors either way
 
 
 class Lined(dict[str, Any]):
@@ -22,8 +29,34 @@ class LinedList(list[Any]):
     line: int | None = None
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: object, line: int, first: int) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key, self.line, self.first = key, line, first
+
+
+class _Loader(_Base):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: merged keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise _DuplicateKey(key, line, seen[key])
+                seen[key] = line
+            except TypeError:  # an unhashable key: the base class says so
+                break
+        out: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return out
+
+
+# no implicit dates: a date is the text the user wrote
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
 
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> Iterator[Lined]:
@@ -50,15 +83,18 @@ def line_of(obj: Any) -> int | None:
 
 def load_yaml_lined(path: Path, what: str) -> Any:
     """A YAML (or JSON) file's value, its mappings and lists carrying their lines; a DatasetError naming
-    the line when it is not valid YAML."""
-    text = read_user_text(path, what)
+    the line when it is not valid YAML or names a key twice."""
+    text = read_import_text(path, what)
     try:
-        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no Python objects
+        return yaml.load(text, Loader=_Loader)  # a safe loader: no Python objects
+    except _DuplicateKey as exc:
+        raise DatasetError(path, exc.line, None, f"the key {exc.key!r} is given twice (first on line {exc.first}); "
+                           "YAML would keep only the last: keep one") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise DatasetError(path, mark.line + 1 if mark else None, None,
                            f"not valid YAML ({exc.problem or exc.context})") from None
     except yaml.YAMLError as exc:
         raise DatasetError(path, None, None, f"not valid YAML ({' '.join(str(exc).split())[:200]})") from None
-    except (RecursionError, TypeError, ValueError) as exc:  # an unhashable key, a bad timestamp, deep nesting
+    except (RecursionError, TypeError, ValueError, OverflowError) as exc:  # unhashable key, bad number, nesting
         raise DatasetError(path, None, None, f"cannot be read as YAML ({type(exc).__name__})") from None
