@@ -73,17 +73,19 @@ def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, f
                threshold: float | None, force: bool) -> None:
     from ..errors import ConfigError
     from ..interop.bundle import Endpoint
-    from ..interop.export import export_run, questions_from
+    from ..interop.export import export_run, read_questions
 
     if out_dir is None:
         raise ConfigError(f"--to {to} needs OUT_DIR, the directory to write its files into")
     if (base_url is None) != (model is None):
         raise ConfigError("--base-url and --model go together (the endpoint and the model it serves)")
     override = Endpoint(base_url.rstrip("/"), model, api_key_env) if base_url and model else None
-    questions = questions_from(data, fmt, question_var) if data else None
+    source = read_questions(data, fmt, question_var) if data else None
+    for line in source.account if source else []:  # what an eval tool's file gave, and what it did not
+        err_console.print(line, highlight=False, markup=False)
     inputs = (Path(data),) if data and "://" not in data else ()
-    written = export_run(run_dir, to, out_dir, questions=questions, override=override, threshold=threshold,
-                         force=force, inputs=inputs)
+    written = export_run(run_dir, to, out_dir, questions=source.questions if source else None, override=override,
+                         threshold=threshold, force=force, inputs=inputs, kept=source.kept if source else None)
     for path in written:
         err_console.print(f"wrote {path}", highlight=False)
     if to == "promptfoo":

@@ -24,11 +24,14 @@ def rubric(
 
     Rubrics the run already generated come from the cache; new ones are paid once."""
     from ..analysis.discrimination import discrimination_warnings
-    from ..interop.export import check_rubrics_output, questions_from, write_rubrics
+    from ..interop.export import check_rubrics_output, read_questions, write_rubrics
 
     check_output(output, replaced=True)
     check_rubrics_output(output, inputs=(Path(data),) if "://" not in data else (), run_dir=run_dir, force=force)
-    questions = questions_from(data, fmt, question_var)
+    source = read_questions(data, fmt, question_var)
+    for line in source.account:  # what an eval tool's file gave, and what it did not
+        err_console.print(line, highlight=False, markup=False)
+    questions = source.questions
     n = write_rubrics(run_dir, questions, output)
     err_console.print(f"wrote {n} rubric(s) to {output}", highlight=False)
     for warning in discrimination_warnings(run_dir):  # rubrics a judge scores alike cannot guard anything

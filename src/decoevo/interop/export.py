@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..domain import Question
 from ..engine.config import DataConfig
@@ -18,18 +19,40 @@ from .imported import IMPORT_FORMATS
 from .outdir import OutDir
 from .readers import read_imported
 from .rubrics import generator_rubrics
+from .staging import IMPORT
 
 Tool = Literal["promptfoo", "inspect"]
 TOOLS: tuple[str, ...] = ("promptfoo", "inspect")
 
 
-def questions_from(path: str, fmt: str | None, question_var: str | None = None) -> list[Question]:
-    """`--data FILE [--format F]`: decoevo's JSONL, a benchmark's file, a promptfoo config or an Inspect dataset."""
+@dataclass(frozen=True)
+class QuestionSource:
+    """`--data FILE [--format F]` read: its questions, what an eval tool's file held besides them (its
+    `defaultTest`, written back by an export) and the lines saying what was read and what was not."""
+
+    questions: list[Question]
+    kept: dict[str, Any] = field(default_factory=dict)
+    account: list[str] = field(default_factory=list)
+
+
+def read_questions(path: str, fmt: str | None, question_var: str | None = None) -> QuestionSource:
+    """decoevo's JSONL, a benchmark's file, a promptfoo config or an Inspect dataset."""
     if fmt in IMPORT_FORMATS:
-        return list(read_imported(path, fmt, question_var=question_var).questions)
+        imported = read_imported(path, fmt, question_var=question_var)
+        return QuestionSource(list(imported.questions), dict(imported.kept), imported.account())
     if question_var is not None:
         raise ConfigError("--question-var is for --format promptfoo")
-    return load_questions(DataConfig(path=path, format=fmt or "jsonl"))
+    return QuestionSource(load_questions(DataConfig(path=path, format=fmt or "jsonl")))
+
+
+def run_import_kept(run_dir: Path) -> dict[str, Any]:
+    """What the file a run imported held besides its questions (RUN/import.json), {} for a run of JSONL."""
+    path = run_dir / IMPORT
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8")).get("kept") if path.is_file() else {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
 
 
 FILES = {"promptfoo": ("prompts/shipped.json", "prompts/initial.json", "judge_prompt.json", "tests.yaml",
@@ -43,10 +66,12 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def export_run(run_dir: Path, to: str, out: Path, *, questions: list[Question] | None = None,
                override: Endpoint | None = None, threshold: float | None = None, force: bool = False,
-               inputs: tuple[Path, ...] = ()) -> list[Path]:
+               inputs: tuple[Path, ...] = (), kept: dict[str, Any] | None = None) -> list[Path]:
     """Write `run_dir` as a `to` (promptfoo or inspect) project under `out`; returns the files written.
     `out` is checked before anything is paid (interop/outdir.py): no link followed, no file of the user's
-    replaced unless `force`, none of `inputs` (the questions' files) written, nothing written into the run."""
+    replaced unless `force`, none of `inputs` (the questions' files) written, nothing written into the run.
+    `kept`: what the questions' promptfoo config held besides them (its defaultTest; default: the run's own
+    import's, when the questions are the run's)."""
     if to not in TOOLS:
         raise ConfigError(f"--to {to!r}: expected one of {', '.join(TOOLS)}")
     if threshold is not None and not 0 <= threshold <= 1:
@@ -68,7 +93,10 @@ def export_run(run_dir: Path, to: str, out: Path, *, questions: list[Question] |
     if to == "promptfoo":
         from .promptfoo_out import DEFAULT_THRESHOLD, write_promptfoo
 
-        return write_promptfoo(bundle, target, DEFAULT_THRESHOLD if threshold is None else threshold)
+        own = kept if kept is not None else run_import_kept(run_dir) if questions is None else {}
+        return write_promptfoo(bundle, target, DEFAULT_THRESHOLD if threshold is None else threshold,
+                               user_default=own.get("defaultTest") if isinstance(own.get("defaultTest"), dict)
+                               else None)
     from .inspect_out import write_inspect
 
     return write_inspect(bundle, target)

@@ -155,16 +155,26 @@ def tests(bundle: Bundle, threshold: float = DEFAULT_THRESHOLD) -> list[dict[str
     return out
 
 
-def config(bundle: Bundle) -> dict[str, Any]:
+def default_test(bundle: Bundle, user_default: dict[str, Any] | None) -> dict[str, Any]:
+    """The config's defaultTest: the user's own (its assertions, variables and options, as they wrote them)
+    with decoevo's grader and judge prompt as its options."""
+    out: dict[str, Any] = dict(user_default or {})
+    options = dict(out["options"]) if isinstance(out.get("options"), dict) else {}
+    # disableVarExpansion: a variable is one value, never a list or a glob of files to expand
+    options.update({"provider": grader_provider(bundle), "rubricPrompt": "file://judge_prompt.json",
+                    "disableVarExpansion": True})
+    out["options"] = options
+    return out
+
+
+def config(bundle: Bundle, user_default: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "description": f"decoevo export: shipped solver skill v{bundle.shipped.version:03d} vs initial, rubrics "
                        f"from generator v{bundle.generator.version:03d}",
         "prompts": [{"id": "file://prompts/shipped.json", "label": f"shipped (solver v{bundle.shipped.version:03d})"},
                     {"id": "file://prompts/initial.json", "label": "initial (solver v000)"}],
         "providers": [_openai_provider(bundle)],
-        # disableVarExpansion: a variable is one value, never a list or a glob of files to expand
-        "defaultTest": {"options": {"provider": grader_provider(bundle), "rubricPrompt": "file://judge_prompt.json",
-                                    "disableVarExpansion": True}},
+        "defaultTest": default_test(bundle, user_default),
         "tests": "file://tests.yaml",
     }
 
@@ -183,12 +193,14 @@ def _yaml(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=1000)
 
 
-def write_promptfoo(bundle: Bundle, out: OutDir, threshold: float = DEFAULT_THRESHOLD) -> list[Path]:
-    """Write the config and its files under `out`; returns the paths written."""
+def write_promptfoo(bundle: Bundle, out: OutDir, threshold: float = DEFAULT_THRESHOLD, *,
+                    user_default: dict[str, Any] | None = None) -> list[Path]:
+    """Write the config and its files under `out`; returns the paths written. `user_default`: the imported
+    config's own defaultTest, kept (its assertions run on every test, beside the co-evolved rubric)."""
     return out.write({
         "prompts/shipped.json": chat_prompt(solver_system(bundle.shipped)) + "\n",
         "prompts/initial.json": chat_prompt(solver_system(bundle.initial)) + "\n",
         "judge_prompt.json": judge_prompt(bundle) + "\n",
         "tests.yaml": _yaml(tests(bundle, threshold)),
-        "promptfooconfig.yaml": header(bundle) + _yaml(config(bundle)),
+        "promptfooconfig.yaml": header(bundle) + _yaml(config(bundle, user_default)),
     })
