@@ -155,3 +155,22 @@ def test_every_preset_holds_out_a_test_split_when_the_data_allows(preset):
         with pytest.raises(ConfigError, match=rf"ask for {total} questions but the data has 24 \(.*test 100\).*"
                                               r"splits\.test"):
             build_splits(config, get_method("decoevo"), load_healthbench(bundled_healthbench()))
+
+
+def test_the_graded_splits_take_questions_with_a_gold_rubric_first_when_the_data_mixes_them() -> None:
+    """A promptfoo config whose tests do not all hold an llm-rubric: test and diagnostic get the gold ones, so
+    `decoevo compare` on the run's test split grades; data all one way is cut as it always was."""
+    from decoevo.domain import GoldItem, GoldRubric, Question, Turn
+    from decoevo.tasks.splits import SplitSizes, make_splits
+
+    gold = GoldRubric(scheme="weighted", items=(GoldItem(text="x", points=1.0),))
+    qs = [Question(id=f"q{i:02d}", turns=(Turn(role="user", content=f"q{i}"),), gold=gold if i % 3 == 0 else None)
+          for i in range(24)]
+    sizes = SplitSizes(train=6, probe=3, solver_gate=4, generator_gate=3, diagnostic=2, test=4)
+    for seed in range(5):
+        splits = make_splits(qs, sizes, seed)
+        assert all(q.gold is not None for q in (*splits.test, *splits.diagnostic))
+        assert sum(len(getattr(splits, n)) for n in ("train", "probe", "solver_gate", "generator_gate")) == 16
+        every_gold = [q.model_copy(update={"gold": gold}) for q in qs]
+        assert make_splits(every_gold, sizes, seed).ids() == make_splits(
+            [q.model_copy(update={"gold": None}) for q in qs], sizes, seed).ids()  # one way: the plain cut

@@ -196,7 +196,8 @@ def _summary(rows: list[tuple[int, dict[str, Any]]], questions: tuple[Question, 
             uses.append(Use(name, count, None, "not an Inspect sample field; kept on the question"))
     no_gold = sum(1 for q in questions if q.gold is None)
     notes = ((f"{no_gold} of {len(questions)} samples have no target or rubric: no gold rubric, so "
-              "`decoevo compare` and `decoevo eval` refuse a test split holding one"),) if no_gold else ()
+              "the test split takes samples that have one first (`decoevo compare` and `decoevo eval` grade against "
+              "it and refuse a test split holding one without)"),) if no_gold else ()
     return ImportSummary(unit="samples", read=len(questions), uses=tuple(uses), notes=notes)
 
 

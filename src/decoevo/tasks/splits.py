@@ -13,6 +13,7 @@ from ..lm.errors import ConfigError
 
 SPLIT_NAMES = ("pilot", "train", "probe", "solver_gate", "generator_gate", "diagnostic", "test")
 REQUIRED = ("train", "solver_gate")  # what every optimizing method needs
+GOLD_SPLITS = ("diagnostic", "test")  # graded against gold rubrics (`decoevo dynamics`, `eval`, `compare`)
 
 
 class SplitSizes(BaseModel):
@@ -83,11 +84,18 @@ def make_splits(questions: Sequence[Question], sizes: SplitSizes, seed: int,
         groups.setdefault(str(q.meta.get("question_key", q.id)), []).append(q)
     order = [groups[k] for k in sorted(groups)]
     random.Random(seed).shuffle(order)
+    # Data that mixes questions with and without a gold rubric (a promptfoo config whose tests do not all hold an
+    # llm-rubric): the splits graded against gold take gold questions first, the others the rest first, so
+    # `decoevo eval` and `compare` grade the test split. Data all one way is cut exactly as before.
+    graded = [g for g in order if all(q.gold is not None for q in g)]
+    mixed = 0 < len(graded) < len(order)
+    rest = [g for g in order if not all(q.gold is not None for q in g)] if mixed else order
     cut: dict[str, tuple[Question, ...]] = {}
     for name in SPLIT_NAMES:
         taken: list[Question] = []
-        while len(taken) < getattr(sizes, name) and order:
-            taken += order.pop(0)
+        first, then = (graded, rest) if mixed and name in GOLD_SPLITS else (rest, graded) if mixed else (order, [])
+        while len(taken) < getattr(sizes, name) and (first or then):
+            taken += (first or then).pop(0)
         if len(taken) < getattr(sizes, name):
             raise ConfigError(f"not enough distinct questions left for the {name} split; reduce the split sizes")
         cut[name] = tuple(taken)
