@@ -339,8 +339,8 @@ def read_promptfoo(path: Path, *, question_var: str | None = None) -> Imported:
     notes = [model_note] if model_note else []
     if no_gold:
         notes.append(f"{no_gold} of {len(questions)} tests have no llm-rubric (their own or defaultTest's): "
-                     "no gold rubric; the test split takes tests that have one first (`decoevo compare` and `decoevo eval` "
-                     "grade against it and refuse a test split holding one without)")
+                     "no gold rubric; the test split takes tests that have one first (`decoevo compare` and "
+                     "`decoevo eval` grade against it and refuse a test split holding one without)")
     kept_config, dropped = without_secrets({k: plain(config[k], path, line_of(config[k]) or line_of(config), k)
                                             for k in KEPT_CONFIG if k in config})
     if secrets + dropped:
