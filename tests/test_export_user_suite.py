@@ -79,6 +79,8 @@ def test_the_export_keeps_the_users_assertions_beside_the_rubric(user_run, with_
         args += ["--data", str(config), "--format", "promptfoo"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())  # which rubric its tests score, on which scale, beside compare's
+    assert "co-evolved generator's rubric, 0-1 per test" in said and "gold rubric, 0-100" in said
     if with_data:  # what the config gave and what it did not, as `run` says it
         assert "llm-rubric" in result.output and "javascript" in result.output
     written = yaml.safe_load((out / "promptfooconfig.yaml").read_text())

@@ -88,6 +88,9 @@ def test_the_readme_toy_run_then_compare_and_report_as_its_next_lines_say(toy_pr
         assert "error" not in result.output.lower(), f"{command}\n{result.output}"
         outputs[command.split()[1]] = result.output
     record = json.loads(next((run / "eval").glob("compare-test-*.json")).read_text())
+    # compare says which rubric it scores and on which scale (the gold one, 0-100; an export --to says its
+    # own: tests/test_export_user_suite.py), so a 100.0 beside a promptfoo 0.2 is not a contradiction
+    assert "0-100 against each question's gold rubric" in " ".join(outputs["compare"].split())
     # the sample's negative-point criteria take a conversation's own score below 0; the means and the Δ
     # are over the same paired questions
     scores = [r["before"]["score"] for r in record["rows"]] + [r["after"]["score"] for r in record["rows"]]

@@ -110,7 +110,8 @@ def summary_lines(run_dir: Path, record: dict[str, Any], width: int = 80) -> lis
     lines = [f"{what} on {where}: "
              f"{record['n_questions']} question(s), {record['n_paired']} graded under both; grader "
              f"{short_model_name(record['grader_model'])}, {record['grader_prompt']} prompt"
-             + (f", {record['grader_independence']}" if record.get("self_graded") else "")]
+             + (f", {record['grader_independence']}" if record.get("self_graded") else "")
+             + "; scores 0-100 against each question's gold rubric (not the run's generated rubrics)"]
     lines += per_question_table(record, width)
     if record["before_version"] == record["after_version"]:
         lines.append("the run shipped its initial skill: both columns are the same skill")

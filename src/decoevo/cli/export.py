@@ -96,3 +96,7 @@ def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, f
         how = (f"cd {shlex.quote(str(out_dir))} && inspect eval task.py (needs decoevo's inspect extra here: "
                "pip install 'decoevo[inspect]')")
     err_console.print(f"run it with: {how}", highlight=False, soft_wrap=True, markup=False)
+    err_console.print("its tests score the co-evolved generator's rubric, 0-1 per test (level / 4 per criterion, "
+                      + ("pass at the threshold); " if to == "promptfoo" else "weighted); ")
+                      + "`decoevo compare` grades against the gold rubric, 0-100: the two need not agree",
+                      highlight=False, soft_wrap=True, markup=False)
