@@ -89,6 +89,21 @@ def served_lines(identities: list[Any]) -> list[str]:
     return out
 
 
+def capacity_lines(name: str, spec: Any, config: LMConfig) -> list[str]:
+    """What a served model's server can take (its slots, its structured-output speed) and the settings that
+    fit it (`server_fit.advice`); measured afresh here, and remembered for the runs that follow."""
+    if spec.backend != "openai" or not spec.base_url:
+        return []
+    from .server_fit import advice, server_capacity
+
+    with console.status(f"{name}: measuring what the server takes at once and how fast structured output is"):
+        try:
+            capacity = server_capacity(spec, config, doctor=True)
+        except (LMError, OSError) as exc:
+            return [f"model {name}: its capacity could not be measured ({str(exc).rstrip('.')})"]
+    return advice(name, spec, capacity)
+
+
 async def probe_call(config: LMConfig | None = None, max_tokens: int = 64) -> tuple[DoctorAnswer, float, LM]:
     lm = LM(config or LMConfig())
     messages = [
@@ -156,5 +171,7 @@ def doctor(
                 fail(f"the probe call failed ({label}) for model '{name}': {exc}")
         console.print(f"{label} OK in {seconds:.1f}s -> {answer.model_dump()}", highlight=False)
         for line in endpoint_lines(lm):
+            console.print(line, highlight=False)
+        for line in capacity_lines(name, spec, one):
             console.print(line, highlight=False)
         show_table(console, lm.ledger.table(), keys=2)
