@@ -11,21 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import BaseModel, Field
 from rich.table import Table
 
 from ..lm import LM, GenParams, LMConfig, LMError, Message
+from ..lm.capacity import DoctorAnswer
 from .boundary import failure_label
 from .common import AllowUnlistedOption, BaseUrlOption, ModelOption, NoCacheOption, console, fail, guarded
 from .display import show_table
 from .endpoint import check_keys, check_served
-
-
-class DoctorAnswer(BaseModel):
-    """The probe's output schema: small enough for a 135M model, strict enough to test validation."""
-
-    capital: str = Field(max_length=60)
-    confidence: float = Field(ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from ..lm.capacity import (
     SLOT_SOURCES,
     Capacity,
     CapacityMemory,
+    DoctorAnswer,
     capacity_path,
     free_to_probe,
     measure_slots,
@@ -84,8 +85,6 @@ def server_capacity(spec: ModelSpec, lm: LMConfig, *, doctor: bool) -> Capacity:
 
 
 async def _measured_speed(spec: ModelSpec, cache_path: Path | None, found: Capacity) -> Capacity:
-    from .doctor import DoctorAnswer
-
     async with _backend(spec, cache_path) as backend:
         plain, structured, mode = await measure_structured(backend, spec, schema_for(DoctorAnswer))
     return replace(found, plain_tps=round(plain, 2), structured_tps=round(structured, 2), structured_mode=mode)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from pydantic import BaseModel, Field
 
 from .config import ModelSpec
 from .providers import PROVIDERS
@@ -50,6 +51,14 @@ SLOW_BELOW_TPS = 20.0
 
 _ASK = (Message("user", "What is the capital city of France? Answer with the city and your confidence "
                         "between 0 and 1, then one sentence about the city."),)
+
+
+class DoctorAnswer(BaseModel):
+    """`decoevo doctor`'s probe schema, also the constrained probe's here: small enough for a 135M model, strict
+    enough to test validation."""
+
+    capital: str = Field(max_length=60)
+    confidence: float = Field(ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)

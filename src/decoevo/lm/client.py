@@ -46,10 +46,11 @@ __all__ = ["LM", "Budget", "BudgetExceeded", "CallRecord", "make_backend", "repa
 T = TypeVar("T", bound=BaseModel)
 
 
-# A first-byte timeout at a busy server (other requests in flight, or another timeout within BUSY_WINDOW
-# limits) lowers the concurrency and is sent again without counting against timeout_retries, up to
-# MAX_BUSY_TIMEOUTS times per request: a one-slot server sent 64 requests spent every queued one's limits,
-# kept generating the abandoned ones, and the run failed; a hung server is still left after a bounded wait.
+# A first-byte timeout at a busy server (one that answered nothing while the request waited, with other
+# requests in flight or another such timeout within BUSY_WINDOW limits) lowers the concurrency and is sent
+# again without counting against timeout_retries, up to MAX_BUSY_TIMEOUTS times per request. A one-slot server
+# sent 64 requests spent every queued one's limits and kept generating the abandoned ones, and the run failed;
+# a hung server is still left after a bounded wait.
 MAX_BUSY_TIMEOUTS = 6
 BUSY_WINDOW = 2.0
 
@@ -389,7 +390,7 @@ class LM:
                         self._unanswered(sent, hold, exc, answered, role, model_name, key, request)
                         raise
                 except RetryableError as exc:
-                    busy = (isinstance(exc, RequestTimeout) and exc.which == "first_byte"
+                    busy = (isinstance(exc, RequestTimeout) and exc.which == "first_byte" and exc.quiet
                             and busy_timeouts < MAX_BUSY_TIMEOUTS
                             and limiter.busy(BUSY_WINDOW * (exc.limit_s or 0.0)))
                     before = limiter.concurrency
