@@ -85,9 +85,11 @@ def served_lines(identities: list[Any]) -> list[str]:
 def capacity_lines(name: str, spec: Any, config: LMConfig) -> list[str]:
     """What a served model's server can take (its slots, its structured-output speed) and the settings that
     fit it (`server_fit.advice`); measured afresh here, and remembered for the runs that follow."""
-    if spec.backend != "openai" or not spec.base_url:
-        return []
+    from ..lm.capacity import free_to_probe
     from .server_fit import advice, server_capacity
+
+    if not free_to_probe(spec):  # the embedded model, or a provider's API: no slots, and probes are paid
+        return []
 
     with console.status(f"{name}: measuring what the server takes at once and how fast structured output is"):
         try:

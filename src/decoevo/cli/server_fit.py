@@ -67,17 +67,20 @@ def _cache_path(lm: LMConfig) -> Path | None:
 
 
 def server_capacity(spec: ModelSpec, lm: LMConfig, *, doctor: bool) -> Capacity:
-    """What `spec`'s server can take. Stated slots are always read. `doctor` measures what a server does not
-    state (slots, structured speed) afresh; a run times structured output only at a server that states its
-    slots (llama.cpp's), and once per endpoint (remembered). Nothing is measured at a paid provider."""
+    """What `spec`'s server can take; nothing at a paid provider (`capacity.free_to_probe`). The slots a server
+    states are read each time. `doctor` measures what it does not state (slots, structured speed) afresh; a run
+    times structured output only at a server that states its slots (llama.cpp's), once per endpoint
+    (remembered in capacity.json next to the request cache)."""
     cache = _cache_path(lm)
     memory = CapacityMemory(capacity_path(cache) if cache is not None else None)
     free = free_to_probe(spec)
+    if not free:  # a provider's API has no slots to read, and its requests are paid
+        return Capacity()
     remembered = None if doctor else memory.get(spec.identity())
     if remembered is not None:
         return _merged(asyncio.run(_capacity(spec, cache, slots=False)), remembered)
-    stated = asyncio.run(_capacity(spec, cache, slots=doctor and free))
-    if not free or not (doctor or stated.slots_source in STATED):
+    stated = asyncio.run(_capacity(spec, cache, slots=doctor))
+    if not (doctor or stated.slots_source in STATED):
         return stated
     found = asyncio.run(_measured_speed(spec, cache, stated))
     memory.remember(spec.identity(), found)
