@@ -139,6 +139,6 @@ def test_sigterm_ends_a_run_with_where_it_stopped_and_how_to_resume(tmp_path: Pa
     text = " ".join((out + err).split())
     assert proc.returncode == 143, text
     assert "Traceback" not in text
-    assert "stopped by SIGTERM before its first inner step completed; continue with `decoevo resume runs/r`" \
+    assert "stopped by SIGTERM in step 1; continue with `decoevo resume runs/r`" \
         in text, text
     assert (tmp_path / "runs" / "r" / "calls.jsonl").is_file()  # the answered calls are kept for the resume

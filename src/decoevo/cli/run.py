@@ -47,12 +47,14 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
     from .run_progress import run_with_progress
 
     out = err_console if as_json else console
-    config = config.model_copy(update={"lm": fit_to_servers(config.lm, lambda line: out.print(line, highlight=False))})
     callbacks = [tracker(run_dir)] if tracker is not None else []
     ended = "FAILED"  # what a tracker that saw no finish event records
     stop = Stop()
     try:
         with sigterm_as_interrupt(stop):
+            # what the servers can take, before the first call (max_concurrency, timeouts; lines say what was set)
+            config = config.model_copy(update={"lm": fit_to_servers(config.lm, lambda line: out.print(
+                line, highlight=False))})
             run_with_progress(config, run_dir, resume=resume, console=out, callbacks=callbacks,
                               accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
         ended = "FINISHED"

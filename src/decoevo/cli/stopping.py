@@ -43,7 +43,8 @@ def sigterm_as_interrupt(stop: Stop) -> Iterator[None]:
 
 
 def where_stopped(run_dir: Path) -> str:
-    """Where a stopped run stands, from its last checkpoint: the inner steps it completed."""
+    """Where a stopped run stands, from its last checkpoint: the inner step it was in (1-based, as the progress
+    line counts them; the steps before it are complete and kept)."""
     from ..rundir import RunReader
 
     try:
@@ -51,6 +52,4 @@ def where_stopped(run_dir: Path) -> str:
     except Exception:  # a message about stopping must not fail on a damaged file; resume names it
         checkpoint = None
     done = checkpoint.state.get("next_step") if checkpoint is not None else None
-    if not isinstance(done, int) or done <= 0:
-        return "before its first inner step completed"
-    return f"after {done} completed inner step{'s' if done != 1 else ''}"
+    return f"in step {(done if isinstance(done, int) and done > 0 else 0) + 1}"
