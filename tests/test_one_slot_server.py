@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from decoevo.cli import app
@@ -52,8 +53,8 @@ def test_the_run_reads_the_servers_slots_and_sends_one_request_at_a_time(toy_env
     assert f"generates 1 request(s) at once (llama.cpp's /{expose}); sending at most 1 at a time" in text
     assert server.most_received == 1  # before: the run's requests queued at the server, several at once
     finished(toy_env / "runs" / "r")
-    recorded = (toy_env / "runs" / "r" / "config.yaml").read_text()
-    assert "max_concurrency: 1" in recorded  # a resume keeps it
+    recorded = yaml.safe_load((toy_env / "runs" / "r" / "config.yaml").read_text())
+    assert recorded["lm"]["models"]["default"]["max_concurrency"] == 1  # a resume keeps it
 
 
 def test_a_quick_run_at_a_busy_one_slot_server_lowers_its_concurrency_and_finishes(toy_env: Path) -> None:
@@ -115,7 +116,8 @@ def test_a_run_at_a_slow_structured_server_sizes_its_timeouts_and_says_how_to_go
     text = " ".join(result.output.split())
     assert "schema-constrained replies are slow" in text and "timeouts sized to" in text, text
     assert "--set lm.models.default.structured_output=none" in text
-    assert "min_tokens_per_s" in (toy_env / "runs" / "r" / "config.yaml").read_text()
+    recorded = yaml.safe_load((toy_env / "runs" / "r" / "config.yaml").read_text())
+    assert recorded["lm"]["models"]["default"]["min_tokens_per_s"] < 25.0  # sized to the measured speed
 
 
 def _slow_after(first: int) -> FakeOpenAI:
@@ -142,3 +144,14 @@ def test_sigterm_ends_a_run_with_where_it_stopped_and_how_to_resume(tmp_path: Pa
     assert "stopped by SIGTERM in step 1; continue with `decoevo resume runs/r`" \
         in text, text
     assert (tmp_path / "runs" / "r" / "calls.jsonl").is_file()  # the answered calls are kept for the resume
+
+
+def test_a_paid_provider_is_never_probed() -> None:
+    from decoevo.lm import ModelSpec
+    from decoevo.lm.capacity import free_to_probe
+
+    assert free_to_probe(ModelSpec(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1"))
+    assert not free_to_probe(ModelSpec(backend="openai", model="m", base_url="https://api.openai.com/v1"))
+    assert not free_to_probe(ModelSpec(backend="openai", model="m", base_url="http://10.0.0.5:8000/v1",
+                                       input_price_per_mtok=1.0, output_price_per_mtok=2.0))
+    assert not free_to_probe(ModelSpec())  # the embedded model has no server
