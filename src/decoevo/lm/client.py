@@ -500,11 +500,6 @@ class LM:
         if self.on_notice is not None:
             self.on_notice(text)
 
-    def concurrency(self, model_name: str) -> int | None:
-        """Requests `model_name` may have in flight now (None before its first request)."""
-        limiter = self._limiters.get(model_name)
-        return limiter.concurrency if limiter is not None else None
-
     def _in_flight(self) -> InFlight:
         return in_flight(self._paying, self.ledger)
 

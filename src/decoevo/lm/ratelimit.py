@@ -158,9 +158,10 @@ class AdaptiveLimiter:
         return self._admitted_at
 
     def busy(self, window_s: float) -> bool:
-        """Whether a request that just timed out (and is still counted in flight) met a busy server rather
-        than a hung one: other requests were in flight with it, or another request timed out within the
-        last `window_s` (the server may still be generating the requests given up on then)."""
+        """Whether a request that just timed out (and is still counted in flight) met a busy server: other
+        requests were in flight with it, or another request timed out at a busy server within the last
+        `window_s` (the server may still be generating the requests given up on then). A hung server looks
+        the same; the client's bound on such retries (`client.MAX_BUSY_TIMEOUTS`) still leaves it."""
         return self.in_flight > 1 or self._clock() - self.last_timeout_at < window_s
 
     def release(self, *, tokens_reserved: int = 0, tokens_used: int | None = None, throttled: bool = False,
