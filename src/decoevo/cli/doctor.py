@@ -11,21 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import BaseModel, Field
 from rich.table import Table
 
 from ..lm import LM, GenParams, LMConfig, LMError, Message
+from ..lm.capacity import DoctorAnswer
 from .boundary import failure_label
 from .common import AllowUnlistedOption, BaseUrlOption, ModelOption, NoCacheOption, console, fail, guarded
 from .display import show_table
 from .endpoint import check_keys, check_served
-
-
-class DoctorAnswer(BaseModel):
-    """The probe's output schema: small enough for a 135M model, strict enough to test validation."""
-
-    capital: str = Field(max_length=60)
-    confidence: float = Field(ge=0.0, le=1.0)
 
 
 @dataclass(frozen=True)
@@ -87,6 +80,23 @@ def served_lines(identities: list[Any]) -> list[str]:
         out.append(f"model {identity.name}: {identity.base_url} serves: {listed}" if listed else
                    f"model {identity.name}: {identity.base_url} lists no models ({identity.error or 'empty list'})")
     return out
+
+
+def capacity_lines(name: str, spec: Any, config: LMConfig) -> list[str]:
+    """What a served model's server can take (its slots, its structured-output speed) and the settings that
+    fit it (`server_fit.advice`); measured afresh here, and remembered for the runs that follow."""
+    from ..lm.capacity import free_to_probe
+    from .server_fit import advice, server_capacity
+
+    if not free_to_probe(spec):  # the embedded model, or a provider's API: no slots, and probes are paid
+        return []
+
+    with console.status(f"{name}: measuring what the server takes at once and how fast structured output is"):
+        try:
+            capacity = server_capacity(spec, config, doctor=True)
+        except (LMError, OSError) as exc:
+            return [f"model {name}: its capacity could not be measured ({str(exc).rstrip('.')})"]
+    return advice(name, spec, capacity)
 
 
 async def probe_call(config: LMConfig | None = None, max_tokens: int = 64) -> tuple[DoctorAnswer, float, LM]:
@@ -156,5 +166,7 @@ def doctor(
                 fail(f"the probe call failed ({label}) for model '{name}': {exc}")
         console.print(f"{label} OK in {seconds:.1f}s -> {answer.model_dump()}", highlight=False)
         for line in endpoint_lines(lm):
+            console.print(line, highlight=False)
+        for line in capacity_lines(name, spec, one):
             console.print(line, highlight=False)
         show_table(console, lm.ledger.table(), keys=2)

@@ -36,6 +36,8 @@ from .common import (
 )
 from .data import choose_data
 from .display import print_json
+from .server_fit import fit_to_servers
+from .stopping import Stop, sigterm_as_interrupt, where_stopped
 
 IMPORT_PANEL = "promptfoo configs and Inspect datasets (--format promptfoo|inspect)"
 
@@ -46,12 +48,17 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
     from ..tracking import where_logged
     from .run_progress import run_with_progress
 
+    out = err_console if as_json else console
     callbacks = [tracker(run_dir)] if tracker is not None else []
     ended = "FAILED"  # what a tracker that saw no finish event records
+    stop = Stop()
     try:
-        run_with_progress(config, run_dir, resume=resume, console=err_console if as_json else console,
-                          callbacks=callbacks, accept_changed_data=accept_changed_data,
-                          accept_changed_config=accept_changed_config)
+        with sigterm_as_interrupt(stop):
+            # what the servers can take, before the first call (max_concurrency, timeouts; lines say what was set)
+            config = config.model_copy(update={"lm": fit_to_servers(config.lm, lambda line: out.print(
+                line, highlight=False))})
+            run_with_progress(config, run_dir, resume=resume, console=out, callbacks=callbacks,
+                              accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
         ended = "FINISHED"
         if as_json:
             summary = RunReader(run_dir).summary()
@@ -63,7 +70,12 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
         fail(f"a model call failed ({failure_label(exc)}): {str(exc).rstrip('.')}. {then}",
              code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
-        fail(f"interrupted; continue with `decoevo resume {run_dir}` (completed steps and paid calls are kept)", 130)
+        how, code = ("stopped by SIGTERM", 143) if stop.signal == "SIGTERM" else ("interrupted", 130)
+        if not run_dir.exists():  # nothing was worth keeping (api.run_config_async removed it)
+            fail(f"{how} before anything was saved; run the same command again (paid calls come from the cache)",
+                 code)
+        fail(f"{how} {where_stopped(run_dir)}; continue with `decoevo resume {run_dir}` (completed steps and paid "
+             "calls are kept)", code)
     finally:
         for callback in callbacks:
             callback.close(ended)

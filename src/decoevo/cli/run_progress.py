@@ -378,6 +378,7 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
 
     def attach(engine: Any) -> None:  # the engine exists once the data is loaded: only then the banner
         total = engine.total_steps()
+        engine.lm.on_notice = lambda text: console.print(f"note: {text}", highlight=False)  # a lowered concurrency
         if not resume:
             console.print(f"[bold]{method.name}[/] seed {config.seed} -> {run_dir}\n{describe_estimate(config)}")
         else:

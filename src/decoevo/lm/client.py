@@ -46,6 +46,14 @@ __all__ = ["LM", "Budget", "BudgetExceeded", "CallRecord", "make_backend", "repa
 T = TypeVar("T", bound=BaseModel)
 
 
+# A first-byte timeout at a busy server (one that answered nothing while the request waited, with other
+# requests in flight or another such timeout within BUSY_WINDOW limits) lowers the concurrency and is sent
+# again without counting against timeout_retries, up to MAX_BUSY_TIMEOUTS times per request. A one-slot server
+# sent 64 requests spent every queued one's limits and kept generating the abandoned ones, and the run failed;
+# a hung server is still left after a bounded wait.
+MAX_BUSY_TIMEOUTS = 6
+BUSY_WINDOW = 2.0
+
 # A lease on a request (another process pays, this one waits) outlives any single request with its
 # retries; a holder that dies on this host is noticed at once, one on another host when its lease expires.
 LEASE_S = 900.0
@@ -103,6 +111,9 @@ class LM:
         self.ledger = ledger or UsageLedger()
         self._sleep = sleep
         self.on_call = on_call
+        # What the run should tell its user as it happens (a lowered concurrency); kept in `notices` too.
+        self.on_notice: Callable[[str], None] | None = None
+        self.notices: list[str] = []
         # Where each paid request is recorded before it is sent (the run directory's request log); None:
         # not recorded, as for an evaluation or a notebook's own LM.
         self.journal: RequestJournal | None = None
@@ -333,7 +344,7 @@ class LM:
         policy = self._retry_policy(model_name)
         limiter = self._limiter(model_name, backend)
         tokens = estimate_tokens(sum(len(m.content) for m in request.messages), request.params.max_tokens)
-        attempt = timeouts = 0
+        attempt = timeouts = busy_timeouts = 0
         reserved = False
         held = 0.0  # this attempt's worst case under budget.max_cost
         try:
@@ -379,9 +390,22 @@ class LM:
                         self._unanswered(sent, hold, exc, answered, role, model_name, key, request)
                         raise
                 except RetryableError as exc:
+                    busy = (isinstance(exc, RequestTimeout) and exc.which == "first_byte" and exc.quiet
+                            and busy_timeouts < MAX_BUSY_TIMEOUTS
+                            and limiter.busy(BUSY_WINDOW * (exc.limit_s or 0.0)))
+                    before = limiter.concurrency
                     limiter.release(tokens_reserved=tokens, tokens_used=None, throttled=exc.throttled,
                                     retry_after=exc.retry_after, rate=cast(RateInfo | None, exc.rate),
-                                    admitted_at=admitted_at)
+                                    admitted_at=admitted_at, busy=busy)
+                    if busy:  # the server was busy, not broken: fewer requests at once, and this one again
+                        busy_timeouts += 1
+                        self.ledger.record_retry(role, model_name)
+                        if limiter.concurrency < before:
+                            self._notice(f"{model_name}: requests waited past their first-byte limit while the "
+                                         f"server was busy; now at most {limiter.concurrency} at a time (the "
+                                         "timed-out ones are sent again)")
+                        await self._sleep(policy.delay(1))
+                        continue
                     attempt += 1
                     timeouts += isinstance(exc, RequestTimeout)
                     if isinstance(exc, ConnectFailed) and model_name not in self._reached:
@@ -470,6 +494,11 @@ class LM:
             return None
         endpoint = (spec.base_url or f"{spec.backend}:{spec.model}").rstrip("/")
         return shared.pool(endpoint, backend.max_concurrency)
+
+    def _notice(self, text: str) -> None:
+        self.notices.append(text)
+        if self.on_notice is not None:
+            self.on_notice(text)
 
     def _in_flight(self) -> InFlight:
         return in_flight(self._paying, self.ledger)

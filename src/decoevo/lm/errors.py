@@ -95,10 +95,13 @@ class RequestTimeout(RetryableError):
     its value. Retried a few times only (`ModelSpec.timeout_retries`): a hung server would otherwise hold a
     call for minutes. A reply that took too long is a sign of overload, as a 429 is (`throttled`)."""
 
-    def __init__(self, message: str, *, which: str, limit_s: float | None = None) -> None:
+    def __init__(self, message: str, *, which: str, limit_s: float | None = None, quiet: bool = False) -> None:
         super().__init__(message, throttled=which != "connect")
         self.which = which
         self.limit_s = limit_s
+        # the endpoint answered no request while this one waited: it was busy (or hung), not answering others
+        # while this one alone was stuck
+        self.quiet = quiet
 
     def hint(self, model_name: str) -> str:
         """The setting that lets a slow server take longer, as a flag."""

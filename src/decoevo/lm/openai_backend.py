@@ -274,7 +274,8 @@ class OpenAIBackend:
             limits = exc.limits
             raise RequestTimeout(f"{limits.describe(exc.which)} at {where} for max_tokens={max_tokens}; "
                                  f"{TIMEOUT_FIX[exc.which]}", which=exc.which,
-                                 limit_s=limits.total_s if exc.which == "total" else limits.first_byte_s) from None
+                                 limit_s=limits.total_s if exc.which == "total" else limits.first_byte_s,
+                                 quiet=self._progress.last <= exchange.anchor()) from None
         except aiohttp.ConnectionTimeoutError as exc:
             raise RequestTimeout(f"connect timeout ({self.spec.connect_timeout_s:.1f}s) at {where}; "
                                  f"{TIMEOUT_FIX['connect']}", which="connect",

@@ -103,6 +103,8 @@ class AdaptiveLimiter:
         self.in_flight = 0
         self.paused_until = 0.0
         self.cuts = 0
+        self.lowest = self.max_concurrency  # the lowest concurrency a cut has set
+        self.last_timeout_at = -math.inf  # when a request last timed out at a busy server
         self._clock = clock
         self._requests = TokenBucket(requests_per_minute, clock) if requests_per_minute else None
         self._tokens = TokenBucket(tokens_per_minute, clock) if tokens_per_minute else None
@@ -155,19 +157,32 @@ class AdaptiveLimiter:
                 await asyncio.sleep(delay)
         return self._admitted_at
 
+    def busy(self, window_s: float) -> bool:
+        """Whether a request that just timed out (and is still counted in flight) met a busy server: other
+        requests were in flight with it, or another request timed out at a busy server within the last
+        `window_s` (the server may still be generating the requests given up on then). A hung server looks
+        the same; the client's bound on such retries (`client.MAX_BUSY_TIMEOUTS`) still leaves it."""
+        return self.in_flight > 1 or self._clock() - self.last_timeout_at < window_s
+
     def release(self, *, tokens_reserved: int = 0, tokens_used: int | None = None, throttled: bool = False,
-                retry_after: float | None = None, rate: RateInfo | None = None, admitted_at: float = math.inf) -> None:
+                retry_after: float | None = None, rate: RateInfo | None = None, admitted_at: float = math.inf,
+                busy: bool = False) -> None:
         """After a request: give back the slot, correct the token bucket by what was actually used, and
-        adapt to what the server said."""
+        adapt to what the server said. `busy`: a timeout at a busy server (`busy()`); the cut halves the
+        requests actually in flight, not a limit far above them (64 allowed, 6 sent: 3, not 32)."""
+        sent = self.in_flight
         self.in_flight -= 1
         now = self._clock()
+        if busy:
+            self.last_timeout_at = now
         if self._tokens is not None and tokens_used is not None:
             self._tokens.give(tokens_reserved - tokens_used)
         if throttled:
             if self._cuts_on(admitted_at):
-                self.limit = max(1.0, self.limit / 2)
+                self.limit = max(1.0, (min(self.limit, sent) if busy else self.limit) / 2)
                 self._last_cut = now
                 self.cuts += 1
+                self.lowest = min(self.lowest, self.concurrency)
             if retry_after:
                 self.paused_until = max(self.paused_until, now + retry_after)
         elif tokens_used is not None:  # a success: one more slot per window of `limit` successes
