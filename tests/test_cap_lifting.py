@@ -228,7 +228,8 @@ def test_a_sweep_runs_max_cost_holds_over_its_test_evaluation(tmp_path, monkeypa
 
     from decoevo.cli.sweep_cell import run_cell
     from decoevo.lm import ModelSpec
-    from decoevo.reproduce.paid import paid_in_records
+    from decoevo.lm.pricing import cost_of_models
+    from decoevo.rundir.paid import paid_in_records
     from decoevo.sweep import build_spec, plan
     from decoevo.sweep.cell import CellRequest
 
@@ -249,7 +250,7 @@ def test_a_sweep_runs_max_cost_holds_over_its_test_evaluation(tmp_path, monkeypa
         assert run_cell(train).ok  # trained, uncapped
         models = {k: ModelSpec.model_validate(v)
                   for k, v in yaml.safe_load((run_dir / "config.yaml").read_text())["lm"]["models"].items()}
-        trained = paid_in_records(run_dir, models)
+        trained = paid_in_records(run_dir, cost_of_models(models))
         assert trained > 0
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
         cap = trained + 0.002
@@ -260,7 +261,7 @@ def test_a_sweep_runs_max_cost_holds_over_its_test_evaluation(tmp_path, monkeypa
                                        evaluate=["test"]))
         graded = len(server.requests) - before
     assert not outcome.ok and "cost cap" in (outcome.error or ""), outcome
-    paid = paid_in_records(run_dir, models)
+    paid = paid_in_records(run_dir, cost_of_models(models))
     # one grading request's bound (~$0.23 here) does not fit in what is left: nothing more is paid
     assert paid <= cap * (1 + 1e-9) and graded == 0, (trained, paid, cap, graded)
     assert read_state(run_dir / "eval" / "spend.log").stopped_at == pytest.approx(cap)

@@ -18,6 +18,7 @@ from rich.markup import escape
 from ..errors import ConfigError, validation_summary
 from ..fileio import atomic_write_text
 from ..lm import ModelSpec
+from ..lm.pricing import cost_of_models
 from ..lm.spend import CAP_ENV, ID_ENV, add_spent, at_cap, begin, check, read_spend
 from ..lm.spend import FILE_ENV as SPEND_FILE_ENV
 from . import reproduce_args as ra
@@ -125,7 +126,7 @@ def _reproduce(
 ) -> None:
     from .. import reproduce as rp_mod
     from ..report import build_report, write
-    from ..reproduce import paid as paid_mod
+    from ..rundir import paid as paid_mod
 
     out = out.resolve()
     if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
@@ -191,9 +192,9 @@ def _reproduce(
     spend_file = out / rp_mod.SPEND_FILE
     logged = read_spend(spend_file)  # a corrupt log (lm/spend.py) is one line here, before anything runs
     # a log emptied or deleted between runs would pay again from $0: what the ledgers and the runs' own
-    # append-only call records say was paid counts (reproduce/paid.py), in runs that are OUT's own
+    # append-only call records say was paid counts (rundir/paid.py), in runs that are OUT's own
     paid_mod.refuse_links(out)
-    recorded = max(rp_mod.paid_in_ledgers(out), paid_mod.paid_in_records(out, _models(rp)))
+    recorded = max(rp_mod.paid_in_ledgers(out), paid_mod.paid_in_records(out, cost_of_models(_models(rp))))
     missing = _missing_spend(logged, recorded)
     spent = logged + missing
     if missing:

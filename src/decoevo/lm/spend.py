@@ -22,7 +22,7 @@ A process notices a deletion once it has opened or read the file; one started la
 identity `begin` gave the experiment (`DECOEVO_SPEND_ID`: device, inode and the token of the `e` line it
 wrote; a fresh file may reuse a deleted one's inode, never its token), so it stops too rather than begin a
 new log at $0. A file emptied or deleted between runs is caught by whoever knows what was paid
-(`decoevo reproduce` counts its runs' ledgers and call records, reproduce/paid.py, and adds what is
+(`decoevo reproduce` counts its runs' ledgers and call records, rundir/paid.py, and adds what is
 missing, `add_spent`).
 
 With `DECOEVO_MAX_COST=USD` too, a request is sent only if the spent dollars, plus every reservation in

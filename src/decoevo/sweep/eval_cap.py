@@ -4,7 +4,7 @@ Training stops at the run's cap (Budget.max_cost, lm/budget.py), but a cell's ev
 with no budget: `sweep --max-cost 0.02` trained for $0.0116 and then graded for $0.11. Without an experiment's
 cap over it (`decoevo reproduce` sets one, lm/spend.py), a cell's post-run steps run under a log of their own,
 RUN/eval/spend.log, capped at the run's `max_cost` and begun at what the run's records say it paid so far
-(training and earlier evaluations, reproduce/paid.py): training and grading together stop at the cap.
+(training and earlier evaluations, rundir/paid.py): training and grading together stop at the cap.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ def run_cap(run_dir: Path) -> Iterator[None]:
     if cap is None:
         yield
         return
-    from ..reproduce.paid import paid_in_records
+    from ..lm.pricing import cost_of_models
+    from ..rundir.paid import paid_in_records
 
     path = run_dir / EVAL_DIR / SPEND_FILE
     # the grader's calls are priced at the dearest of the run's models (its spec is the evaluation's to pick)
-    paid = paid_in_records(run_dir, dict(config.lm.models))
+    paid = paid_in_records(run_dir, cost_of_models(config.lm.models))
     logged = read_spend(path)
     if paid > logged + 1e-9 * max(1.0, paid):
         add_spent(path, paid - logged)

@@ -1,4 +1,5 @@
-"""What an experiment's runs say they paid, from their append-only call records, for the cost cap.
+"""What the runs under a directory say they paid, from their append-only call records, for a cost cap
+(`decoevo reproduce --max-cost`'s experiment, a sweep cell's grading under its run's `--max-cost`).
 
 OUT/spend.log and the ledgers are one file each: emptied, zeroed or deleted between two invocations, they
 would let `decoevo reproduce` pay the cap again from $0. Every paid call is also a line of its directory's
@@ -13,16 +14,14 @@ experiment's runs under this one's cap, or this one's calls where its count does
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..lm import ModelSpec
-from ..lm.pricing import price_for
-from ..rundir.files import RunReadError
-from ..rundir.reader import parse_call_lines
-from ..rundir.records import CALLS, REQUESTS
-from ..rundir.requests import unanswered
+from .files import RunReadError
+from .reader import parse_call_lines
+from .records import CALLS, REQUESTS
+from .requests import unanswered
 
 
 def refuse_links(out: Path) -> None:
@@ -38,13 +37,10 @@ def refuse_links(out: Path) -> None:
                                   "the directory or file itself, or start the experiment in another directory")
 
 
-def paid_in_records(out: Path, models: Mapping[str, ModelSpec | None]) -> float:
-    """The dollars the call records under `out` say were paid: each paid line of every `calls.jsonl` at its
-    model's price, and each request recorded as sent that no answer completed at its bound (the provider
-    got it). A model name the plan does not know is priced at the dearest of its models (never at 0)."""
-    prices = {name: price_for(spec) for name, spec in models.items() if spec is not None}
-    dearest = max((p for p in prices.values() if p is not None),
-                  key=lambda p: p.input_per_mtok + p.output_per_mtok, default=None)
+def paid_in_records(out: Path, cost_of: Callable[[str, int, int], float]) -> float:
+    """The dollars the call records under `out` say were paid: each paid line of every `calls.jsonl` at
+    `cost_of(model, prompt_tokens, completion_tokens)`, and each request recorded as sent that no answer
+    completed at its bound (the provider got it). `cost_of` is the caller's prices (`lm.pricing.cost_of_models`)."""
     total = 0.0
     for folder, _dirs, files in os.walk(out, followlinks=False) if out.is_dir() else []:
         if CALLS not in files and REQUESTS not in files:
@@ -56,10 +52,5 @@ def paid_in_records(out: Path, models: Mapping[str, ModelSpec | None]) -> float:
             lost = unanswered(root, calls, live=set())
         except RunReadError as exc:  # an edited token count: refused where it would be billed too
             raise ConfigError(str(exc)) from None
-        for call in [*calls, *lost]:
-            if call.cached:
-                continue
-            price = prices.get(call.model, dearest)
-            if price is not None:
-                total += price.cost(call.prompt_tokens, call.completion_tokens)
+        total += sum(cost_of(c.model, c.prompt_tokens, c.completion_tokens) for c in [*calls, *lost] if not c.cached)
     return total
