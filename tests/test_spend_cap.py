@@ -245,3 +245,47 @@ async def test_a_spend_file_replaced_under_a_process_that_holds_it_open_is_refus
     with pytest.raises(spend_mod.SpendLogCorrupt, match="replaced"):
         await spend.reserve(0.1)
     spend.close()
+
+
+# ---- survivors of the bench at issue 46 (lm/spend.py, docs/reliability.md) -----------------------------------
+
+async def test_a_process_given_the_experiments_identity_works_on_the_untouched_log(tmp_path):
+    """The identity check must not refuse the experiment's own log: its `e TOKEN` line is what it looks for."""
+    path = tmp_path / "spend.log"
+    path.write_text("0.25\n")
+    identity = spend_mod.begin(path)
+    gate = SharedSpend(path, 1.0, identity)
+    rid = await gate.reserve(0.1)
+    gate.settle(rid, 0.05)
+    gate.close()
+    assert spend_mod.check(path, identity).spent == pytest.approx(0.30)
+    with pytest.raises(spend_mod.SpendLogCorrupt, match="replaced"):  # another invocation's token
+        spend_mod.check(path, identity.rsplit(":", 1)[0] + ":0123456789abcdef")
+
+
+def test_dollars_the_ledgers_knew_are_written_back_once(tmp_path):
+    path = tmp_path / "spend.log"
+    spend_mod.add_spent(path, 0.25)
+    spend_mod.add_spent(path, 0.5)
+    assert read_spend(path) == pytest.approx(0.75)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError):
+            spend_mod.add_spent(path, bad)
+
+
+async def test_closing_twice_is_harmless(tmp_path):
+    spend = SharedSpend(tmp_path / "spend.log", 1.0)
+    await spend.reserve(0.1)
+    spend.close()
+    spend.close()  # an LM closed twice, or closed and then collected
+
+
+def test_a_dead_reservation_that_blocks_the_room_is_settled_then_the_request_refused(tmp_path):
+    """Waiting on a dead process's reservation would wait for ever: it is settled (at its estimate, so spent)
+    and the request that still does not fit is refused."""
+    spend = tmp_path / "spend.log"
+    gate = SharedSpend(spend, 0.01)
+    reservation(spend, 0.009, dead_pid(), gate.host)
+    with pytest.raises(SpendCapReached):
+        asyncio.run(asyncio.wait_for(gate.reserve(0.004), 10))
+    assert read_state(spend).spent == pytest.approx(0.009)

@@ -18,7 +18,8 @@ from rich.markup import escape
 from ..errors import ConfigError, validation_summary
 from ..fileio import atomic_write_text
 from ..lm import ModelSpec
-from ..lm.spend import CAP_ENV, add_spent, at_cap, read_spend
+from ..lm.pricing import cost_of_models
+from ..lm.spend import CAP_ENV, ID_ENV, add_spent, at_cap, begin, check, read_spend
 from ..lm.spend import FILE_ENV as SPEND_FILE_ENV
 from . import reproduce_args as ra
 from .boundary import printable
@@ -125,6 +126,7 @@ def _reproduce(
 ) -> None:
     from .. import reproduce as rp_mod
     from ..report import build_report, write
+    from ..rundir import paid as paid_mod
 
     out = out.resolve()
     if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
@@ -189,13 +191,16 @@ def _reproduce(
     remaining = bool(projection.cells_to_run or any(not t.done() for t in posts))
     spend_file = out / rp_mod.SPEND_FILE
     logged = read_spend(spend_file)  # a corrupt log (lm/spend.py) is one line here, before anything runs
-    # a log emptied or deleted between runs would pay again from $0: what the ledgers say was paid counts
-    missing = _missing_spend(logged, rp_mod.paid_in_ledgers(out))
+    # a log emptied or deleted between runs would pay again from $0: what the ledgers and the runs' own
+    # append-only call records say was paid counts (rundir/paid.py), in runs that are OUT's own
+    paid_mod.refuse_links(out)
+    recorded = max(rp_mod.paid_in_ledgers(out), paid_mod.paid_in_records(out, cost_of_models(_models(rp))))
+    missing = _missing_spend(logged, recorded)
     spent = logged + missing
     if missing:
-        console.print(f"{spend_file}: records ${logged:,.4f}, but the runs' ledgers under {out} record "
-                      f"${spent:,.4f} paid (the log was emptied or deleted); ${spent:,.4f} counts as spent",
-                      highlight=False)
+        console.print(f"{spend_file}: records ${logged:,.4f}, but the runs' ledgers and call records under {out} "
+                      f"record ${spent:,.4f} paid (the log was emptied, edited or deleted); ${spent:,.4f} counts "
+                      "as spent", highlight=False)
     if remaining and rp.max_cost is not None and (spent >= rp.max_cost or at_cap(spend_file, rp.max_cost)):
         raise ConfigError(_at_cap(out, spent, rp.max_cost))
     console.print(projection.describe())
@@ -210,8 +215,10 @@ def _reproduce(
     atomic_write_text(out / rp_mod.STATE_FILE, rp.to_yaml())  # replaced, never written through a link
     if missing:
         add_spent(spend_file, missing)
-    with _spend_env(spend_file, rp.max_cost):
+    identity = begin(spend_file)  # every process refuses the log once it is deleted or replaced (lm/spend.py)
+    with _spend_env(spend_file, rp.max_cost, identity):
         failed = _run(rp, out, workers, ray_address, posts)
+    check(spend_file, identity)  # deleted or replaced meanwhile: that one line, not the steps it stopped
     report = build_report([rp.sweep_dir(b) for b in rp.benchmarks], title="DecoEvo: the paper's experiment")
     ra.check_report(out)  # not replaced if somebody put their own there meanwhile
     path = write(report, out / ra.REPORT)
@@ -241,6 +248,13 @@ def _plan_only_projection(rp: ReproducePlan) -> str | None:
                                                           rp_mod.transfer_sizes(rp)).describe()
 
 
+def _models(rp: ReproducePlan) -> dict[str, ModelSpec | None]:
+    """The model names the runs' records use (the plan's lm.models) and their specs, for their prices."""
+    from ..reproduce.plan import GRADER_NAME
+
+    return {"default": rp.solver, GRADER_NAME: rp.grader}
+
+
 def _missing_spend(logged: float, paid: float) -> float:
     """What the spend log lacks of what the ledgers say was paid (0 within float rounding)."""
     return paid - logged if paid > logged + 1e-9 * max(1.0, paid) else 0.0
@@ -252,10 +266,10 @@ def _at_cap(out: Path, spent: float, cap: float) -> str:
 
 
 @contextlib.contextmanager
-def _spend_env(path: Path, cap: float | None) -> Iterator[None]:
+def _spend_env(path: Path, cap: float | None, identity: str) -> Iterator[None]:
     """Every LM of the experiment (its cells' processes inherit DECOEVO_*) records its dollars in `path`
     and, with a cap, stops at it (lm/spend.py); restored afterwards for a caller in the same process."""
-    wanted = {SPEND_FILE_ENV: str(path), CAP_ENV: repr(cap) if cap is not None else None}
+    wanted = {SPEND_FILE_ENV: str(path), CAP_ENV: repr(cap) if cap is not None else None, ID_ENV: identity}
     before = {k: os.environ.get(k) for k in wanted}
     _set_env(wanted)
     try:

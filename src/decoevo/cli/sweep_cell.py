@@ -81,13 +81,18 @@ def _train(request: CellRequest, run_dir: Path) -> str:
 
 
 def _post_steps(request: CellRequest, run_dir: Path) -> list[str]:
+    from ..sweep.eval_cap import run_cap
     from ..sweep.steps import pending_steps, run_step
 
-    done = []
-    for name in pending_steps(run_dir, request.evaluate):
-        print(f"post-run step: {name}", flush=True)
-        run_step(name, run_dir)
-        done.append(name)
+    done: list[str] = []
+    pending = pending_steps(run_dir, request.evaluate)
+    if not pending:
+        return done
+    with run_cap(run_dir):  # the run's --max-cost holds over its grading too
+        for name in pending:
+            print(f"post-run step: {name}", flush=True)
+            run_step(name, run_dir)
+            done.append(name)
     return done
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,3 +107,18 @@ def price_for(spec: ModelSpec, cost_map: dict[str, Any] | None = None) -> Price 
     if table is not None:
         return table
     return price_from_cost_map(spec.model, litellm_cost_map() if cost_map is None else cost_map)
+
+
+def cost_of_models(models: Mapping[str, ModelSpec | None]) -> Callable[[str, int, int], float]:
+    """Dollars of a call recorded under a model name, at that model's price; a name not in `models` (or
+    without a spec) at the dearest of their prices, never at $0 (a count that must not be lifted); an
+    unpriced model at $0 (its dollars are unknown, as the plan says)."""
+    prices = {name: price_for(spec) for name, spec in models.items() if spec is not None}
+    dearest = max((p for p in prices.values() if p is not None),
+                  key=lambda p: p.input_per_mtok + p.output_per_mtok, default=None)
+
+    def cost(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        price = prices.get(model, dearest)  # a known unpriced model: None, $0
+        return price.cost(prompt_tokens, completion_tokens) if price is not None else 0.0
+
+    return cost

@@ -9,15 +9,21 @@ an append-only log written under an exclusive `flock`:
                         (`request_bound`), for process PID on HOST
     s ID USD            ... and is settled at what it cost (its answer's usage; a bill we cannot see is
                         settled at its estimate, a request that cannot have been billed at 0)
-    x CAP               a request was refused at the cap CAP: the experiment stopped there
+    e TOKEN             the experiment (one invocation of it) began with this file (`begin`)
+    x CAP               a request was refused at the cap CAP: the experiment stopped there (written once a
+                        stop: the requests refused after it at the same cap add nothing)
     USD                 a cost without a reservation (the format before reservations; still read)
 
 Every amount is a finite number of dollars, 0 or more, and every line one of these: a file that breaks
 this (a negative or -inf amount would lift the cap, nan or inf block it), that shrinks, is replaced or is
 deleted while the experiment runs, or that is a link or not a regular file, is refused as corrupt
 (`SpendLogCorrupt`): every request stops as at the cap, and a command reading it says so in one line.
-A file emptied or deleted between runs is caught by whoever knows what was paid (`decoevo reproduce`
-checks it against its runs' ledgers and adds what is missing, `add_spent`).
+A process notices a deletion once it has opened or read the file; one started later knows the file by the
+identity `begin` gave the experiment (`DECOEVO_SPEND_ID`: device, inode and the token of the `e` line it
+wrote; a fresh file may reuse a deleted one's inode, never its token), so it stops too rather than begin a
+new log at $0. A file emptied or deleted between runs is caught by whoever knows what was paid
+(`decoevo reproduce` counts its runs' ledgers and call records, rundir/paid.py, and adds what is
+missing, `add_spent`).
 
 With `DECOEVO_MAX_COST=USD` too, a request is sent only if the spent dollars, plus every reservation in
 flight in any process, plus its own reservation fit under the cap (`admit`). One that does not fit waits
@@ -54,6 +60,9 @@ from .types import BackendRequest
 
 FILE_ENV = "DECOEVO_SPEND_FILE"
 CAP_ENV = "DECOEVO_MAX_COST"
+# The log's identity when the experiment began ("DEVICE:INODE:HOST:TOKEN", `begin`): every process compares the file
+# it opens with it, so one started after the log was deleted or replaced stops rather than begin a new one at $0.
+ID_ENV = "DECOEVO_SPEND_ID"
 # How a cap-stopped run's summary begins: the sweep resumes such a run once the cap allows it.
 CAP_STOP = "experiment cost cap reached"
 
@@ -142,8 +151,36 @@ def add_spent(path: Path, usd: float) -> None:
         spend.close()
 
 
+def _parse_identity(identity: str, path: Path) -> tuple[int, int, str, str]:
+    try:
+        dev, ino, rest = identity.split(":", 2)
+        host, token = rest.rsplit(":", 1)
+        return int(dev), int(ino), host, token
+    except ValueError:
+        raise ConfigError(f"{ID_ENV}={identity!r}: not the identity of {path} (DEVICE:INODE:HOST:TOKEN)") from None
+
+
+def begin(path: Path) -> str:
+    """The experiment's log at `path`, created empty if absent (a regular file, not a link), and its identity
+    for `ID_ENV`: every process of the experiment then refuses a log deleted or replaced since."""
+    spend, token = SharedSpend(path, None), secrets.token_hex(8)
+    try:
+        with spend._locked() as fd:
+            st = os.fstat(fd)
+            os.write(fd, f"e {token}\n".encode())
+    finally:
+        spend.close()
+    return f"{st.st_dev}:{st.st_ino}:{spend.host}:{token}"
+
+
+def check(path: Path, identity: str) -> SpendState:
+    """The log's state, if it is still the file the experiment began with (`begin`); SpendLogCorrupt, one
+    line naming it, if it was deleted, replaced, shrunk or edited into something unreadable."""
+    return SharedSpend(path, None, identity).state()
+
+
 class SharedSpend:
-    def __init__(self, path: Path, cap: float | None) -> None:
+    def __init__(self, path: Path, cap: float | None, identity: str | None = None) -> None:
         self.path = Path(path)
         self.cap = cap
         self.host, self.pid = socket.gethostname(), os.getpid()
@@ -158,20 +195,24 @@ class SharedSpend:
         self._lines = 0  # complete lines read so far (to name a bad one)
         self._broken: SpendLogCorrupt | None = None  # once corrupt, refused for good
         self._ino: tuple[int, int] | None = None  # the file first read: replaced or deleted later is refused
+        self._expected = _parse_identity(identity, self.path) if identity else None
+        if self._expected is not None and self._expected[2] == self.host:  # another host sees another device
+            self._ino = self._expected[:2]
+        self._tokens: set[str] = set()  # the `e` lines read: the expected one must be among them
 
     @classmethod
     def from_env(cls) -> SharedSpend | None:
         where = os.environ.get(FILE_ENV)
         if not where:
             return None
-        cap = os.environ.get(CAP_ENV)
+        cap, identity = os.environ.get(CAP_ENV), os.environ.get(ID_ENV)
         try:
             limit = float(cap) if cap else None
         except ValueError:
             raise ConfigError(f"{CAP_ENV}={cap!r}: not a number of dollars") from None
         if limit is not None and not (math.isfinite(limit) and limit > 0):
             raise ConfigError(f"{CAP_ENV}={cap!r}: the cap must be a positive number of dollars")
-        return cls(Path(where), limit)
+        return cls(Path(where), limit, identity or None)
 
     # ---- reading ----------------------------------------------------------------------------------
     def _corrupt(self, why: str) -> SpendLogCorrupt:
@@ -184,15 +225,17 @@ class SharedSpend:
         size = os.fstat(fd).st_size
         if size < self._offset:  # read from here on, the appended lines would never be seen: a wait without end
             raise self._corrupt(f"shrank from {self._offset} to {size} bytes while the experiment ran")
-        if size == self._offset:
-            return
-        data = os.pread(fd, size - self._offset, self._offset)
-        complete = data[: data.rfind(b"\n") + 1]  # writers hold LOCK_EX: only a torn tail can be partial
-        self._offset += len(complete)
-        for line in complete.splitlines():
-            self._lines += 1
-            if line.strip():
-                self._apply(line.split())
+        if size > self._offset:
+            data = os.pread(fd, size - self._offset, self._offset)
+            complete = data[: data.rfind(b"\n") + 1]  # writers hold LOCK_EX: only a torn tail can be partial
+            self._offset += len(complete)
+            for line in complete.splitlines():
+                self._lines += 1
+                if line.strip():
+                    self._apply(line.split())
+        if self._expected is not None and self._expected[3] not in self._tokens:
+            # the whole file read and no line of the experiment's beginning: a fresh file in its place
+            raise self._corrupt("was replaced while the experiment ran")
 
     def _apply(self, f: list[bytes]) -> None:
         try:
@@ -202,6 +245,8 @@ class SharedSpend:
                 usd = _usd(f[2])
                 if self._held.pop(f[1].decode(), None) is not None:  # a second settlement counts nothing
                     self._spent += usd
+            elif len(f) == 2 and f[0] == b"e":
+                self._tokens.add(f[1].decode())
             elif len(f) == 2 and f[0] == b"x":
                 self._stopped = max(self._stopped or 0.0, _usd(f[1]))
             elif len(f) == 1:
@@ -221,7 +266,9 @@ class SharedSpend:
         try:
             st = os.lstat(self.path)
         except FileNotFoundError:
-            if self._offset:  # it held records this process read: deleted while the experiment ran
+            # it held records this process read, this process opened it, or the experiment began with it:
+            # deleted while the experiment ran (a new log would count from $0)
+            if self._offset or self._ino is not None or self._expected is not None:
                 raise self._corrupt("was deleted while the experiment ran") from None
             return False
         if stat.S_ISLNK(st.st_mode):  # written through, the records would land wherever it points
@@ -294,8 +341,9 @@ class SharedSpend:
                 rid = next(self._ids)
                 os.write(fd, f"r {rid} {usd!r} {self.pid} {self.host} {time.time():.3f}\n".encode())
                 return verdict, rid
-            if verdict == "refuse":
+            if verdict == "refuse" and self.cap is not None and (self._stopped or 0.0) < self.cap:  # once a stop
                 os.write(fd, f"x {self.cap!r}\n".encode())
+                self._stopped = self.cap
             return verdict, f"${self._spent:.4f} spent and ${held:.4f} in flight"
 
     def _freeable(self) -> float:
