@@ -187,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{c['min']:>7.3f} {c['median']:>7.3f} {c['max']:>7.3f}")
         row["ratio_median"] = {k: round(row["after"][k]["median"] / row["before"][k]["median"], 3)
                                for k in ("wall_s", "cpu_s")}
-        print(f"{'':<16} {'ratio':<7} wall {row['ratio_median']['wall_s']:.2f}×, CPU {row['ratio_median']['cpu_s']:.2f}×")
+        ratio = row["ratio_median"]
+        print(f"{'':<16} {'ratio':<7} wall {ratio['wall_s']:.2f}×, CPU {ratio['cpu_s']:.2f}×")
         results[case] = row
     doc = {"machine": machine(), "load_average": os.getloadavg(), "repeats": args.repeats,
-           "baseline": args.baseline_src or args.baseline, "run_argv": run_argv[:1] + ["(toy world, see toy_run_args)"],
+           "baseline": args.baseline_src or args.baseline, "run_argv": [*run_argv[:1], "(toy world, see toy_run_args)"],
            "import_set_sizes": {k: len(v) for k, v in import_sets.items()}, "cases": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

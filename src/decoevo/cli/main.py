@@ -73,7 +73,7 @@ def load(name: str) -> typer.core.TyperCommand | TyperGroup:
         one.command(name)(target)
         command = typer.main.get_command(one)
     command.name = name
-    return command  # type: ignore[no-any-return]
+    return command
 
 
 class LazyCommands(TyperGroup):
@@ -87,10 +87,10 @@ class LazyCommands(TyperGroup):
         self._loaded: dict[str, typer.core.TyperCommand | TyperGroup] = {}
         self._listing = False
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         if cmd_name not in COMMANDS:
             return None
         if cmd_name not in self._loaded:
@@ -99,7 +99,7 @@ class LazyCommands(TyperGroup):
             self._loaded[cmd_name] = load(cmd_name)
         return self._loaded[cmd_name]
 
-    def format_help(self, ctx: typer.Context, formatter: Any) -> None:
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True
         try:
             super().format_help(ctx, formatter)
