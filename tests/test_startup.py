@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import decoevo
 from decoevo.cli import app
 from decoevo.cli.main import COMMANDS, LazyCommands
 
@@ -86,3 +88,23 @@ def test_help_lists_each_command_as_its_own_help_says(monkeypatch):
     assert lazy.output == loaded.output
     unknown = CliRunner().invoke(app, ["rnu"], env={"COLUMNS": "200"})  # and a name not listed is still refused
     assert unknown.exit_code == 2 and "No such command 'rnu'" in unknown.output
+
+
+def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
+    """`decoevo run` against a local server, stopped as it sends its first chat completion (the bench's probe):
+    no scipy, numpy, plots or templates by then, nor the price table (a local server is never priced by it)."""
+    from bench.client.startup import PROBE, tree_env
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "questions.jsonl")
+    out = tmp_path / "probe.json"
+    with serve_app(toy_server().app()) as url:
+        argv = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "probe")
+        env = dict(tree_env(Path(decoevo.__file__).parents[1]), STARTUP_PROBE_OUT=str(out),
+                   STARTUP_PROBE_ARGV=json.dumps(argv), DECOEVO_CACHE=str(tmp_path / "cache.sqlite"))
+        done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
+    loaded = set(json.loads(out.read_text())["modules"])
+    assert "decoevo.engine.run" in loaded  # not vacuous: the run was under way
+    assert not top_level(loaded) & {*HEAVY, "genai_prices"}, sorted(top_level(loaded) & {*HEAVY, "genai_prices"})
