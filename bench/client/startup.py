@@ -7,7 +7,8 @@ Cases, each a new interpreter per repetition (cases interleaved, trees alternati
   run: first call  a real `decoevo run` (the toy world, served by `decoevo.testing.toy_server` in another
                  process) stopped as it sends its first chat-completion request: the process's CPU up to that
                  moment (the probe wraps the socket's send, reads `time.process_time()` and exits)
-  run: imports   `python -c "import <the decoevo modules loaded at that first call>"`: the import set alone
+  run: imports   `python -c "import <the decoevo modules loaded at that first call>; os._exit(0)"`: the import set
+                 alone (the exit skips the interpreter's teardown, which a run pays at its end, not its start)
 
 For each: wall and CPU (user + system of the child, from rusage) min / median / max, for the baseline tree
 (`--baseline REV`, default d8d906b, extracted with `git archive`; or `--baseline-src DIR`) and this tree, and
@@ -164,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
             "--version": lambda name: timed([*decoevo, "--version"], envs[name]),
             "--help": lambda name: timed([*decoevo, "--help"], envs[name]),
             "run --help": lambda name: timed([*decoevo, "run", "--help"], envs[name]),
+            # ends with os._exit: the interpreter's teardown (~0.1 s of freeing these modules) is no start-up cost
             "run: imports": lambda name: timed(
-                [sys.executable, "-c", "import " + ", ".join(import_sets[name])], envs[name]),
+                [sys.executable, "-c", f"import os, {', '.join(import_sets[name])}; os._exit(0)"], envs[name]),
             "run: first call": lambda name: first_call(envs[name], run_argv, Path(tmp) / "runs")[:2],
         }
         samples: dict[str, dict[str, dict[str, list[float]]]] = {
