@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import subprocess
 import sys
 import threading
@@ -251,6 +252,31 @@ def test_a_gzip_bomb_as_the_model_list_is_cut_at_its_ceiling() -> None:
         spec = ModelSpec(backend="openai", model="m", base_url=f"{base}/v1")
         [identity] = model_identities(LMConfig(models={"default": spec}))
     assert identity.error is not None and "ran past 8 MiB" in identity.error
+
+
+def test_the_model_list_is_read_decoded_and_a_redirect_is_not_followed() -> None:
+    """The model list's reader (the standard library since issue 47.2, httpx before): a gzipped list in two
+    members is read whole; a redirect is recorded as an error, never followed."""
+    from decoevo.engine.provenance import model_identities
+    from decoevo.lm import LMConfig, ModelSpec
+
+    listing = json.dumps({"data": [{"id": "other"}, {"id": "m"}]}).encode()
+    with serving("127.0.0.1", gzipped(gzip.compress(listing[:10]) + gzip.compress(listing[10:]))) as (base, seen):
+        spec = ModelSpec(backend="openai", model="m", base_url=f"{base}/v1")
+        [identity] = model_identities(LMConfig(models={"default": spec}))
+    assert identity.error is None and identity.served == {"id": "m"} and identity.served_ids == ["other", "m"]
+    assert "gzip" in seen[0]["accept-encoding"]
+
+    def moved(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(302)
+        h.send_header("Location", "http://127.0.0.1:9/v1/models")
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+
+    with serving("127.0.0.1", moved) as (base, seen):
+        spec = ModelSpec(backend="openai", model="m", base_url=f"{base}/v1")
+        [identity] = model_identities(LMConfig(models={"default": spec}))
+    assert identity.error is not None and "302" in identity.error and len(seen) == 1
 
 
 async def test_a_bomb_delivered_in_one_piece_is_inflated_only_to_the_ceiling() -> None:

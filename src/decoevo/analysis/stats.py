@@ -12,8 +12,9 @@ from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-import numpy as np
-from scipy import stats as _sp
+# numpy and scipy are imported inside the functions that compute with them: importing scipy.stats costs
+# about a second of CPU, and this module's dataclasses are loaded by every `decoevo run` (through the engine's
+# criterion-drift record), which never calls them (tests/test_startup.py).
 
 K = TypeVar("K", bound=Hashable)
 
@@ -106,6 +107,8 @@ def mean_std(values: Iterable[float]) -> MeanStd:
     xs = _finite(values, "mean_std")
     if not xs:
         raise ValueError("mean_std: no values")
+    import numpy as np
+
     arr = np.asarray(xs, dtype=float)
     std = float(arr.std(ddof=1)) if len(xs) > 1 else None
     return MeanStd(n=len(xs), mean=float(arr.mean()), std=std)
@@ -125,6 +128,9 @@ def paired_difference(a: Mapping[K, float], b: Mapping[K, float], confidence: fl
                          f"missing from b: {sorted(only_a, key=repr)}; missing from a: {sorted(only_b, key=repr)}")
     if not a:
         raise ValueError("paired_difference: no seeds")
+    import numpy as np
+    from scipy import stats as _sp
+
     seeds = tuple(sorted(a, key=repr))  # repr sort: seeds may be ints or strings
     diffs = np.asarray(_finite((float(a[s]) - float(b[s]) for s in seeds), "paired_difference"), dtype=float)
     n = len(diffs)
@@ -214,4 +220,6 @@ def per_run_average(scores_by_benchmark: Mapping[str, float], benchmarks: Collec
         if missing or extra:
             raise ValueError(f"per_run_average: benchmarks differ; missing {sorted(missing)}, "
                              f"unexpected {sorted(extra)}")
+    import numpy as np
+
     return float(np.mean(_finite(scores_by_benchmark.values(), "per_run_average")))

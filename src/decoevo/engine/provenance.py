@@ -99,24 +99,61 @@ def _local_identity(base: dict[str, Any], spec: ModelSpec) -> ModelIdentity:
         return ModelIdentity(**base, gguf_path=spec.gguf_path, error=f"{type(exc).__name__}: {exc}"[:300])
 
 
+class _Refused(Exception):
+    pass
+
+
+def _get_bounded(url: str, headers: dict[str, str], timeout_s: float) -> bytes:
+    """GET `url` (no redirect followed; a status other than 2xx raises), its body decoded here to at most
+    MAX_MODELS_BYTES: a gzip bomb stops at the ceiling. The standard library's client, not httpx: importing
+    httpx cost ~0.2 s of CPU before every served run's first call (bench/client/startup.py); proxies from
+    the environment are used as httpx used them."""
+    import urllib.error
+    import urllib.request
+    import zlib
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None  # the 3xx is then raised as an HTTPError
+
+    request = urllib.request.Request(url, headers={**headers, "Accept-Encoding": "gzip, deflate"})
+    with urllib.request.build_opener(NoRedirect).open(request, timeout=timeout_s) as response:
+        encoding = (response.headers.get("Content-Encoding") or "").strip().lower()
+        if encoding in ("", "identity"):
+            decoder = None
+        elif encoding in ("gzip", "x-gzip"):
+            decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)
+        else:
+            raise _Refused(f"the model list is encoded as {encoding!r}, which was not asked for")
+        raw = bytearray()
+        while chunk := response.read(1 << 16):
+            while chunk:
+                if decoder is None:
+                    piece, chunk = chunk, b""
+                else:  # inflated to the room left (plus one byte to see it overflow), the rest kept for later
+                    piece = decoder.decompress(chunk, MAX_MODELS_BYTES + 1 - len(raw))
+                    chunk = decoder.unconsumed_tail
+                    if decoder.eof and decoder.unused_data and encoding != "deflate":
+                        chunk = decoder.unused_data  # gzip's next member (RFC 1952 allows several)
+                        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                raw += piece
+                if len(raw) > MAX_MODELS_BYTES:
+                    raise ValueError(f"the model list ran past {MAX_MODELS_BYTES >> 20} MiB; not read further")
+        return bytes(raw)
+
+
 def _served_identity(base: dict[str, Any], spec: ModelSpec, timeout_s: float) -> ModelIdentity:
     """The server's `GET {base_url}/models` entry for the model (or the ids it lists when the model is
     not among them)."""
-    import httpx
-
     url = f"{str(spec.base_url).rstrip('/')}/models"
     key = ""
     try:
         key = spec.read_api_key()
         headers = {"Authorization": f"Bearer {key}"}
         redact = Redactor.for_request(headers, extra=[key])
-        with httpx.stream("GET", url, headers=headers, timeout=timeout_s, follow_redirects=False) as response:
-            response.raise_for_status()
-            raw = bytearray()
-            for chunk in response.iter_bytes():  # decoded as it arrives: a gzip bomb stops at the ceiling
-                raw += chunk
-                if len(raw) > MAX_MODELS_BYTES:
-                    raise ValueError(f"the model list ran past {MAX_MODELS_BYTES >> 20} MiB; not read further")
+        raw = _get_bounded(url, headers, timeout_s)
         body = json.loads(redact.text(raw.decode("utf-8", "replace")))
         entries = [e for e in body.get("data", []) if isinstance(e, dict)] if isinstance(body, dict) else []
         ids = [str(e.get("id")) for e in entries]

@@ -1,0 +1,112 @@
+"""Start-up imports only what a command uses (issue 47.2; bench/client/startup.py has the times).
+
+Guarded without timing: a fresh interpreter runs the command (or the import) and reports which modules it
+loaded. `decoevo --version` and `--help` need Typer and nothing of decoevo's commands; a run's engine never
+needs scipy, numpy, matplotlib or jinja2 (reports and statistics import them when they compute)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import decoevo
+from decoevo.cli import app
+from decoevo.cli.main import COMMANDS, LazyCommands
+
+HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
+
+# Runs the command line as `python -m decoevo ARGS` does, then prints the loaded modules on stderr's last line.
+CLI = """
+import json, runpy, sys
+sys.argv = ["decoevo", *sys.argv[1:]]
+try:
+    runpy.run_module("decoevo", run_name="__main__", alter_sys=True)
+except SystemExit as done:
+    assert done.code in (0, None), done.code
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def loaded_by_command(*args: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", CLI, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "the command printed nothing"
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def loaded_by_import(*modules: str) -> set[str]:
+    code = f"import json, sys, {', '.join(modules)}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout))
+
+
+def top_level(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.mark.parametrize("args", [("--version",), ("--help",)])
+def test_version_and_help_load_no_command(args):
+    loaded = loaded_by_command(*args)
+    assert "typer" in loaded  # not vacuous: the command line did run
+    heavy = top_level(loaded) & {*HEAVY, "pydantic", "aiohttp", "httpx", "yaml"}
+    assert not heavy, f"`decoevo {' '.join(args)}` imported {sorted(heavy)}"
+    commands = {m for m in loaded if m.startswith("decoevo.") and m not in {"decoevo.cli", "decoevo.cli.main"}}
+    assert not commands, f"`decoevo {' '.join(args)}` imported {sorted(commands)}"
+
+
+def test_a_command_loads_its_own_module_only():
+    loaded = loaded_by_command("methods")
+    assert "decoevo.cli.methods" in loaded
+    others = {f"decoevo.cli{c.module}" for name, c in COMMANDS.items() if c.module != ".methods"}
+    assert not loaded & others, sorted(loaded & others)
+
+
+def test_a_run_imports_no_scipy_numpy_plots_or_templates():
+    """What a run loads before its first call (the CLI's run command, the API and the engine)."""
+    loaded = loaded_by_import("decoevo.cli.run", "decoevo.api", "decoevo.engine.run", "decoevo.cli.main")
+    assert "decoevo.analysis.criterion_drift" in loaded and "decoevo.analysis.stats" in loaded  # not vacuous
+    assert not top_level(loaded) & set(HEAVY), sorted(top_level(loaded) & set(HEAVY))
+    from decoevo.analysis import mean_std, paired_difference  # which still compute when asked
+
+    assert mean_std([1.0, 3.0]).mean == 2.0
+    assert paired_difference({1: 2.0, 2: 4.0, 3: 3.0}, {1: 1.0, 2: 1.5, 3: 1.0}).p_value is not None
+
+
+def test_help_lists_each_command_as_its_own_help_says(monkeypatch):
+    """The summaries `decoevo --help` shows without importing the commands are what the commands say."""
+    lazy = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    monkeypatch.setattr(LazyCommands, "list_with_summaries", False)
+    loaded = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert lazy.exit_code == loaded.exit_code == 0, lazy.output + loaded.output
+    assert all(f" {name} " in lazy.output for name in COMMANDS)
+    assert lazy.output == loaded.output
+    unknown = CliRunner().invoke(app, ["rnu"], env={"COLUMNS": "200"})  # and a name not listed is still refused
+    assert unknown.exit_code == 2 and "No such command 'rnu'" in unknown.output
+
+
+def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
+    """`decoevo run` against a local server, stopped as it sends its first chat completion (the bench's probe):
+    no scipy, numpy, plots or templates by then, nor the price table (a local server is never priced by it),
+    nor httpx (the model list for the run's provenance is read with the standard library)."""
+    from bench.client.startup import PROBE, tree_env
+    from decoevo.testing.server import serve_app
+    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
+
+    data = write_toy_questions(tmp_path / "questions.jsonl")
+    out = tmp_path / "probe.json"
+    with serve_app(toy_server().app()) as url:
+        argv = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "probe")
+        env = dict(tree_env(Path(decoevo.__file__).parents[1]), STARTUP_PROBE_OUT=str(out),
+                   STARTUP_PROBE_ARGV=json.dumps(argv), DECOEVO_CACHE=str(tmp_path / "cache.sqlite"))
+        done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
+    loaded = set(json.loads(out.read_text())["modules"])
+    assert "decoevo.engine.run" in loaded  # not vacuous: the run was under way
+    unwanted = top_level(loaded) & {*HEAVY, "genai_prices", "httpx"}
+    assert not unwanted, sorted(unwanted)
