@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable
 from html.parser import HTMLParser
@@ -405,6 +406,46 @@ def test_the_toy_server_refuses_a_bad_flag_in_one_line(tmp_path: Path, args: lis
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("error: ") and words in done.stderr
+
+
+@pytest.mark.parametrize("body", ["{}", "[]", '{"messages": "hi"}', '{"messages": [{"role": "user"}]}',
+                                  '{"messages": [{"role": "user", "content": "hi"}], "response_format": "json"}'])
+def test_the_toy_server_answers_a_malformed_request_400_in_one_line(tmp_path: Path, body: str) -> None:
+    """A request body `{}` was a 500 and a KeyError traceback in the server's log: the client's mistake is a
+    400 whose one-line message says what the request lacks, and the log stays clean."""
+    from decoevo.testing.server import free_port
+
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("w") as out:
+        server = subprocess.Popen([sys.executable, "-m", "decoevo.testing.toy_server", "--port", str(port)],
+                                  stdout=out, stderr=subprocess.STDOUT)
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(),
+                                         headers={"content-type": "application/json"}, method="POST")
+        for _ in range(600):  # wait until it listens (no timed assert: up to a minute on a loaded machine)
+            try:
+                urllib.request.urlopen(request, timeout=30)
+                status, answer = 200, ""
+                break
+            except urllib.error.HTTPError as exc:
+                status, answer = exc.code, exc.read().decode()
+                break
+            except urllib.error.URLError:
+                assert server.poll() is None, log.read_text()
+                time.sleep(0.1)
+        else:
+            pytest.fail(f"the toy server never answered: {log.read_text()}")
+        ok = urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/chat/completions", method="POST", headers={"content-type": "application/json"},
+            data=b'{"model": "toy", "messages": [{"role": "user", "content": "hi"}]}'), timeout=30)
+        assert ok.status == 200  # a well-formed request after it is still answered
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    message = json.loads(answer)["error"]["message"]
+    assert status == 400 and "\n" not in message and message, answer
+    assert "Traceback" not in log.read_text() and "Error" not in log.read_text(), log.read_text()
 
 
 # ---- item 13: messages that named the wrong thing --------------------------------------------------------

@@ -32,7 +32,28 @@ def unwrap_repair(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
+def _malformed(body: Any) -> str | None:
+    """What makes a request one the toy world cannot answer (None: it can); the client's mistake is a
+    400 naming it, as a real server answers, not a 500 with a traceback in the server's log."""
+    if not isinstance(body, dict):
+        return "the request body is not a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "the request has no 'messages' (a non-empty list of {role, content})"
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+               for m in messages):
+        return "each of 'messages' must be an object with a string 'role' and 'content'"
+    if not isinstance(body.get("response_format") or {}, dict):
+        return "'response_format' must be an object"
+    if not all(isinstance(body.get(k) or 0, (int, float)) for k in ("temperature", "seed")):
+        return "'temperature' and 'seed' must be numbers"
+    return None
+
+
 def toy_reply(body: dict[str, Any], n: int, delay_s: float = 0.0) -> Reply:
+    problem = _malformed(body)
+    if problem is not None:
+        return Reply(status=400, error_message=problem)
     messages = unwrap_repair(body["messages"])
     return Reply(content=world.respond(messages, world.schema_of(body), world.sample_index_of(body)),
                  delay_s=delay_s)
