@@ -104,3 +104,23 @@ async def test_a_run_cost_hold_holds_its_worst_case_and_refuses_what_cannot_fit(
         await hold.reserve(ledger, 1.0, 1.5)  # even were the hold to settle at nothing, 1.5 > 1.0
     hold.release(0.4)
     assert hold.held == 0.0
+
+
+def test_a_cap_stop_on_a_cache_hit_says_the_cache_answered_and_shows_a_tiny_cap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--max-cost 1e-300` after a run of the same questions: the first request is a cache hit whose price
+    counts (the cap is what the run would cost alone). The stop read "$14.0000 of $0.0000 used", as if the
+    hit had been paid and no cap given; it names the cache's share and the cap as given."""
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    with serve_app(toy_server().app()) as url:
+        first = runner.invoke(app, toy_run_args(f"{url}/v1", data, tmp_path / "runs", "a", steps=1, sets=PRICES))
+        assert first.exit_code == 0, first.output
+        result = runner.invoke(app, [*toy_run_args(f"{url}/v1", data, tmp_path / "runs", "b", steps=1, sets=PRICES),
+                                     "--max-cost", "1e-300"])
+    assert result.exit_code == 0, result.output
+    summary = RunReader(tmp_path / "runs" / "b").summary()
+    assert summary is not None and summary.status == "budget_stop", result.output
+    stopped = summary.stopped or ""
+    assert "of $1e-300 used" in stopped and "answered by the cache, counted at its price" in stopped, stopped
+    assert "$0.0000 used" not in " ".join(result.output.split()), result.output

@@ -59,8 +59,22 @@ class Budget:
                                     if self.land_on_tokens and next_tokens else ""))
         cost = total.effective_cost_usd + pending.cost_usd
         if self.max_cost is not None and cost >= self.max_cost:
-            raise BudgetExceeded(f"cost budget reached: ${total.effective_cost_usd:.4f} of ${self.max_cost:.4f} used"
-                                 + (f", about ${pending.cost_usd:.4f} in flight" if pending.calls else ""))
+            raise BudgetExceeded(f"cost budget reached: {usd(total.effective_cost_usd)} of {usd(self.max_cost)} used"
+                                 + cache_note(total.inherited_cost_usd)
+                                 + (f", about {usd(pending.cost_usd)} in flight" if pending.calls else ""))
+
+
+def usd(amount: float) -> str:
+    """Dollars as a budget message shows them: 4 decimals, or 2 significant digits below $0.0001 (a cap of
+    `--max-cost 1e-300` read "$0.0000", as if no cap had been given)."""
+    return f"${amount:.4f}" if amount == 0 or abs(amount) >= 1e-4 else f"${amount:.2g}"
+
+
+def cache_note(inherited: float) -> str:
+    """Which part of what a run used against its cost cap its cache answered: not paid now, but counted at
+    its price (the cap is what the run would cost alone), so "$14 used" on a cache hit is not read as a
+    paid call."""
+    return f" ({usd(inherited)} of it answered by the cache, counted at its price)" if inherited > 0 else ""
 
 
 def refuses_on_tokens(used: float, target: float, next_tokens: float, *, land: bool) -> bool:
@@ -122,16 +136,17 @@ class CostHold:
 
     async def reserve(self, ledger: UsageLedger, cap: float, worst: float) -> float:
         while True:
-            spent = ledger.total().effective_cost_usd
+            total = ledger.total()
+            spent = total.effective_cost_usd
             verdict = admit(spent, self.held, self.held, worst, cap)
             if verdict == "reserve":  # no await since the look: no other request passes it meanwhile
                 self.held += worst
                 return worst
             if verdict == "refuse":
                 raise BudgetExceeded(
-                    f"cost budget reached: ${spent:.4f} of ${cap:.4f} used"
-                    + (f", up to ${self.held:.4f} in flight" if self.held else "")
-                    + f"; the next request may cost up to ${worst:.4f}")
+                    f"cost budget reached: {usd(spent)} of {usd(cap)} used" + cache_note(total.inherited_cost_usd)
+                    + (f", up to {usd(self.held)} in flight" if self.held else "")
+                    + f"; the next request may cost up to {usd(worst)}")
             await asyncio.sleep(self._sleep)
 
     def release(self, usd: float) -> None:
