@@ -142,3 +142,26 @@ def test_eval_compare_and_report_name_a_path_grader_by_its_stem(toy_env: Path) -
     page = (toy_env / "old.html").read_text()
     assert "test 100.0 (v001)</span></summary>" in page and f"eval/{old.name}" in page
     assert f'title="gold grader of this column">{STEM}</span>' in page and "/root/.cache" not in page
+
+
+FORGED = "toy\nerror: FORGED LINE\u202e"  # a grader name with a line break and a bidirectional override
+
+
+def test_a_control_character_in_a_grader_name_is_shown_escaped() -> None:
+    assert short_model_name(FORGED) == "toy\\nerror: FORGED LINE\\u202e"
+    assert short_model_name(f"/models/a\tb.gguf, {FORGED}") == "a\\tb, toy\\nerror: FORGED LINE\\u202e"
+
+
+def test_eval_prints_a_grader_name_with_a_line_break_on_one_line(toy_env: Path) -> None:
+    """`eval --grader-model` given a name holding a newline printed it raw: the result line broke in two and
+    the second half could pass for a message of decoevo's own."""
+    server = FakeOpenAI(lambda body, n: toy_reply(body, n))  # answers any model name
+    with serve_app(server.app()) as url:
+        data = write_toy_questions(toy_env / "toy.jsonl")
+        trained = runner.invoke(app, toy_run_args(f"{url}/v1", data, toy_env / "runs", "mine", steps=1))
+        assert trained.exit_code == 0, trained.output
+        graded = runner.invoke(app, ["eval", str(toy_env / "runs" / "mine"), "--split", "probe",
+                                     "--grader-base-url", f"{url}/v1", "--grader-model", FORGED])
+    assert graded.exit_code == 0, graded.output
+    assert not any(line.lstrip().startswith("error: FORGED") for line in graded.output.splitlines()), graded.output
+    assert "toy\\nerror: FORGED LINE\\u202e" in "".join(graded.output.split("\n")), graded.output

@@ -22,6 +22,8 @@ COMPARE_PREFIX = "compare-"
 _UNSAFE = re.compile(r"[^a-z0-9._]+")
 MODEL_FILE_SUFFIXES = (".gguf", ".ggml", ".bin", ".safetensors")
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+# Control characters (line breaks and tabs too) and bidirectional overrides, which a model name never holds.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def is_path_name(model: str) -> bool:
@@ -38,6 +40,12 @@ def short_model_name(model: str) -> str:
     it is. Several names (`a, b`) are shortened each. The record keeps the whole name."""
     if ", " in model:
         return ", ".join(short_model_name(m) for m in model.split(", "))
+    # a name is one line of a message: a newline in it would forge another line (escaped after shortening,
+    # so an escape's backslash is never read as a Windows path's separator)
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), _short_name(model))
+
+
+def _short_name(model: str) -> str:
     if not is_path_name(model):
         return model
     base = model.strip().replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
