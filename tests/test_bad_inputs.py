@@ -330,5 +330,13 @@ def test_bad_resume_keeps_everything_computed(tmp_path, partial_run, edit):
     assert snapshot(run_dir) == before
 
 
+def test_a_skill_version_the_run_lacks_names_the_versions_it_has(partial_run):
+    """`eval --skill-version 99` said "…/v099.md: missing", a file name the user never gave."""
+    code, output = invoke(["eval", str(partial_run), "--skill-version", "99"])
+    versions = sorted(int(p.stem[1:]) for p in (partial_run / "skills" / "solver").glob("v*.md"))
+    check_message(code, output, ["--skill-version 99", f"has solver versions 0..{versions[-1]}"])
+    assert "v099" not in output
+
+
 def test_corpus_size():
     assert len(DATA_CASES) + len(CONFIG_CASES) + 1 + len(RESUME_CASES) >= 30

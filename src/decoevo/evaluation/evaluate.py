@@ -55,6 +55,12 @@ async def evaluate(session: EvalSession, target: EvalTarget, *, skill_version: i
     RUN/eval/<name>-v<NNN>-<grader>.json (format in docs/evaluation-files.md) and return its record, with
     `file` (where it was written, relative to the run) and `shipped_version` (the run's final solver version)."""
     view = session.view
+    if skill_version is not None and skill_version not in (saved := view.versions("solver")):
+        # say which versions there are, not which file is absent (v099.md means nothing to the user)
+        contiguous = saved == list(range(saved[0], saved[-1] + 1)) if saved else False
+        have = (f"solver versions {saved[0]}..{saved[-1]}" if contiguous else
+                f"solver versions {', '.join(map(str, saved))}" if saved else "no saved solver version")
+        raise ConfigError(f"--skill-version {skill_version}: the run {view.path} has {have}")
     solver = view.final("solver") if skill_version is None else view.skill("solver", skill_version)
     questions = target.questions(session)
     official = session.official(questions[0]) if questions else None  # refuses an unfetched "official" up front
