@@ -223,6 +223,8 @@ CONFIG_CASES = [
     Case("resume-missing-dir", ["resume", "{t}/nope"], ["{t}/nope", "not a run directory"]),
     Case("export-missing-run", ["export", "{t}/nope"], ["{t}/nope", "not a run directory"]),
     Case("export-not-a-run-dir", ["export", "{t}"], ["{t}", "not a run directory"]),
+    # Path("") is ".": the message read ".: file not found"
+    Case("rubric-data-empty", ["rubric", "{t}", "--data", ""], ["--data is empty", "give the questions file"]),
 ]
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ..lm.errors import ConfigError
 from .common import check_output, err_console, guarded, warn
 
 
@@ -26,6 +27,9 @@ def rubric(
     from ..analysis.discrimination import discrimination_warnings
     from ..interop.export import check_rubrics_output, read_questions, write_rubrics
 
+    if not data.strip():  # Path("") is ".": the message would be ".: file not found"
+        raise ConfigError("--data is empty; give the questions file (JSONL, a benchmark's file, a promptfoo "
+                          "config or an Inspect dataset)")
     check_output(output, replaced=True)
     check_rubrics_output(output, inputs=(Path(data),) if "://" not in data else (), run_dir=run_dir, force=force)
     source = read_questions(data, fmt, question_var)
