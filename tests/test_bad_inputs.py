@@ -340,5 +340,19 @@ def test_a_skill_version_the_run_lacks_names_the_versions_it_has(partial_run):
     assert "v099" not in output
 
 
+@pytest.mark.skipif(not Path("/proc/version").is_file(), reason="needs Linux's /proc")
+def test_an_output_the_system_refuses_is_named_not_its_temp_file(tmp_path):
+    """`rubric -o /proc/version --force`: the write fails creating a temp file beside it; the message named
+    that temp file (/proc/.version.tmp1234), not the file the user gave."""
+    data = write_toy_questions(tmp_path / "toy.jsonl")
+    with serve_app(FakeOpenAI(toy_reply).app()) as url:
+        code, output = invoke(toy_run_args(f"{url}/v1", data, tmp_path / "runs", "r", steps=1))
+        assert code == 0, output
+        code, output = invoke(["rubric", str(tmp_path / "runs" / "r"), "--data", str(data), "-o", "/proc/version",
+                               "--force"])
+    check_message(code, output, ["/proc/version: cannot be written"])
+    assert ".tmp" not in output, output
+
+
 def test_corpus_size():
     assert len(DATA_CASES) + len(CONFIG_CASES) + 1 + len(RESUME_CASES) >= 30

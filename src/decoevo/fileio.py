@@ -13,7 +13,10 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     """Write `text` to a temp file beside `path` (never through a link), then rename it over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:  # the temp file is ours, not the user's: the message names the file they gave
+        raise OSError(exc.errno, f"cannot be written ({exc.strerror})", str(path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -23,7 +26,11 @@ def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     except OSError as exc:  # a full disk: no half-written temp file left beside `path`, and `path` named
         tmp.unlink(missing_ok=True)
         raise named(exc, path) from None
-    os.replace(tmp, path)  # replaces a link itself, never its target
+    try:
+        os.replace(tmp, path)  # replaces a link itself, never its target
+    except OSError as exc:  # e.g. `path` is a directory: named, and no temp file left beside it
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, f"cannot be written ({exc.strerror})", str(path)) from None
 
 
 def named(exc: OSError, path: Path) -> OSError:
