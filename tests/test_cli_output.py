@@ -172,7 +172,9 @@ def test_the_banner_and_estimate_wait_for_the_data(tmp_path: Path) -> None:
 def _commands(group, path=()):
     import click
 
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the root group loads a command's module when it is asked for
+        cmd = group.get_command(ctx, name)
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, (*path, name))
         else:

@@ -99,6 +99,14 @@ def decoevo_scores(run: Path, answers: dict[str, str]) -> dict[str, float]:
     return asyncio.run(go())
 
 
+def rubric_part(row: dict) -> float:
+    """A promptfoo row's score over the co-evolved rubric's assertions alone (the user's own llm-rubric texts are
+    kept beside them): Σ w·s / Σ w, which is decoevo's S."""
+    parts = [(c["assertion"].get("weight", 1), c["score"]) for c in row["gradingResult"]["componentResults"]
+             if (c["assertion"].get("metadata") or {}).get("source") == "decoevo"]
+    return sum(w * s for w, s in parts) / sum(w for w, _ in parts)
+
+
 @pytest.mark.skipif(not PROMPTFOO.exists(), reason="promptfoo is not installed (scripts/install.sh --dev with node)")
 def test_promptfoo_eval_runs_the_export_and_scores_as_decoevo_judges(toy_run) -> None:
     tmp, run, _ = toy_run
@@ -120,9 +128,9 @@ def test_promptfoo_eval_runs_the_export_and_scores_as_decoevo_judges(toy_run) ->
         mine = {r["testCase"]["metadata"]["decoevo_question_id"]: r for r in rows
                 if r["prompt"]["label"].startswith(label)}
         expected = decoevo_scores(run, {q: r["response"]["output"] for q, r in mine.items()})
-        assert {q: round(r["score"], 6) for q, r in mine.items()} == {q: round(s, 6) for q, s in expected.items()}
-    shipped = [r["score"] for r in rows if r["prompt"]["label"].startswith("shipped")]
-    initial = [r["score"] for r in rows if r["prompt"]["label"].startswith("initial")]
+        assert {q: round(rubric_part(r), 6) for q, r in mine.items()} == {q: round(s, 6) for q, s in expected.items()}
+    shipped = [rubric_part(r) for r in rows if r["prompt"]["label"].startswith("shipped")]
+    initial = [rubric_part(r) for r in rows if r["prompt"]["label"].startswith("initial")]
     assert min(shipped) > max(initial)  # the toy world's learnt skill (safety advice) shows in promptfoo
 
 

@@ -168,7 +168,7 @@ def compare(
 
     --skill FILE: the shipped skill vs an edited prompt. --fail-under, --fail-on-regression: exit 1 (CI).
 
-    As a CI guard: docs/evaluation-files.md, docs/ci/decoevo-guard.yml."""
+    As a CI guard: `decoevo docs evaluation-files` (the workflow to copy is in it)."""
     from ..api import compare_async
     from ..evaluation.guard import check
     from .shipped import unfinished_warning

@@ -150,7 +150,11 @@ def fitted(name: str, spec: ModelSpec, capacity: Capacity) -> tuple[ModelSpec, l
 
 def fit_to_servers(lm: LMConfig, say: Callable[[str], None]) -> LMConfig:
     """The run's pre-flight: each served model's capacity found and applied (`fitted`); a server that cannot
-    be measured is said so, and the run goes on with its settings as they are."""
+    be measured is said so, and the run goes on with its settings as they are. The configuration's files (an API
+    key file) are checked first, as the run checks them, so a bad one is named before a probe reads it."""
+    from ..userfiles import check_lm_files
+
+    check_lm_files(lm)
     models = dict(lm.models)
     for name, spec in lm.models.items():
         if spec.backend != "openai" or not spec.base_url:

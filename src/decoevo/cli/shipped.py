@@ -10,7 +10,7 @@ from typing import Any
 from ..analysis.discrimination import discrimination_warnings
 from ..rundir import RunReader, RunReadError
 from ..rundir.evalfiles import short_model_name
-from ..rundir.records import SPLITS, Summary
+from ..rundir.records import CHECKPOINT, SPLITS, Summary
 
 
 def shipped_line(summary: Summary | None) -> str:
@@ -107,8 +107,8 @@ def unfinished_warning(run_dir: Path, what: str) -> str | None:
     """For a run killed, still running or stopped: `what` (e.g. "this grades") the solver skill of its last
     checkpoint, not a finished run's."""
     reader = RunReader(run_dir)
-    if not reader.exists():  # not a run at all: the command itself says so, not "unfinished... resume it"
-        return None
+    if not (reader.exists() or reader.has(CHECKPOINT) or reader.versions("solver")):
+        return None  # not a run at all (nothing a run writes): the command itself says so, not "resume it"
     status = reader.status()
     if status not in ("incomplete", "stopped"):
         return None
