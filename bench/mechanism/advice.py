@@ -2,8 +2,9 @@
 every `<<key>>` in it is filled from bench/results/mechanism.json or bench/results/mechanism_prior.json.
 `python -m bench.mechanism.doc` writes it with docs/mechanism.md (and `--check`s both).
 
-Keys: `<<row:SETTING>>` (DecoEvo and SkillOpt gold, the paired difference with its 95% interval, seeds, the
-verdict of docs/mechanism.md §5's Holm-corrected test, the calls ratio), `<<short:SETTING>>` (the difference
+Keys: `<<row:SETTING>>` (DecoEvo and SkillOpt gold, the paired difference with the interval of docs/mechanism.md
+§5's Holm-corrected test (95% for `main`, tested alone), seeds, the verdict read from that interval
+(bench/mechanism/verdicts.py), the calls ratio), `<<short:SETTING>>` (the difference
 with its interval), `<<calls_range>>`, `<<prior_table>>`, `<<prior_result>>`, `<<drift_table>>`,
 `<<drift_verdict>>`, `<<advice_table>>`, `<<advice_verdict>>` (bench/mechanism/advice_fit.py). A key the results
 cannot fill is an error, never a blank.
@@ -16,8 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.mechanism import advice_fit, doc
+from bench.mechanism import advice_fit
 from bench.mechanism import prior as prior_bench
+from bench.mechanism.verdicts import cell_family, ci_text, of, paired
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "when-to-co-evolve.md"
@@ -31,18 +33,11 @@ def setting_tests(results: dict[str, Any]) -> dict[str, tuple[Any, str]]:
     docs/mechanism.md §5; `main` on its own (its 20 seeds are §2's test)."""
     cells, summary = results["cells"], results["summary"]
     settings = [k for k in summary if k != "main" and not k.startswith("gate:")]
-    tests = {k: doc.paired(cells, k, "decoevo", "skillopt") for k in settings}
-    holm = doc.corrected(tests)
-    main = doc.paired(cells, "main", "decoevo", "skillopt")
-    out = {k: (t, _verdict(t, holm[k][1])) for k, t in tests.items()}
-    out["main"] = (main, _verdict(main, main is not None and main.p_value is not None and main.p_value < 0.05))
+    family = cell_family(cells, {k: (k, "decoevo", "skillopt") for k in settings})
+    main = paired(cells, "main", "decoevo", "skillopt")
+    out: dict[str, tuple[Any, str]] = {k: (t, of(t)) for k, (t, _) in family.items()}
+    out["main"] = (main, of(main))
     return out
-
-
-def _verdict(test: Any, rejected: bool) -> str:
-    if test is None:
-        return "not run"
-    return ("win" if test.mean_diff > 0 else "loss") if rejected else "tie"
 
 
 def row(results: dict[str, Any], tests: dict[str, tuple[Any, str]], setting: str) -> str:
@@ -52,7 +47,7 @@ def row(results: dict[str, Any], tests: dict[str, tuple[Any, str]], setting: str
     test, verdict = tests[setting]
     ratio = s["decoevo"]["calls"]["mean"] / s["skillopt"]["calls"]["mean"]
     return (f"{s['decoevo']['gold']['mean']:.1f} against {s['skillopt']['gold']['mean']:.1f}: "
-            f"{doc._ci(test)}, {s['decoevo']['gold']['n']} seeds, **{verdict}**; {ratio:.1f}× the calls")
+            f"{ci_text(test)}, {s['decoevo']['gold']['n']} seeds, **{verdict}**; {ratio:.1f}× the calls")
 
 
 def calls_range(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str:
@@ -167,7 +162,7 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
         if key.startswith("row:"):
             return row(results, tests, key[4:])
         if key.startswith("short:"):
-            return doc._ci(tests[key[6:]][0])
+            return ci_text(tests[key[6:]][0])
         if key == "calls_range":
             return calls_range(results, prior_results)
         if key == "prior_table":

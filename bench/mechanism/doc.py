@@ -4,8 +4,9 @@ bench/results/mechanism.json and bench/results/mechanism_prior.json, every verdi
     python -m bench.mechanism.doc             # rewrite docs/mechanism.md and docs/when-to-co-evolve.md
     python -m bench.mechanism.doc --check     # exit 1 if either page is not what the results give
 
-A claim "holds" only when its Holm-corrected paired test rejects in the claimed direction; "not shown"
-when it does not reject; "reversed" when it rejects the other way.
+Every verdict is read from the interval printed beside it (bench/mechanism/verdicts.py): in a Holm family
+that interval is at the confidence Holm tests the member at, so it excludes 0 exactly when Holm rejects. A
+claim "holds" when the interval lies on the claimed side of 0, "reversed" on the other, "not shown" otherwise.
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from typing import Any
 from bench._common import RESULTS
 from bench.mechanism import advice, advice_fit, prior
 from bench.mechanism import mechanism as mech
+from bench.mechanism.verdicts import PairedCI, by_seed, cell_family, ci_text, decide, paired
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "mechanism.md"
 PARAMS_SOURCE = ROOT / "src" / "decoevo" / "testing" / "truth_world_params.py"
-sys.path.insert(0, str(ROOT / "src"))
-
-from decoevo.analysis.stats import PairedCI, holm, paired_difference  # noqa: E402
 
 ABLATIONS = ("no_structural", "no_contrastive", "no_rubric_blind", "random_pairs", "no_verification",
              "no_distillation")
@@ -40,38 +39,23 @@ def prose(name: str) -> str:
     return dict(zip(chunks[1::2], chunks[2::2], strict=True))[name].strip()
 
 
-def by_seed(cells: list[dict[str, Any]], setting: str, method: str) -> dict[int, float]:
-    return {c["seed"]: c["gold"] for c in cells if c["setting"] == setting and c["method"] == method}
+__all__ = ["by_seed", "paired"]  # re-exported: the tests and older callers read them here
 
 
-def paired(cells: list[dict[str, Any]], setting: str, a: str, b: str) -> PairedCI | None:
-    x, y = by_seed(cells, setting, a), by_seed(cells, setting, b)
-    common = sorted(set(x) & set(y))
-    if len(common) < 2:
-        return None
-    return paired_difference({s: x[s] for s in common}, {s: y[s] for s in common})
+def corrected(tests: dict[str, tuple[PairedCI | None, float]]) -> dict[str, tuple[float, bool]]:
+    """A Holm family's (adjusted p, rejected) per member: rejected exactly when its printed interval excludes 0."""
+    return {k: (p, t is not None and decide(t.ci_low, t.ci_high) in ("win", "loss")) for k, (t, p) in tests.items()}
 
 
-def corrected(tests: dict[str, PairedCI | None]) -> dict[str, tuple[float, bool]]:
-    """Holm over one family: name -> (adjusted p, rejected)."""
-    ps = {k: (1.0 if t is None or t.p_value is None else t.p_value) for k, t in tests.items()}
-    return {k: (r.adjusted, r.reject) for k, r in holm(ps).items()} if ps else {}
+def verdict(test: PairedCI | None, claimed_sign: int) -> str:
+    """A directional claim against the interval printed beside it (`verdicts.decide`)."""
+    v = "not run" if test is None else decide(test.ci_low, test.ci_high)
+    if v in ("not run", "tie"):
+        return {"not run": "not run", "tie": "not shown"}[v]
+    return "holds" if (v == "win") == (claimed_sign > 0) else "reversed"
 
 
-def verdict(test: PairedCI | None, holm_result: tuple[float, bool], claimed_sign: int) -> str:
-    if test is None:
-        return "not run"
-    if not holm_result[1]:
-        return "not shown"
-    return "holds" if (test.mean_diff > 0) == (claimed_sign > 0) else "reversed"
-
-
-def _ci(t: PairedCI | None) -> str:
-    if t is None:
-        return "–"
-    if t.ci_low is None or t.ci_high is None:
-        return f"{t.mean_diff:+.1f}"
-    return f"{t.mean_diff:+.1f} [{t.ci_low:+.1f}, {t.ci_high:+.1f}]"
+_ci = ci_text
 
 
 def _p(x: tuple[float, bool] | None) -> str:
@@ -114,13 +98,14 @@ def main_section(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     cells, summary = results["cells"], results["summary"]["main"]
     base = summary["skillopt"]
     n = summary["decoevo"]["gold"]["n"]
-    vs_skillopt = {m: paired(cells, "main", m, "skillopt") for m in summary if m != "skillopt"}
-    h1 = corrected(vs_skillopt)
-    vs_deco = {m: paired(cells, "main", m, "decoevo") for m in (*ABLATIONS, *CONTROLS) if m in summary}
-    h2 = corrected(vs_deco)
+    f1 = cell_family(cells, {m: ("main", m, "skillopt") for m in summary if m != "skillopt"})
+    f2 = cell_family(cells, {m: ("main", m, "decoevo") for m in (*ABLATIONS, *CONTROLS) if m in summary})
+    vs_skillopt, h1 = {k: t for k, (t, _) in f1.items()}, corrected(f1)
+    vs_deco, h2 = {k: t for k, (t, _) in f2.items()}, corrected(f2)
     out = [f"### Final gold, every method ({n} seeds)", "",
-           "Paired by seed; 95% t intervals; Holm over the twelve comparisons against SkillOpt.", "",
-           "| method | gold (mean ± sd) | − SkillOpt [95% CI] | Holm p | calls | tokens | calls ÷ SkillOpt | "
+           "Paired by seed; Holm over the twelve comparisons against SkillOpt, each interval at the confidence Holm "
+           "tests it at (bench/mechanism/verdicts.py), so it excludes 0 exactly when Holm rejects.", "",
+           "| method | gold (mean ± sd) | − SkillOpt [Holm interval] | Holm p | calls | tokens | calls ÷ SkillOpt | "
            "tokens ÷ SkillOpt |", "|---|---|---|---|---|---|---|---|"]
     for m, row in summary.items():
         out.append(f"| {m} | {mech._ms(row['gold'])} | {_ci(vs_skillopt.get(m)) if m != 'skillopt' else '–'} | "
@@ -128,9 +113,9 @@ def main_section(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
                    f"{row['calls']['mean'] / base['calls']['mean']:.2f} | "
                    f"{row['tokens']['mean'] / base['tokens']['mean']:.2f} |")
     out += ["", f"### Ablations and controls against DecoEvo ({n} seeds; Holm over these nine)", "",
-            "| method | − DecoEvo [95% CI] | Holm p | loses to DecoEvo? |", "|---|---|---|---|"]
+            "| method | − DecoEvo [Holm interval] | Holm p | loses to DecoEvo? |", "|---|---|---|---|"]
     for m, t in vs_deco.items():
-        out.append(f"| {m} | {_ci(t)} | {_p(h2.get(m))} | {verdict(t, h2[m], -1)} |")
+        out.append(f"| {m} | {_ci(t)} | {_p(h2.get(m))} | {verdict(t, -1)} |")
     out += ["", "### Rubric alignment with the latent requirements (final generator, test split)", "",
             "| method | precision | recall | F1 | generator accepts |", "|---|---|---|---|---|"]
     for m, row in summary.items():
@@ -142,26 +127,26 @@ def main_section(results: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 def claims_section(results: dict[str, Any], t: dict[str, Any]) -> str:
     summary = results["summary"]["main"]
     cells = results["cells"]
-    vs, h1, vd, h2 = t["vs_skillopt"], t["h1"], t["vs_deco"], t["h2"]
+    vs, vd = t["vs_skillopt"], t["vs_deco"]
     aud = paired(cells, "main", "no_structural", "no_contrastive")
     ratio = summary["decoevo"]["tokens"]["mean"] / summary["skillopt"]["tokens"]["mean"]
     rows = [
         ("DecoEvo beats SkillOpt on final gold (Table 1)", _ci(vs["decoevo"]),
-         verdict(vs["decoevo"], h1["decoevo"], 1)),
-        ("SC-CoEvo falls below SkillOpt", _ci(vs["sc_coevo"]), verdict(vs["sc_coevo"], h1["sc_coevo"], -1)),
+         verdict(vs["decoevo"], 1)),
+        ("SC-CoEvo falls below SkillOpt", _ci(vs["sc_coevo"]), verdict(vs["sc_coevo"], -1)),
     ]
     for m in ABLATIONS:
-        rows.append((f"{m} loses to DecoEvo (Table 3)", _ci(vd[m]), verdict(vd[m], h2[m], -1)))
+        rows.append((f"{m} loses to DecoEvo (Table 3)", _ci(vd[m]), verdict(vd[m], -1)))
     aud_p = "–" if aud is None or aud.p_value is None else f"{aud.p_value:.2g}"
-    aud_v = "–" if aud is None else ("holds" if aud.p_value is not None and aud.p_value < 0.05 and aud.mean_diff > 0
-                                     else "not shown")
+    aud_v = "–" if aud is None else {"win": "holds", "loss": "reversed"}.get(decide(aud.ci_low, aud.ci_high),
+                                                                             "not shown")
     rows.append(("the contrastive audit matters more than the structural (no_structural − no_contrastive)",
                  f"{_ci(aud)}, p {aud_p} (one test)", aud_v))
     for m in CONTROLS:
-        rows.append((f"{m} stays below DecoEvo", _ci(vd[m]), verdict(vd[m], h2[m], -1)))
+        rows.append((f"{m} stays below DecoEvo", _ci(vd[m]), verdict(vd[m], -1)))
     rows.append(("DecoEvo costs about 1.9× SkillOpt's tokens (Table 4)", f"{ratio:.2f}×",
                  "holds" if 1.5 <= ratio <= 2.3 else "not here"))
-    out = ["| claim (paper) | here (paired difference, 95% CI) | verdict |", "|---|---|---|"]
+    out = ["| claim (paper) | here (paired difference, Holm interval; one test: 95%) | verdict |", "|---|---|---|"]
     out += [f"| {a} | {b} | {c} |" for a, b, c in rows]
     return "\n".join(out)
 
@@ -169,15 +154,17 @@ def claims_section(results: dict[str, Any], t: dict[str, Any]) -> str:
 def sweep_section(results: dict[str, Any]) -> str:
     cells, summary = results["cells"], results["summary"]
     settings = [k for k in summary if k != "main" and not k.startswith("gate:")]
-    tests = {k: paired(cells, k, "decoevo", "skillopt") for k in settings}
-    sc = {k: paired(cells, k, "sc_coevo", "skillopt") for k in settings}
-    h, hs = corrected(tests), corrected(sc)
-    out = ["| setting | seeds | SkillOpt | SC-CoEvo | DecoEvo | DecoEvo − SkillOpt [95% CI] | Holm p | verdict | "
-           "SC-CoEvo − SkillOpt (Holm p) | DecoEvo calls ÷ SkillOpt |", "|---|---|---|---|---|---|---|---|---|---|"]
+    ft = cell_family(cells, {k: (k, "decoevo", "skillopt") for k in settings})
+    fs = cell_family(cells, {k: (k, "sc_coevo", "skillopt") for k in settings})
+    tests, sc = {k: t for k, (t, _) in ft.items()}, {k: t for k, (t, _) in fs.items()}
+    h, hs = corrected(ft), corrected(fs)
+    out = ["| setting | seeds | SkillOpt | SC-CoEvo | DecoEvo | DecoEvo − SkillOpt [Holm interval] | Holm p | "
+           "verdict | SC-CoEvo − SkillOpt (Holm p) | DecoEvo calls ÷ SkillOpt |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for k in settings:
         row = summary[k]
         t = tests[k]
-        v = "–" if t is None else ("tie" if not h[k][1] else ("win" if t.mean_diff > 0 else "loss"))
+        v = "–" if t is None else decide(t.ci_low, t.ci_high)
         ratio = row["decoevo"]["calls"]["mean"] / row["skillopt"]["calls"]["mean"]
         out.append(f"| {k} | {row['skillopt']['gold']['n']} | {mech._ms(row['skillopt']['gold'])} | "
                    f"{mech._ms(row['sc_coevo']['gold'])} | {mech._ms(row['decoevo']['gold'])} | {_ci(t)} | "

@@ -10,14 +10,19 @@ measured as classifiers of the outcome over the prior's worlds: the criterion-dr
 `summary.json` (`analysis/criterion_drift.py`), and what its first outer round's audits found on the
 probe set (mean structural adequacy, decided contrastive pairs, distinct repairs and principles).
 
-For each world, each seed is one paired comparison: SkillOpt, DecoEvo and SC-CoEvo run against the same
-world truth (the seed draws the requirements' names and weights, and the run). Per world: gold (mean ±
-sd), paid calls and tokens per run, the paired difference DecoEvo − SkillOpt (and SC-CoEvo − SkillOpt)
-with its 95% t interval and two-sided paired t p-value, Holm-corrected over the worlds of one invocation
-(one family per comparison), and the world's headroom: the best expected gold any strategy naming real
-requirements reaches in it, minus the initial strategy's. A world is a win (loss) only when the Holm-
-corrected test rejects and the mean difference is positive (negative); every other world is a tie.
+For each world, each seed is one paired comparison: the methods of `--methods` run against the same world
+truth (the seed draws the requirements' names and weights, and the run). The bench can run three,
+SkillOpt, DecoEvo and SC-CoEvo (the default); the stored results, bench/results/mechanism_prior.json, hold
+two, SkillOpt and DecoEvo (run with `--methods skillopt,decoevo`, as docs/mechanism.md says; SC-CoEvo's
+column and its comparison appear only in a file that holds its cells). Per world: gold (mean ± sd), paid
+calls and tokens per run, the paired difference DecoEvo − SkillOpt (and SC-CoEvo − SkillOpt where run)
+with its two-sided paired t p-value, Holm-corrected over the worlds of one invocation (one family per
+comparison), the interval at the confidence Holm tests the world at, and the world's headroom: the best
+expected gold any strategy naming real requirements reaches in it, minus the initial strategy's. The
+verdict is read from that interval (bench/mechanism/verdicts.py): a win above 0, a loss below, a tie
+across it; it excludes 0 exactly when the Holm-corrected test rejects.
 
+    nice -n 10 .venv/bin/python -m bench.mechanism.prior --methods skillopt,decoevo --resume  # the stored run
     nice -n 10 .venv/bin/python -m bench.mechanism.prior                 # 24 worlds x 20 seeds x 3 methods
     .venv/bin/python -m bench.mechanism.prior --tables                   # markdown tables from the results file
 """
@@ -38,12 +43,13 @@ from typing import Any
 
 from bench._common import RESULTS, machine
 from bench.mechanism.mechanism import HYPER, SPLITS, commit, run_cell
+from bench.mechanism.verdicts import decide, family
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
 from decoevo.analysis.criterion_drift import run_drift  # noqa: E402
-from decoevo.analysis.stats import holm, paired_difference  # noqa: E402
+from decoevo.analysis.stats import paired_difference  # noqa: E402
 from decoevo.testing.truth_world import TAG, TruthWorld, WorldParams, render_skill  # noqa: E402
 from decoevo.testing.truth_world_params import PRIOR, draw_params  # noqa: E402
 
@@ -175,17 +181,21 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
                       "tokens": _mean([c["tokens"] for c in by[m].values()])}
         for a, b in comparisons:
             ci = paired_difference({s: c["gold"] for s, c in by[a].items()}, {s: c["gold"] for s, c in by[b].items()})
-            row[f"{a}-{b}"] = {"mean": round(ci.mean_diff, 2), "ci": [_r(ci.ci_low), _r(ci.ci_high)],
-                               "p": ci.p_value, "calls_ratio": round(row[a]["calls"] / row[b]["calls"], 2)}
+            row[f"{a}-{b}"] = {"mean": round(ci.mean_diff, 2), "p": ci.p_value,
+                               "calls_ratio": round(row[a]["calls"] / row[b]["calls"], 2)}
         rows[w] = row
     shares: dict[str, Any] = {}
     for a, b in comparisons:
         key = f"{a}-{b}"
-        corrected = holm({w: 1.0 if rows[w][key]["p"] is None else rows[w][key]["p"] for w in worlds})
+        by_world = {w: {m: {c["seed"]: c["gold"] for c in cells if c["world"] == w and c["method"] == m}
+                        for m in (a, b)} for w in worlds}
+        corrected = family({w: (by_world[w][a], by_world[w][b]) for w in worlds})
         for w in worlds:
-            d = rows[w][key]
-            d["p_holm"] = corrected[w].adjusted
-            d["verdict"] = ("win" if d["mean"] > 0 else "loss") if corrected[w].reject else "tie"
+            d, (t, p_holm) = rows[w][key], corrected[w]
+            d["ci"] = [None, None] if t is None else [_r(t.ci_low), _r(t.ci_high)]
+            d["confidence"] = None if t is None else round(t.confidence, 5)
+            d["p_holm"] = p_holm
+            d["verdict"] = "tie" if t is None else decide(t.ci_low, t.ci_high)
         verdicts = [rows[w][key]["verdict"] for w in worlds]
         shares[key] = {v: verdicts.count(v) for v in ("win", "tie", "loss")} | {"worlds": len(worlds)}
         shares[key]["ci"] = {v: wilson(verdicts.count(v), len(worlds)) for v in ("win", "tie", "loss")}
@@ -268,7 +278,7 @@ def tables(results: dict[str, Any]) -> str:
     methods, _ = present(results["cells"])
     has_sc = "sc_coevo" in methods
     names = {"skillopt": "SkillOpt", "decoevo": "DecoEvo", "sc_coevo": "SC-CoEvo"}
-    head = (["world", "knobs off the default", *(names[m] for m in methods), "DecoEvo − SkillOpt [95% CI]",
+    head = (["world", "knobs off the default", *(names[m] for m in methods), "DecoEvo − SkillOpt [Holm interval]",
              "Holm p", "verdict"] + (["SC-CoEvo − SkillOpt (Holm p, verdict)"] if has_sc else [])
             + ["DecoEvo calls ÷ SkillOpt", "headroom", "findable headroom"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
