@@ -11,7 +11,7 @@ import pytest
 
 from decoevo.cli.run_progress import describe_estimate
 from decoevo.engine.config import config_from_dict, deep_merge
-from decoevo.engine.estimate import estimate_calls, expected_rounds
+from decoevo.engine.estimate import estimate_calls, expected_rounds, most_rounds
 from decoevo.engine.run import Engine
 from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.methods import get_method
@@ -49,6 +49,62 @@ def test_counting_from_the_last_round_never_runs_more_rounds():
     assert _rounds_all_rejected(20, 4, 3, "since_last_round") == 6
     for p in (0.2, 0.5, 0.8):
         assert expected_rounds(20, 4, 3, p, "since_last_round") < expected_rounds(20, 4, 3, p, "fixed")
+
+
+def _most_rounds(steps: int, k: int, m: int, schedule: str) -> int:
+    """The most outer rounds any sequence of accepted and rejected rewrites runs: the best count reaching each
+    state (consecutive rejections, step of the last round), step by step, over every sequence at once."""
+    since_last = schedule == "since_last_round"
+    best = {(0, -1): 0}
+    for step in range(steps):
+        nxt: dict[tuple[int, int], int] = {}
+        for (stalls, last), rounds in best.items():
+            for count in (stalls + 1, 0):  # rejected, accepted
+                state = (count, last)
+                if should_audit(step, k, count, m, last_round=last if since_last else None):
+                    state, rounds_then = (0, step if since_last else -1), rounds + 1
+                else:
+                    rounds_then = rounds
+                nxt[state] = max(nxt.get(state, 0), rounds_then)
+        best = nxt
+    return max(best.values())
+
+
+@pytest.mark.parametrize("preset", ["quick", "default", "paper", "paper-full"])
+@pytest.mark.parametrize("method", ["decoevo", "sc_coevo"])
+def test_the_high_estimate_pays_for_the_most_rounds_any_run_can_take(preset, method):
+    """Issue 46.2: "up to ~N paid" is a bound, so it counts the most rounds the schedule allows (every rewrite
+    rejected), not the expected ones: a mutant counting the expected rounds (176 where a run paid 190 in one
+    schedule) survived the suite."""
+    config = config_from_dict(deep_merge(PRESETS[preset], {"method": method, "data": {"path": "x.jsonl"}}))
+    h = config.hyper
+    for seed in (0, None):
+        est = estimate_calls(get_method(method), h, config.splits, seed=seed)
+        most = _most_rounds(est.steps, h.audit_every, h.max_stalls, h.audit_schedule)
+        assert est.max_rounds == most, (preset, seed)
+        worst = est.high_once + est.high_per_step * est.steps + max(est.high_per_round, est.outer_per_round) * most
+        assert est.upper_bound >= round(worst), (preset, seed, est)
+        # at the paper's sizes the expected rounds are fewer, and would not pay for these
+        assert est.expected_rounds < most or not preset.startswith("paper")
+
+
+@pytest.mark.parametrize("schedule", ["fixed", "since_last_round"])
+def test_the_most_rounds_are_counted_exactly_at_any_length(schedule):
+    """Every rewrite rejected is the most rounds of any run (checked over every sequence on short runs), and
+    counted exactly past the 1024 steps the expected rounds follow exactly: the old bound extrapolated the
+    all-rejected chain over a window its period does not divide (1105 rounds where 1111 run at 10,000 steps,
+    K = 13, M = 9)."""
+    for k in range(1, 8):
+        for m in range(1, 8):
+            for steps in (0, 1, k, 2 * k + 1, 23):
+                assert most_rounds(steps, k, m, schedule) == _most_rounds(steps, k, m, schedule), (steps, k, m)
+    for steps, k, m in ((1500, 3, 2), (10_000, 13, 9), (10_000, 20, 6), (1025, 5, 3)):
+        assert most_rounds(steps, k, m, schedule) == _rounds_all_rejected(steps, k, m, schedule), (steps, k, m)
+    raw = deep_merge(PRESETS["paper"], {"method": "decoevo", "data": {"path": "x.jsonl"}, "hyper": {
+        "steps": 10_000, "audit_every": 13, "max_stalls": 9, "audit_schedule": schedule}})
+    config = config_from_dict(raw)
+    est = estimate_calls(get_method("decoevo"), config.hyper, config.splits)
+    assert est.max_rounds == _rounds_all_rejected(10_000, 13, 9, schedule)
 
 
 @pytest.mark.parametrize("method", ["skillopt", "decoevo", "sc_coevo", "no_contrastive", "direct_audit"])

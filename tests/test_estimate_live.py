@@ -70,3 +70,43 @@ def test_an_invalid_step_lowers_the_calls_ahead_and_the_prior_is_unchanged() -> 
     # the high estimate still assumes every rewrite gated
     assert estimate_calls(method, h, sizes, rates=Rates(ungated=1.0)).upper_bound == \
         estimate_calls(method, h, sizes).upper_bound
+
+
+def test_each_share_and_the_rounds_cost_the_run_shows_move_the_re_estimate_off_the_prior() -> None:
+    """Issue 46.2: a re-estimate that kept the prior whatever the run showed survived the suite (only the
+    ungated share was checked). Each measured share is the prior counted as one observation plus the run's
+    own, and the calls ahead follow each of them and what the ended rounds paid."""
+    from dataclasses import replace
+
+    from decoevo.engine.config import config_from_dict, deep_merge
+    from decoevo.engine.estimate import expected_rounds
+    from decoevo.engine.reestimate import PRIOR_WEIGHT, prior_for
+
+    method = get_method("decoevo")
+    prior = prior_for(method)
+    assert (prior.reject, prior.generator_invalid, prior.generator_accept) == (0.8, 0.0, 0.1)
+    # nothing seen: the prior (the generator's acceptance left to its rule's, the same 0.1)
+    assert replace(seen_rates(Seen(), prior), generator_accept=0.1) == prior
+    shown = seen_rates(Seen(steps=4, kept=0, rounds=3, invalid_generators=3, generator_accepts=0), prior)
+    assert shown.reject == pytest.approx(0.8 / 5) and shown.generator_invalid == pytest.approx(3 / 4)
+    assert shown.generator_accept == pytest.approx(0.1 / 4)
+    assert seen_rates(Seen(steps=4, kept=4), prior).reject == pytest.approx(4.8 / 5)
+    assert seen_rates(Seen(rounds=3, generator_accepts=3), prior).generator_accept == pytest.approx(3.1 / 4)
+
+    config = config_from_dict(deep_merge(PRESETS["paper"], {"method": "decoevo", "data": {"path": "x.jsonl"}}))
+    h, sizes = config.hyper, config.splits
+    at = Position.after_step(7, 0, 5, method, h)  # after step 7, whose last round came after step 5
+
+    def ahead(**seen: int) -> float:
+        return calls_ahead(method, h, sizes, 0, Seen(**{"steps": 8, "kept": 4, "rounds": 1, "round_calls": 60,
+                                                        **seen}), at)
+
+    base = ahead()
+    assert ahead(kept=8) != base and ahead(kept=0) != base  # the gate's rejections: rounds and repeats ahead
+    assert ahead(invalid_generators=1) < base  # an invalid generator rewrite is never verified
+    assert ahead(generator_accepts=1) > base  # an accepted one writes new rubrics
+    # what the ended rounds paid moves the cost of each round ahead halfway from the prior's (weight 1 : 1)
+    rate = seen_rates(Seen(steps=8, kept=4, rounds=1), prior).reject
+    rounds = expected_rounds(20, h.audit_every, h.max_stalls, rate, h.audit_schedule, start=8, stalls=0, since=2)
+    assert rounds > 1
+    assert ahead(round_calls=400) - base == pytest.approx((400 - 60) / (PRIOR_WEIGHT + 1) * rounds)

@@ -135,3 +135,22 @@ def test_the_folder_writer_refuses_on_its_own_what_the_command_refuses(tmp_path)
     with pytest.raises(ConfigError, match="symbolic link"):
         OutDir(out, force=True).write({"b.txt": "new\n"})
     assert (out / "b.txt").is_symlink() and target.read_text() == "theirs\n" and (out / "a.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "nan"])
+def test_a_threshold_outside_zero_to_one_is_refused_before_anything_is_written(run, tmp_path, value) -> None:
+    """Issue 46.2: a promptfoo test's score S is in [0, 1], so a threshold over 1 fails every test and one under
+    0 passes every test. It was accepted and written into tests.yaml when the check was mutated away."""
+    run_dir, _ = run
+    out = tmp_path / "pf"
+    code, said = invoke("export", run_dir, out, "--to", "promptfoo", "--threshold", value)
+    assert code == 2 and f"--threshold {value}: a test's score is between 0 and 1" in said, said
+    assert said.count("error:") == 1 and "Traceback" not in said and not out.exists()
+
+
+def test_a_threshold_of_one_is_written_as_given(run, tmp_path) -> None:
+    """The bound is inclusive: 1 (every criterion met) is a threshold a test can reach."""
+    run_dir, _ = run
+    code, said = invoke("export", run_dir, tmp_path / "pf", "--to", "promptfoo", "--threshold", "1")
+    assert code == 0, said
+    assert "threshold: 1" in (tmp_path / "pf" / "tests.yaml").read_text()

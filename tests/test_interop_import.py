@@ -377,3 +377,23 @@ def test_any_text_loads_or_is_a_user_error(tmp_path: Path, text: str, name: str)
         path = tmp_path / "c.yaml"
         path.write_text("prompts: ['{{input}}']\ntests: file://tests.csv\n", encoding="utf-8")
     _loads_or_refuses(path, "promptfoo" if name.endswith("yaml") else "inspect")
+
+
+@pytest.mark.parametrize("name", ["d.jsonl", "d.json"])
+def test_an_inspect_sample_ending_with_the_assistant_is_one_line(tmp_path: Path, name: str) -> None:
+    """Issue 46.2: a question's last turn is the user's (the solver answers it); a sample whose chat ends with
+    the assistant gave a raw pydantic error when the reader's own check was mutated away. One line naming the
+    file, the sample's line and the field, exit 2."""
+    ok = {"input": "Hi"}
+    bad = {"input": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]}
+    path = tmp_path / name
+    path.write_text("\n".join(json.dumps(r) for r in (ok, bad)) + "\n" if name.endswith("l") else
+                    "[\n" + ",\n".join(json.dumps(r) for r in (ok, bad)) + "\n]\n", encoding="utf-8")
+    result = runner.invoke(app, ["run", "--data", str(path), "--format", "inspect", "--runs-root",
+                                 str(tmp_path / "runs")])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2, said
+    line = 2 if name.endswith("l") else 3  # the JSON array's "[" is line 1
+    assert f"{name}, line {line}, field 'input': the last message must be the user's" in said, said
+    assert said.count("error:") == 1 and "validation error" not in said and "Traceback" not in said
+    assert not (tmp_path / "runs").exists()

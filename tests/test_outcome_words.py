@@ -5,21 +5,27 @@ log, the report's gate tables and its figure say accepted / rejected (incumbent 
 
 from __future__ import annotations
 
+import asyncio
 import html
 import io
+import json
 import re
 from pathlib import Path
 
 from rich.console import Console
 
 from decoevo.cli.run_progress import Plan, RunProgress, eta_seconds, fit, resume_line
+from decoevo.lm.types import BackendRequest
 from decoevo.report import build_report
 from decoevo.report.render import render
 from decoevo.rundir import InnerStepEvent, OuterRoundEvent, RunReader
 from decoevo.rundir.outcomes import Outcome, label, outcome_of
+from decoevo.testing import world
+from decoevo.testing.scripted import ScriptedBackend
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
+from .engine_helpers import toy_engine
 from .test_cli_output import cli
 
 OLD_WORDS = ("candidate kept", "generator kept", "no candidate gated", "[yellow]kept")
@@ -119,3 +125,32 @@ def test_resume_says_where_it_starts_or_that_the_run_finished(tmp_path: Path) ->
     said = " ".join(again.split())
     assert f"{run} has already finished (2 inner steps; summary.json): nothing to resume" in said, again
     assert "decoevo export" in again
+
+
+def _full_credit(request: BackendRequest) -> str:
+    """The toy world, with a judge that fully credits every criterion: no batch ever has a failure."""
+    title = (request.json_schema or {}).get("title", "")
+    if title.startswith("JointVerdicts"):
+        return json.dumps({"verdicts": [{"rationale": "met", "level": 4}] * int(title.removeprefix("JointVerdicts"))})
+    if title == "CriterionVerdict":
+        return json.dumps({"rationale": "met", "level": 4})
+    return world.respond([m.as_dict() for m in request.messages], request.json_schema, request.params.sample_index)
+
+
+def test_a_step_with_nothing_to_gate_is_no_candidate_not_a_rejection(tmp_path: Path) -> None:
+    """Issue 46.2: a step whose batch had no failure proposes nothing; its event and the terminal line said
+    "rejected (incumbent kept)" when the engine's `gated` was mutated to True (no test ran such a step)."""
+    engine, _ = toy_engine(tmp_path, "skillopt", ScriptedBackend(_full_credit))
+    result = asyncio.run(engine.run_async())
+    steps = [e for e in RunReader(result.run_dir).events() if isinstance(e, InnerStepEvent)]
+    assert len(steps) == 2, steps
+    for e in steps:
+        assert e.outcome is Outcome.NO_CANDIDATE and e.J_candidate is None, e
+    raw = [json.loads(x) for x in (result.run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in raw if e.get("event") == "inner_step"] == ["no_candidate"] * 2
+    console = Console(file=io.StringIO(), width=200, force_terminal=False, color_system=None)
+    progress = RunProgress(console, 2, "skillopt")
+    for e in steps:
+        progress.on_event(e, result.state)
+    said = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "step 0: solver: no candidate" in said and label(Outcome.REJECTED) not in said, said

@@ -197,6 +197,18 @@ def test_a_transfer_whose_source_is_not_in_the_experiment_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_transfer_without_table_1_is_refused(tmp_path):
+    """Issue 46.2: transfers are evaluated for Table 1 only, so `--data llmeval_med=FILE --tables 2` would store
+    the file and never read it. Refused in one line, nothing written (a mutant dropping the check went on to
+    print the plan, exit 0); with Table 1 the same data is planned."""
+    code, said = _reproduce(tmp_path / "out", tmp_path, "--tables", "2", "--plan-only")
+    assert code == 2 and said.count("error:") == 1, said
+    assert "--data llmeval_med=...: transfers are evaluated for Table 1, which is not requested (--tables 2)" in said
+    assert not (tmp_path / "out").exists()
+    code, said = _reproduce(tmp_path / "out", tmp_path, "--tables", "1,2", "--plan-only")
+    assert code == 0 and "error:" not in said, said
+
+
 def test_a_transfer_column_says_how_it_was_graded():
     """A HealthBench-format file named llmeval_med, graded by HealthBench's grader, was labelled
     "LLMEval-Med†" (fails on the old code: a column had no grader)."""

@@ -182,6 +182,17 @@ def expected_rounds(steps: int, audit_every: int, max_stalls: int, reject_prob: 
     return rounds
 
 
+def most_rounds(steps: int, audit_every: int, max_stalls: int, schedule: str = "fixed") -> int:
+    """The most outer rounds the schedule allows: those of a run whose every rewrite is rejected (a search over
+    every sequence of outcomes finds no more; tests/test_estimate.py). In closed form, so it stays exact past
+    `EXACT_STEPS`, where `expected_rounds` extrapolates (at 10,000 steps that fell up to 10 rounds short)."""
+    k, m = audit_every, max_stalls
+    if schedule == "since_last_round":  # the stalls are the steps since the last round: one every min(K, M)
+        return steps // min(k, m)
+    # fixed: every K-step block ends with a round, which clears the stalls, and holds one every M steps before it
+    return steps // k * (1 + (k - 1) // m) + steps % k // m
+
+
 Shared = dict[tuple[str, ...], float]  # calls by what makes their requests equal across methods (engine/sharing.py)
 
 
@@ -343,7 +354,7 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
         once[role] = once.get(role, 0) + n
     return CallEstimate(
         sum(step.values()), sum(rnd.values()), steps, steps // hyper.audit_every,
-        round(expected_rounds(steps, hyper.audit_every, hyper.max_stalls, 1.0, hyper.audit_schedule)),
+        most_rounds(steps, hyper.audit_every, hyper.max_stalls, hyper.audit_schedule),
         rounds, sum(once.values()), cached_step, cached_round, step, rnd, once, sum(high_rnd.values()),
         high_per_step=high_step, high_once=high_once + sum(high_once_outer.values()),
         once_round=sum(once_outer.values()))
