@@ -35,8 +35,9 @@ class DuplicateKey(yaml.YAMLError):
         self.key, self.line, self.first = key, line, first
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """The safe loader, refusing a mapping that names a key twice (the plain one keeps the last silently)."""
+class UniqueKeys(yaml.constructor.SafeConstructor):
+    """A loader mixin refusing a mapping that names a key twice (YAML's own loaders keep the last silently):
+    `DuplicateKey` names both lines. Put it before the loader class it extends."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[object, int] = {}
@@ -52,6 +53,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the base class says so
                 break
         return super().construct_mapping(node, deep=deep)
+
+
+class _UniqueKeyLoader(UniqueKeys, yaml.SafeLoader):
+    """The safe loader, refusing a key given twice."""
 
 
 def load_yaml_mapping(path: Path | str, what: str = "config file") -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from ..errors import DatasetError
+from ..userfiles import DuplicateKey, UniqueKeys
 from .importfiles import read_import_text
 
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same safe constructors either way
@@ -29,28 +30,8 @@ class LinedList(list[Any]):
     line: int | None = None
 
 
-class _DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: object, line: int, first: int) -> None:
-        super().__init__(f"duplicate key {key!r}")
-        self.key, self.line, self.first = key, line, first
-
-
-class _Loader(_Base):
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: merged keys may be overridden
-                continue
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            try:
-                if key in seen:
-                    raise _DuplicateKey(key, line, seen[key])
-                seen[key] = line
-            except TypeError:  # an unhashable key: the base class says so
-                break
-        out: dict[Any, Any] = super().construct_mapping(node, deep=deep)
-        return out
+class _Loader(UniqueKeys, _Base):
+    pass
 
 
 # no implicit dates: a date is the text the user wrote
@@ -87,7 +68,7 @@ def load_yaml_lined(path: Path, what: str) -> Any:
     text = read_import_text(path, what)
     try:
         return yaml.load(text, Loader=_Loader)  # a safe loader: no Python objects
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         raise DatasetError(path, exc.line, None, f"the key {exc.key!r} is given twice (first on line {exc.first}); "
                            "YAML would keep only the last: keep one") from None
     except yaml.MarkedYAMLError as exc:
