@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from ..benchmarks import find
 from ..rundir.evalfiles import results_of
-from ..rundir.progress import LiveProgress
+from ..rundir.progress import LiveProgress, clock_text
 from ..rundir.records import CompareFile, EvalFile
 from .grades import grade_text
 from .labels import benchmark_label
@@ -151,8 +151,8 @@ class Lead:
             parts.append(f"working on {p.phase}")
         parts.append(f"{p.calls:,} model calls answered")
         if p.elapsed is not None:
-            parts.append(f"running for {_clock(p.elapsed)}")
-        parts.append(f"ETA about {_clock(p.eta)}" if p.eta is not None else "ETA once its first step is done")
+            parts.append(f"running for {clock_text(p.elapsed)}")
+        parts.append(f"ETA about {clock_text(p.eta)}" if p.eta is not None else "ETA once its first step is done")
         return ", ".join(parts)
 
     @property
@@ -172,11 +172,6 @@ class Lead:
 def _test_result(run: RunRecord, version: int) -> EvalFile | None:
     stem = results_of({k: e for k, e in run.evals.items() if e.name == "test"}, version).get("test")
     return run.evals[stem] if stem is not None else None
-
-
-def _clock(seconds: float) -> str:
-    s = max(round(seconds), 0)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
 def _state(run: RunRecord) -> tuple[State, Incident | None, str | None]:

@@ -33,12 +33,13 @@ class LiveProgress:
             parts.append(f"now: {self.phase}")
         parts.append(f"{self.calls:,} calls answered")
         if self.elapsed is not None:
-            parts.append(f"running {_clock(self.elapsed)}")
-        parts.append(f"ETA ~{_clock(self.eta)}" if self.eta is not None else "ETA after its first step")
+            parts.append(f"running {clock_text(self.elapsed)}")
+        parts.append(f"ETA ~{clock_text(self.eta)}" if self.eta is not None else "ETA after its first step")
         return ", ".join(parts)
 
 
-def _clock(seconds: float) -> str:
+def clock_text(seconds: float) -> str:
+    """A duration as M:SS, or H:MM:SS from an hour."""
     s = max(round(seconds), 0)
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
