@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ import aiohttp
 from pydantic import BaseModel, Field
 
 from .config import ModelSpec
+from .memory import read_entries, write_entries
 from .providers import PROVIDERS
 from .types import BackendRequest, GenParams, Message
 
@@ -197,18 +197,9 @@ class CapacityMemory:
     def __init__(self, path: Path | None) -> None:
         self.path = path
 
-    def _read(self) -> dict[str, Any]:
-        if self.path is None or not self.path.is_file():
-            return {}
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}  # a damaged memory only costs a new measurement
-        return data if isinstance(data, dict) else {}
-
     def get(self, identity: str) -> Capacity | None:
-        entry = self._read().get(identity)
-        if not isinstance(entry, dict):
+        entry = read_entries(self.path).get(identity)
+        if entry is None:
             return None
         try:
             return Capacity(**entry)
@@ -216,16 +207,8 @@ class CapacityMemory:
             return None
 
     def remember(self, identity: str, capacity: Capacity) -> None:
-        if self.path is None:
-            return
-        data = {**self._read(), identity: asdict(capacity)}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, self.path)
-        except OSError:
-            pass  # an unwritable cache directory: measured again next time
+        if self.path is not None:  # an unwritable cache directory: measured again next time
+            write_entries(self.path, {**read_entries(self.path), identity: asdict(capacity)})
 
 
 def capacity_path(cache_path: Path) -> Path:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .config import ModelSpec
+from .memory import read_entries, write_entries
 from .structured import without_length_caps
 from .types import Message
 
@@ -152,13 +153,7 @@ class EndpointMemory:
         self._data: dict[str, dict[str, Any]] = self._read()
 
     def _read(self) -> dict[str, dict[str, Any]]:
-        if self.path is None or not self.path.is_file():
-            return {}
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}  # a damaged memory only costs a new probe
-        return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+        return read_entries(self.path)
 
     def get(self, endpoint: str) -> dict[str, Any]:
         return dict(self._data.get(endpoint, {}))
@@ -166,15 +161,8 @@ class EndpointMemory:
     def remember(self, endpoint: str, profile: EndpointProfile) -> None:
         with self._lock:
             self._data = {**self._read(), endpoint: asdict(profile)}
-            if self.path is None:
-                return
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(self._data, indent=1, sort_keys=True), encoding="utf-8")
-                os.replace(tmp, self.path)
-            except OSError:
-                pass  # an unwritable cache directory: remembered in this process only
+            if self.path is not None:
+                write_entries(self.path, self._data)
 
 
 def endpoints_path(cache_path: Path) -> Path:
