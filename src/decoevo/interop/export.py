@@ -13,6 +13,7 @@ from ..engine.config import DataConfig
 from ..errors import ConfigError
 from ..evaluation.run_view import RunView
 from ..fileio import atomic_write_text
+from ..rundir import RunReader
 from ..tasks.load import load_questions
 from .bundle import Endpoint, gather_bundle
 from .imported import IMPORT_FORMATS
@@ -47,11 +48,9 @@ def read_questions(path: str, fmt: str | None, question_var: str | None = None) 
 
 def run_import_kept(run_dir: Path) -> dict[str, Any]:
     """What the file a run imported held besides its questions (RUN/import.json), {} for a run of JSONL."""
-    path = run_dir / IMPORT
-    try:
-        kept = json.loads(path.read_text(encoding="utf-8")).get("kept") if path.is_file() else {}
-    except (OSError, ValueError, AttributeError):
-        return {}
+    reader = RunReader(run_dir)  # a damaged record is named by the reader, not read as "nothing kept"
+    record = reader.json(IMPORT) if reader.has(IMPORT) else {}
+    kept = record.get("kept") if isinstance(record, dict) else None
     return kept if isinstance(kept, dict) else {}
 
 
