@@ -12,12 +12,10 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from html import unescape
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from typer.testing import CliRunner
 
@@ -32,9 +30,8 @@ from decoevo.testing.fake_openai import FakeOpenAI, Reply
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_reply, toy_run_args, toy_server, write_toy_questions
 
+from .chromium_helpers import SlowRun, devtools_browser, look_at
 from .report_helpers import run_chromium
-from .test_report_watch import _cdp
-from .test_report_watch_progress import _SlowRun, _wait
 
 FAIL_AFTER = 40  # requests the server answers before it refuses the key: the run dies in its first steps
 
@@ -200,40 +197,12 @@ def test_the_first_screen_in_chromium_after_a_failed_run(failed_run: Path, tmp_p
     assert f"decoevo resume {failed_run}" in seen["text"], seen["text"]
 
 
-async def _watch(devtools_port: int, url: str) -> dict[str, Any]:
-    async with aiohttp.ClientSession() as http_:
-        async with http_.get(f"http://127.0.0.1:{devtools_port}/json/list") as r:
-            target = next(t for t in await r.json() if t["type"] == "page")
-        async with http_.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-            ids = [0]
-            await _cdp(ws, "Page.navigate", ids, url=url)
-            for _ in range(300):  # until the page has loaded
-                got = await _cdp(ws, "Runtime.evaluate", ids, returnByValue=True, expression=_FIRST_SCREEN)
-                value = got.get("result", {}).get("value")
-                if value and json.loads(value)["href"] == url:
-                    return dict(json.loads(value))
-                await asyncio.sleep(0.1)
-    raise AssertionError(f"{url} never loaded")
-
-
 def test_the_first_screen_in_chromium_during_a_run(tmp_path: Path) -> None:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("chromium is not installed (scripts/install.sh --dev installs it)")
-    with _SlowRun(tmp_path) as slow, ReportServer([slow.run], port=0, interval=0.5) as server:
-        profile = tmp_path / "profile"
-        browser = subprocess.Popen(
-            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--remote-debugging-port=0", "--remote-allow-origins=*",
-             _WINDOW, f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            active = profile / "DevToolsActivePort"
-            _wait(lambda: active.is_file() and bool(active.read_text().strip()), 60)
-            seen = asyncio.run(_watch(int(active.read_text().split()[0]), server.url))
-        finally:
-            browser.terminate()
-            browser.wait(timeout=20)
+    with (SlowRun(tmp_path) as slow, ReportServer([slow.run], port=0, interval=0.5) as server,
+          devtools_browser(tmp_path / "profile", _WINDOW) as devtools):
+        url = server.url
+        seen = json.loads(asyncio.run(look_at(
+            devtools, url, _FIRST_SCREEN, lambda value: bool(value) and json.loads(value)["href"] == url)))
     _check_first_screen(seen)
     assert seen["heading"] == "This run is still running", seen["heading"]
     assert re.search(r"Running: step \d of 6", seen["text"]) and "ETA" in seen["text"], seen["text"]

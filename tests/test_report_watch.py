@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import subprocess
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from decoevo.report.serve import ReportServer
 
+from .chromium_helpers import devtools_browser, json_value, open_page
 from .report_helpers import make_sweep, write_eval
 
 
@@ -51,15 +49,6 @@ def test_serves_on_loopback_and_rebuilds_only_when_a_run_changes(sweep, tmp_path
     assert {p: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()} == before  # it wrote nothing
 
 
-async def _cdp(ws: Any, method: str, ids: list[int], **params: Any) -> Any:
-    ids[0] += 1
-    await ws.send_json({"id": ids[0], "method": method, "params": params})
-    while True:
-        msg = await ws.receive_json(timeout=30)
-        if msg.get("id") == ids[0]:
-            return msg.get("result", {})
-
-
 async def _drive(devtools_port: int, run: Path) -> dict[str, Any]:
     """Open a run's section, write its test score, and wait for the page to reload itself with it."""
     # `loaded`: the whole page is parsed and its scripts ran. A reloaded page can show the new score while the
@@ -69,61 +58,34 @@ async def _drive(devtools_port: int, run: Path) -> dict[str, Any]:
              "f.getBoundingClientRect().width > 100).length, open: [...document.querySelectorAll('details.run[open]')]"
              ".map(d => d.id), marker: window.marker === 1, score: document.body.innerText.includes('61.5'), "
              "loaded: document.readyState === 'complete'})")
-    async with aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{devtools_port}/json/list") as r:
-            target = next(t for t in await r.json() if t["type"] == "page")
-        async with http.get(f"http://127.0.0.1:{devtools_port}/json/version") as r:
-            browser = (await r.json()).get("Browser", "?")
-        print(f"browser: {browser}")  # which Chromium this machine's install gave, in the test's output
-        async with http.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-            ids = [0]
+    blank = {"figures": 0, "open": [], "marker": False, "score": False, "loaded": False}
+    async with open_page(devtools_port) as (page, browser):
 
-            async def look() -> dict[str, Any]:
-                got = await _cdp(ws, "Runtime.evaluate", ids, expression=probe, returnByValue=True)
-                value = got.get("result", {}).get("value")  # none while a page is being replaced
-                return json.loads(value) if value else {"figures": 0, "open": [], "marker": False, "score": False,
-                                                        "loaded": False}
+        async def look() -> dict[str, Any]:
+            return json_value(await page.evaluate(probe)) or blank  # none while a page is being replaced
 
-            async def until(ready: Any) -> dict[str, Any]:
-                # a bound on a condition, not a wait: a loaded machine takes seconds to rebuild and reload
-                deadline = time.monotonic() + 90
-                while not ready(seen := await look()) and time.monotonic() < deadline:
-                    await asyncio.sleep(0.1)
-                return seen
+        async def until(ready: Any) -> dict[str, Any]:
+            return json_value(await page.until(probe, lambda v: bool(v) and ready(json.loads(v)), "page")) or blank
 
-            first = await until(lambda s: s["figures"] and s["loaded"])
-            anchor = (await _cdp(ws, "Runtime.evaluate", ids, returnByValue=True, expression=(
-                "(() => { window.marker = 1; const d = document.querySelector('details.run'); d.open = true; "
-                "return d.id; })()")))["result"]["value"]
-            opened = await look()
-            write_eval(run, "test", "healthbench", "decoevo", 0, 61.5)
-            t0 = time.monotonic()
-            after = await until(lambda s: s["score"] and s["loaded"])
-            return {"first": first, "opened": opened, "after": after, "anchor": anchor,
-                    "seconds": time.monotonic() - t0, "browser": browser}
+        first = await until(lambda s: s["figures"] and s["loaded"])
+        anchor = await page.evaluate(
+            "(() => { window.marker = 1; const d = document.querySelector('details.run'); d.open = true; "
+            "return d.id; })()")
+        opened = await look()
+        write_eval(run, "test", "healthbench", "decoevo", 0, 61.5)
+        t0 = time.monotonic()
+        after = await until(lambda s: s["score"] and s["loaded"])
+        return {"first": first, "opened": opened, "after": after, "anchor": anchor,
+                "seconds": time.monotonic() - t0, "browser": browser}
 
 
 def test_the_page_reloads_itself_in_headless_chromium_when_a_run_writes(sweep, tmp_path):
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("chromium is not installed (scripts/install.sh --dev installs it)")
     run = sweep / "runs" / "healthbench" / "decoevo-s0"
-    profile = tmp_path / "profile"
     with ReportServer([sweep], port=0, interval=0.3) as server:
-        browser = subprocess.Popen(
-            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--remote-debugging-port=0", "--remote-allow-origins=*",
-             f"--user-data-dir={profile}", "--window-size=1280,2000", server.url],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            active = profile / "DevToolsActivePort"
-            deadline = time.monotonic() + 30
-            while not (active.is_file() and active.read_text().strip()) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            result = asyncio.run(_drive(int(active.read_text().split()[0]), run))
+            with devtools_browser(tmp_path / "profile", "--window-size=1280,2000", url=server.url) as devtools:
+                result = asyncio.run(_drive(devtools, run))
         finally:
-            browser.terminate()
-            browser.wait(timeout=20)
             for leftover in (run / "eval" / "test.json",):
                 leftover.unlink(missing_ok=True)
     first, opened, after = result["first"], result["opened"], result["after"]

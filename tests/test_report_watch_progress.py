@@ -8,30 +8,19 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
-import os
-import shutil
 import socket
 import struct
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from typer.testing import CliRunner
 
 from decoevo.cli import app
 from decoevo.report import build_report
 from decoevo.report.serve import ReportServer, allowed_hosts
-from decoevo.rundir.progress import live_progress
-from decoevo.testing.server import serve_app
-from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
-from .test_report_watch import _cdp
-
-ROOT = Path(__file__).resolve().parents[1]
+from .chromium_helpers import SlowRun, devtools_browser, look_at
 
 
 def _get(port: int, host: str, path: str = "/") -> tuple[int, str]:
@@ -43,40 +32,6 @@ def _get(port: int, host: str, path: str = "/") -> tuple[int, str]:
     body = r.read().decode()
     conn.close()
     return r.status, body
-
-
-def _wait(condition: Any, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
-class _SlowRun:
-    """A toy-world run in a child process against a toy server whose answers take a while, so it is
-    still being written while the test looks at it; stopped at the end."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.runs = tmp / "runs"
-        self.run = self.runs / "live"
-
-    def __enter__(self) -> _SlowRun:
-        data = write_toy_questions(self.tmp / "toy.jsonl")
-        self._server = serve_app(toy_server(delay_s=0.3).app())
-        url = self._server.__enter__()
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DECOEVO_CACHE": str(self.tmp / "cache.sqlite")}
-        self.proc = subprocess.Popen([sys.executable, "-m", "decoevo", *toy_run_args(
-            f"{url}/v1", data, self.runs, "live", steps=6, sets=("hyper.concurrency=1",))],
-            cwd=self.tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # running: its lock names it and it has answered a request
-        _wait(lambda: live_progress(self.run) is not None and live_progress(self.run).calls > 0)  # type: ignore[union-attr]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=60)
-        self._server.__exit__(None, None, None)
 
 
 def test_only_loopback_hosts_on_its_port_get_the_page(tmp_path: Path) -> None:
@@ -118,7 +73,7 @@ def test_a_bad_interval_is_one_line_and_exit_2(value: str, tmp_path: Path) -> No
 
 
 def test_a_running_run_is_progress_not_a_problem(tmp_path: Path) -> None:
-    with _SlowRun(tmp_path) as slow:
+    with SlowRun(tmp_path) as slow:
         built = build_report([slow.run])
         (run,) = built.runs
         assert run.status == "running" and run.status_detail and "/6" in run.status_detail, run.status_detail
@@ -127,48 +82,24 @@ def test_a_running_run_is_progress_not_a_problem(tmp_path: Path) -> None:
         assert built.status_counts.get("running") == 1
 
 
-async def _look(devtools_port: int, url: str) -> str:
-    async with aiohttp.ClientSession() as http_:
-        async with http_.get(f"http://127.0.0.1:{devtools_port}/json/list") as r:
-            target = next(t for t in await r.json() if t["type"] == "page")
-        async with http_.ws_connect(target["webSocketDebuggerUrl"], max_msg_size=0) as ws:
-            ids = [0]
-            await _cdp(ws, "Page.navigate", ids, url=url)
-            seen = ""
-            for _ in range(300):  # until the page has loaded
-                got = await _cdp(ws, "Runtime.evaluate", ids, returnByValue=True, expression=(
-                    "JSON.stringify([document.readyState, location.href, "
-                    "document.body ? document.body.innerText : ''])"))
-                seen = got.get("result", {}).get("value") or seen
-                state, href, text = json.loads(seen) if seen else ("", "", "")
-                if state == "complete" and href == url and text:
-                    return str(text)
-                await asyncio.sleep(0.1)
-    raise AssertionError(f"{url} never loaded: {seen[:500]}")
+_BODY_TEXT = "JSON.stringify([document.readyState, location.href, document.body ? document.body.innerText : ''])"
+
+
+def _body_text(devtools: int, url: str) -> str:
+    def loaded(value: Any) -> bool:
+        state, href, text = json.loads(value) if value else ("", "", "")
+        return bool(state == "complete" and href == url and text)
+
+    return str(json.loads(asyncio.run(look_at(devtools, url, _BODY_TEXT, loaded)))[2])
 
 
 def test_the_watch_page_in_chromium_during_a_run(tmp_path: Path) -> None:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("chromium is not installed (scripts/install.sh --dev installs it)")
-    with _SlowRun(tmp_path) as slow, ReportServer([slow.run], port=0, interval=0.5) as server:
+    with SlowRun(tmp_path) as slow, ReportServer([slow.run], port=0, interval=0.5) as server:
         port = int(server.url.rsplit(":", 1)[1].strip("/"))
-        profile = tmp_path / "profile"
         # rebind.test resolves to 127.0.0.1, as an attacker's name does after a DNS rebinding
-        browser = subprocess.Popen(
-            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--remote-debugging-port=0", "--remote-allow-origins=*",
-             "--host-resolver-rules=MAP rebind.test 127.0.0.1", f"--user-data-dir={profile}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            active = profile / "DevToolsActivePort"
-            _wait(lambda: active.is_file() and bool(active.read_text().strip()), 60)
-            devtools = int(active.read_text().split()[0])
-            page = asyncio.run(_look(devtools, server.url))
-            foreign = asyncio.run(_look(devtools, f"http://rebind.test:{port}/"))
-        finally:
-            browser.terminate()
-            browser.wait(timeout=20)
+        with devtools_browser(tmp_path / "profile", "--host-resolver-rules=MAP rebind.test 127.0.0.1") as devtools:
+            page = _body_text(devtools, server.url)
+            foreign = _body_text(devtools, f"http://rebind.test:{port}/")
     assert "1 run in progress" in page and "live" in page, page[:2000]
     assert "ETA" in page and "calls answered" in page and "/6" in page, page[:2000]
     assert "ledger.json" not in page and "problem" not in page.split("in progress")[0].lower(), page[:2000]
