@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from decoevo.domain import Criterion, Judgement, Rubric, Skill
+from decoevo.domain import Criterion, Judgement, QuestionView, Rubric, Skill
 from decoevo.domain import CriterionScore as Score
 from decoevo.roles import contrastive_audit, generate_rubric, judge, rewrite_generator, rewrite_solver, solve
 from decoevo.roles import structural_audit as structural
@@ -189,6 +189,27 @@ def test_a_local_requirement_counts_only_on_its_questions():
     assert world.gold(with_it, 1) > world.gold(without, 1)
     assert world.gold(with_it, 2) == world.gold(without, 2)
     assert tag not in world.spec_text() and tag not in world.initial_generator_skill()
+
+
+def test_a_scoped_specification_requirement_is_a_gap_only_on_its_questions():
+    """`scoped_spec`: the specification lists a requirement for some questions only; the structural auditor
+    names it, and counts it in adequacy, only when it audits one of them; gold counts it only there."""
+    world = TruthWorld(replace(QUIET, n_base=1, n_spec=0, audit_miss=0.0, audit_noise=0.0, scoped_spec=((1, 5), (2,))))
+    ones, twos = world.tags("scoped")
+    assert f"{ones} ({world.name(ones)}), on questions 1, 5 only" in world.spec_text()
+    base = world.tags("base")
+    with_it, without = f"It addresses {' '.join(base)} {ones}.", f"It addresses {' '.join(base)}."
+    assert world.gold(with_it, 1) > world.gold(without, 1) and world.gold(with_it, 2) == world.gold(without, 2)
+
+    def audit(number: int, tags: list[str]) -> structural.StructuralOut:
+        q = QuestionView.from_text(f"q{number:03d}", f"Question {number}: what should I do about a rash?")
+        rubric = rubric_of(world, tags).model_copy(update={"question_id": q.id})
+        return ask(world, structural.messages(world.spec_text(), q, rubric), structural.StructuralOut)
+
+    assert ones in audit(1, base).repair and ones in audit(5, base).repair
+    assert twos in audit(2, base).repair and ones not in audit(2, base).repair
+    assert "Keep" in audit(3, base).repair and audit(3, base).adequacy == 10  # no scoped item is question 3's
+    assert audit(1, base).adequacy == 5 and audit(1, [*base, ones]).adequacy == 10
 
 
 def test_the_prior_draws_worlds_with_nothing_to_find_and_wrong_auditors():

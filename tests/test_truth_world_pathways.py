@@ -215,8 +215,8 @@ def test_an_improvement_does_not_excuse_a_regression(tmp_path, seed, monkeypatch
 # it only on V_g's questions. Every answer meets the measured base requirement, so every pair is a near tie.
 # Audited on the probe set, no pair differs in gold by it (the auditor calls them equivalent); audited on V_g,
 # the reveal names it, and V_g's own frozen pairs then confirm the rule: the gate is overfitted.
-def generator_gate_numbers(tmp: Path, seed: int) -> tuple[int, ...]:
-    """The question numbers of V_g for this seed, as the engine will draw the splits."""
+def split_numbers(tmp: Path, seed: int) -> dict[str, tuple[int, ...]]:
+    """The question numbers of the probe set and of V_g for this seed, as the engine will draw the splits."""
     from decoevo.tasks.load import load_questions
     from decoevo.tasks.splits import SplitSizes, make_splits
 
@@ -224,13 +224,13 @@ def generator_gate_numbers(tmp: Path, seed: int) -> tuple[int, ...]:
     files = write_world_files(world, tmp / "splits", 40)
     questions = load_questions(world_config(world, files, "decoevo", seed, splits=SPLITS, hyper={}).data)
     cut = make_splits(questions, SplitSizes(**SPLITS), seed, required=[])
-    return tuple(sorted(int(q.id[1:]) for q in cut.generator_gate))
+    return {name: tuple(sorted(int(q.id[1:]) for q in getattr(cut, name))) for name in ("probe", "generator_gate")}
 
 
 def local_rule_accepted(tmp: Path, seed: int) -> bool:
     """The V_g-only requirement ends in the accepted generator skill."""
     params = WorldParams(n_base=1, n_spec=0, n_contrast=0, n_hidden=0, n_local=1, contrast_spontaneous=0.5,
-                         local_questions=generator_gate_numbers(tmp, seed), solver_slip=0.0, judge_noise=0.0,
+                         local_questions=split_numbers(tmp, seed)["generator_gate"], solver_slip=0.0, judge_noise=0.0,
                          rubric_slip=0.0, audit_noise=0.0, pref_accuracy=1.0, reveal_error=0.0, solver_rewrite_drop=0.0,
                          solver_rewrite_decoy=0.0, **FAITHFUL)
     world = TruthWorld(params, seed=seed)
@@ -241,21 +241,70 @@ def local_rule_accepted(tmp: Path, seed: int) -> bool:
     return tag in run["result"].state.generator.text
 
 
-def _audit_on_generator_gate(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The broken engine: the proposal audits run on V_g instead of the probe set."""
+def _audit_on_generator_gate(monkeypatch: pytest.MonkeyPatch, which: str = "both") -> None:
+    """The broken engine: the proposal audits (`both`, or only the `structural` or the `contrastive` one) run
+    on V_g instead of the probe set. outer.py's own names are patched: verification's structural audit of V_g
+    (verify.py) is left as it is."""
     real = run_module.outer_step
+    gate: list[Any] = []
 
     async def on_gate(ctx: Any, round_idx: int, solver: Any, generator: Any, probe: Any, generator_gate: Any) -> Any:
-        return await real(ctx, round_idx, solver, generator, generator_gate, generator_gate)
+        gate[:] = generator_gate
+        return await real(ctx, round_idx, solver, generator, generator_gate if which == "both" else probe,
+                          generator_gate)
 
     monkeypatch.setattr(run_module, "outer_step", on_gate)
+    if which == "structural":
+        real_structural = outer_module.structural_records
+
+        async def structural_on_gate(ctx: Any, questions: Any, generator: Any) -> Any:
+            return await real_structural(ctx, list(gate), generator)
+
+        monkeypatch.setattr(outer_module, "structural_records", structural_on_gate)
+    elif which == "contrastive":
+        real_contrastive = outer_module.contrastive_records
+
+        async def contrastive_on_gate(ctx: Any, questions: Any, *args: Any) -> Any:
+            return await real_contrastive(ctx, list(gate), *args)
+
+        monkeypatch.setattr(outer_module, "contrastive_records", contrastive_on_gate)
 
 
+@pytest.mark.parametrize("moved", ["both", "contrastive"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_proposals_from_the_probe_set_do_not_overfit_the_generator_gate(tmp_path, seed, monkeypatch):
+def test_proposals_from_the_probe_set_do_not_overfit_the_generator_gate(tmp_path, seed, moved, monkeypatch):
+    """The V_g-only requirement is one only contrast reveals: moving the contrastive audit alone is caught."""
     assert not local_rule_accepted(tmp_path / "ok", seed)
-    _audit_on_generator_gate(monkeypatch)
+    _audit_on_generator_gate(monkeypatch, moved)
     assert local_rule_accepted(tmp_path / "broken", seed)
+
+
+# ---- the probe/V_g split, structural side: the probe set's specification gaps are not V_g's -----------------
+# The specification covers every question, so in a world where it lists the same requirements for all of them the
+# structural audit finds the same gaps on any question set, and no check can tell where it ran. Here it lists two
+# requirements scoped to some questions (`scoped_spec`): one for the probe questions, one for V_g's. Audited on the
+# probe set, the structural auditor names the first (it reaches a generator candidate) and never the second;
+# audited on V_g, the reverse. Nothing else can name either: no answer meets them unasked (spontaneous 0), so no
+# pair differs in them, and the initial generator names only the base requirement.
+def probe_gaps_reach_the_rewriter(tmp: Path, seed: int) -> bool:
+    """The probe-scoped requirement reaches a generator candidate, the V_g-scoped one none."""
+    cut = split_numbers(tmp, seed)
+    params = WorldParams(n_base=1, n_spec=0, n_contrast=0, n_hidden=0, spontaneous=0.0,
+                         scoped_spec=(cut["probe"], cut["generator_gate"]), audit_miss=0.0, **FAITHFUL)
+    world = TruthWorld(params, seed=seed)
+    probe_tag, gate_tag = world.tags("scoped")
+    solver = render_skill(SOLVER_HEADER, world.tags("base"), world.name)
+    run = _run(tmp, world, "decoevo", seed=seed, steps=2, audit_every=1, solver_skill=solver)
+    candidates = generator_candidates(run["run_dir"])
+    return any(probe_tag in text for text in candidates) and not any(gate_tag in text for text in candidates)
+
+
+@pytest.mark.parametrize("moved", ["both", "structural"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_structural_proposals_come_from_the_probe_set(tmp_path, seed, moved, monkeypatch):
+    assert probe_gaps_reach_the_rewriter(tmp_path / "ok", seed)
+    _audit_on_generator_gate(monkeypatch, moved)
+    assert not probe_gaps_reach_the_rewriter(tmp_path / "broken", seed)
 
 
 # ---- the blind preference: both orders, a flip is "equivalent" ---------------------------------------------

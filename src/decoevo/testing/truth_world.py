@@ -10,7 +10,10 @@ four kinds (`WorldParams`):
   the rubric scores alike can differ in them (the near-tie contrastive audit can find them);
 - hidden: named nowhere and never covered unless a skill names them (nothing can find them);
 - local (`n_local`, none by default): met unasked like contrast ones, but rewarded only on the questions
-  `local_questions` lists: an idiosyncrasy of those questions (e.g. of V_g) that no other question shares.
+  `local_questions` lists: an idiosyncrasy of those questions (e.g. of V_g) that no other question shares;
+- scoped (`scoped_spec`, none by default): named in the task specification for the questions it lists
+  only ("on questions 3, 8 only"), met unasked like spec ones, rewarded only on those questions: the
+  structural audit finds it only when it audits one of them, so the probe set's gaps can differ from V_g's.
 Tags `D01`... are decoys: principles a rewriter invents by mistake, which no gold criterion rewards.
 
 How each role answers (the role is read from the schema title of the request, as `sim_model` does; a
@@ -36,9 +39,10 @@ from the configuration, the seed of the run or the method:
   it names one tag the preferred one holds and the other lacks, at random (a requirement, or a style or
   decoy tag: it cannot tell), and a decoy instead with probability `reveal_error`;
 - structural audit: reads the task specification (`spec_decoys` unrewarded items listed among the
-  requirements; a `spec_vague` share of them listed by name only, which it cannot check) and the rubric;
-  names a specification tag the rubric lacks (says nothing with `audit_miss`); adequacy is the covered
-  share of the specification's tags plus Gaussian noise of sd `audit_noise`;
+  requirements; a `spec_vague` share of them listed by name only, which it cannot check), the question
+  and the rubric; names a specification tag the rubric lacks (says nothing with `audit_miss`), leaving out
+  an item scoped to other questions than the one audited; adequacy is the covered share of the
+  specification's tags that apply to the question, plus Gaussian noise of sd `audit_noise`;
 - solver rewrite: adds the tags of the missed criteria (and, for the Direct Audit control, of the audit
   findings) to the current strategy, each missed with probability `solver_rewrite_miss` per piece of
   evidence naming it (miss**k for k pieces); drops one existing
@@ -106,6 +110,7 @@ _RUBRIC_LINE = re.compile(r"^\d+\. \(weight [\d.]+\) (.*?)(?: -> score [\d.]+)?$
 LENIENT_NOTE = "a brief mention is enough."
 LOOSE = "loosely"
 QUESTION_NUMBER = re.compile(r"\bQuestion (\d+):")
+SCOPE = re.compile(r"\bon questions ([\d, ]+) only\b")
 _EVIDENCE_FIELDS = ("Omitted or unclear:", "Suggested repair:", "What the rubric missed:", "Principle:")
 
 
@@ -113,7 +118,7 @@ _EVIDENCE_FIELDS = ("Omitted or unclear:", "Suggested repair:", "What the rubric
 class Requirement:
     tag: str
     name: str
-    kind: str  # base | spec | contrast | hidden | local
+    kind: str  # base | spec | contrast | hidden | local | scoped
     weight: int
 
 
@@ -125,7 +130,7 @@ class TruthWorld:
         self.seed = seed
         p, rng = self.params, random.Random(f"truth-world:{seed}")
         kinds = ["base"] * p.n_base + ["spec"] * p.n_spec + ["contrast"] * p.n_contrast + ["hidden"] * p.n_hidden
-        kinds += ["local"] * p.n_local
+        kinds += ["local"] * p.n_local + ["scoped"] * len(p.scoped_spec)
         if len(kinds) > len(_NAMES):
             raise ValueError(f"at most {len(_NAMES)} requirements")
         names = rng.sample(_NAMES, len(kinds))
@@ -134,6 +139,7 @@ class TruthWorld:
             for i, kind in enumerate(kinds)
         )
         self.by_tag = {r.tag: r for r in self.requirements}
+        self.scope = dict(zip(self.tags("scoped"), p.scoped_spec, strict=True))  # tag -> its question numbers
         self.decoys = {f"D{i + 1:02d}": n for i, n in enumerate(_DECOY_NAMES)}
         if p.spec_decoys > 4 or p.n_style > 4:
             raise ValueError("at most 4 specification decoys and 4 style tags")
@@ -157,6 +163,8 @@ class TruthWorld:
         share = self.params.question_share
         if question is not None and tag in self.by_tag and self.by_tag[tag].kind == "local":
             return question in self.params.local_questions
+        if question is not None and tag in self.scope:
+            return question in self.scope[tag]
         if question is None or share >= 1.0:
             return True
         return random.Random(f"truth-world-applies:{self.seed}:{tag}:{question}").random() < share
@@ -184,7 +192,8 @@ class TruthWorld:
         the first `n_questions` questions: what a gate deciding between two solver skills should find."""
         p, named = self.params, _ordered_tags(solver_text)
         rate, chance = self.follow_rate(len(named)), _chance(p)
-        qs: list[int | None] = [None] if p.question_share >= 1.0 and not p.n_local else list(range(n_questions))
+        per_question = p.question_share < 1.0 or p.n_local or p.scoped_spec
+        qs: list[int | None] = list(range(n_questions)) if per_question else [None]
         per = []
         for q in qs:
             reqs = self.relevant(q)
@@ -204,6 +213,7 @@ class TruthWorld:
         named = [r for r in self.requirements if r.kind in ("base", "spec")]
         # A vague item gives no checkable tag (the world's roles act on tags only); a decoy reads like the rest.
         items = [f"- {r.name}, where it matters" if r.tag in self.vague else f"- {r.tag} ({r.name})" for r in named]
+        items += [f"- {t} ({self.name(t)}), {scope_text(q)}" for t, q in self.scope.items()]
         items += [f"- {t} ({self.name(t)})" for t in self.spec_decoys]
         lines = "\n".join(items)
         return (
@@ -212,7 +222,8 @@ class TruthWorld:
         )
 
     def initial_generator_skill(self) -> str:
-        kinds = ("base", "spec", "contrast", "hidden") if self.params.initial_generator_covers_all else ("base",)
+        kinds = ("base", "spec", "contrast", "hidden", "scoped") if self.params.initial_generator_covers_all \
+            else ("base",)
         return render_skill(
             "Write one checkable criterion per requirement below.",
             [r.tag for r in self.requirements if r.kind in kinds],
@@ -282,7 +293,7 @@ class TruthWorld:
             return self.reveal(blocks["response_a"], blocks["response_b"], _RUBRIC_LINE.findall(user), rng)
         if role == "StructuralOut" and "rubric" in blocks:
             spec = user.split("Task specification:", 1)[-1].split("<question>", 1)[0]
-            return self.structural(spec, blocks["rubric"], rng)
+            return self.structural(spec, blocks["rubric"], rng, question_number(blocks.get("question", "")))
         if role == "SkillOut" and "skill" in blocks:
             return self.rewrite_solver(blocks["skill"], user, rng)
         if role == "GeneratorSkillOut" and "skill" in blocks:
@@ -381,8 +392,10 @@ class TruthWorld:
             "principle": f"Rubrics should check {t} ({self.name(t)}).",
         }
 
-    def structural(self, spec: str, rubric: str, rng: random.Random) -> dict[str, Any]:
-        wanted, present = _ordered_tags(spec), set(TAG.findall(rubric))
+    def structural(self, spec: str, rubric: str, rng: random.Random, question: int | None = None) -> dict[str, Any]:
+        # An item scoped to other questions is not this question's requirement (unknown question: every item).
+        wanted = [t for line in spec.split("\n") if _in_scope(line, question) for t in _ordered_tags(line)]
+        wanted, present = list(dict.fromkeys(wanted)), set(TAG.findall(rubric))
         missing = [t for t in wanted if t not in present]
         share = 1.0 - len(missing) / len(wanted) if wanted else 1.0
         adequacy = max(0, min(10, round(10 * (share + rng.gauss(0.0, self.params.audit_noise)))))
@@ -518,6 +531,16 @@ def _ordered_tags(text: str) -> list[str]:
 
 def _lenient_tags(text: str) -> set[str]:
     return {t for line in text.split("\n") if LENIENT_NOTE in line for t in TAG.findall(line)[:1]}
+
+
+def scope_text(questions: tuple[int, ...]) -> str:
+    """How the specification scopes an item to some questions (`_in_scope` reads it back)."""
+    return f"on questions {', '.join(str(q) for q in questions)} only"
+
+
+def _in_scope(spec_line: str, question: int | None) -> bool:
+    found = SCOPE.search(spec_line)
+    return found is None or question is None or str(question) in found.group(1).replace(" ", "").split(",")
 
 
 def question_number(text: str) -> int | None:

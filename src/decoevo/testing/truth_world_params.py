@@ -59,6 +59,7 @@ class WorldParams:
     position_bias: float = 0.0  # one blind preference answers "A" (the response shown first), whatever the two say
     n_local: int = 0  # requirements met unasked like contrast ones, rewarded only on the local_questions
     local_questions: tuple[int, ...] = ()  # question numbers where the local requirements count (idiosyncrasies)
+    scoped_spec: tuple[tuple[int, ...], ...] = ()  # one specification requirement per tuple, for those questions only
 
 
 # The prior the bench draws worlds from (`draw_params`), round three: each knob independently, uniformly
