@@ -102,7 +102,7 @@ PRIOR_TRANSFER: dict[str, tuple[Any, ...]] = {
     "n_contrast": (0, 1, 2),
     "n_hidden": (2, 3, 4),
     "spec_decoys": (1, 2, 3, 4),
-    "n_style": (2, 4, 6),
+    "n_style": (2, 3, 4),
     "initial_generator_covers_all": (False, False, False, True),
     "judge_noise": (0.15, 0.3, 0.5),
     "pref_accuracy": (0.0, 0.2, 0.4, 0.6),
