@@ -212,8 +212,9 @@ def summarise(cells: list[dict[str, Any]], prior: dict[str, tuple[Any, ...]] | N
         verdicts = [rows[w][key]["verdict"] for w in worlds]
         shares[key] = {v: verdicts.count(v) for v in ("win", "tie", "loss")} | {"worlds": len(worlds)}
         shares[key]["ci"] = {v: wilson(verdicts.count(v), len(worlds)) for v in ("win", "tie", "loss")}
-    return {"worlds": {str(w): r for w, r in rows.items()}, "shares": shares, "knob_association": association(rows, prior),
-            "drift": drift_as_classifier(cells, rows), "recommendation": recommendation(cells, rows)}
+    return {"worlds": {str(w): r for w, r in rows.items()}, "shares": shares,
+            "knob_association": association(rows, prior), "drift": drift_as_classifier(cells, rows),
+            "recommendation": recommendation(cells, rows)}
 
 
 def recommends(audits: dict[str, Any]) -> bool:
@@ -298,9 +299,9 @@ def tables(results: dict[str, Any]) -> str:
              "Holm p", "verdict"] + (["SC-CoEvo − SkillOpt (Holm p, verdict)"] if has_sc else [])
             + ["DecoEvo calls ÷ SkillOpt", "headroom", "findable headroom"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    default = asdict(WorldParams())
+    default = asdict(WorldParams()) | SPLITS  # a prior may draw a split's size too (the transfer prior: V_g)
     for w, row in s["worlds"].items():
-        off = ", ".join(f"{SHORT[k]} {v}" for k, v in row["knobs"].items() if v != default.get(k, SPLITS.get(k))) or "none"
+        off = ", ".join(f"{SHORT[k]} {v}" for k, v in row["knobs"].items() if v != default[k]) or "none"
         d = row["decoevo-skillopt"]
         gold = [f"{row[m]['gold']:.1f} ± {row[m]['sd']:.1f}" for m in methods]
         ci = "–" if d["ci"][0] is None else f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
