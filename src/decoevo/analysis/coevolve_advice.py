@@ -15,8 +15,8 @@ from typing import Any
 # advice_fit.signals_note(advice_fit.transfer(...)) over the stored results files.
 MEASURED: dict[str, Any] = {
     "first_worlds": "200–223",
-    "transfer_worlds": "500–511",
-    "transfer_seeds": 5,
+    "transfer_worlds": "500–523",
+    "transfer_seeds": 10,
     "transfers": [],
     "signals": [
         {
@@ -31,10 +31,10 @@ MEASURED: dict[str, Any] = {
                 "never_mcnemar_p": 0.0946
             },
             "transfer": {
-                "n": 12,
-                "right": 0,
-                "accuracy_ci": [0.0, 0.243],
-                "always_right": 0,
+                "n": 24,
+                "right": 3,
+                "accuracy_ci": [0.043, 0.31],
+                "always_right": 3,
                 "mcnemar_p": None,
                 "never_mcnemar_p": 1.0
             }
@@ -51,11 +51,11 @@ MEASURED: dict[str, Any] = {
                 "never_mcnemar_p": 0.0384
             },
             "transfer": {
-                "n": 12,
-                "right": 4,
-                "accuracy_ci": [0.138, 0.609],
-                "always_right": 0,
-                "mcnemar_p": 0.0625,
+                "n": 24,
+                "right": 7,
+                "accuracy_ci": [0.149, 0.492],
+                "always_right": 3,
+                "mcnemar_p": 0.109,
                 "never_mcnemar_p": 1.0
             }
         },
@@ -64,11 +64,11 @@ MEASURED: dict[str, Any] = {
             "chosen_on": "fitted on every first-prior world, 200–223 and 300–323",
             "first_prior": None,
             "transfer": {
-                "n": 12,
-                "right": 2,
-                "accuracy_ci": [0.047, 0.448],
-                "always_right": 0,
-                "mcnemar_p": 0.25,
+                "n": 24,
+                "right": 6,
+                "accuracy_ci": [0.12, 0.449],
+                "always_right": 3,
+                "mcnemar_p": 0.125,
                 "never_mcnemar_p": 1.0
             }
         }
