@@ -66,7 +66,11 @@ def test_pilot_command_chooses_writes_evidence_and_runs_use_it(tmp_path, monkeyp
         result = runner.invoke(app, ["pilot", str(out), *base, "--seeds", "3"])
         assert result.exit_code == 0, result.output
         # it says what is measured about choosing the method, and no more (tests/test_advice_fit.py)
-        assert " ".join(pilot_note().split()) in " ".join(result.output.split())
+        said = " ".join(result.output.split())
+        assert " ".join(pilot_note().split()) in said
+        # and it recommends nothing: no reading beat always co-evolving on the second prior's worlds (issue 48)
+        assert "co-evolve or keep the rubric fixed: no recommendation." in said and "precision" not in said
+        assert "of a second prior with other ranges" in said and "always co-evolving" in said
         pilot = json.loads((out / "pilot.json").read_text())
         (entry,) = pilot["entries"]
         assert entry["seed"] == 3 and len(entry["pilot_ids"]) == 4 and set(entry["choice"]) == {

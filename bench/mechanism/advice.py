@@ -59,15 +59,15 @@ def calls_range(results: dict[str, Any], prior_results: dict[str, Any] | None) -
     return f"{min(ratios):.1f}–{max(ratios):.1f}×"
 
 
-def prior_table() -> str:
-    """`PRIOR`, knob by knob: each value with its probability."""
+def prior_table(prior: dict[str, tuple[Any, ...]] | None = None) -> str:
+    """`PRIOR` (or `prior`), knob by knob: each value with its probability."""
     from collections import Counter
 
     from decoevo.testing.truth_world_params import PRIOR, WorldParams
 
-    default = asdict(WorldParams())
+    default = asdict(WorldParams()) | prior_bench.SPLITS
     out = ["| knob | values (probability) | default world |", "|---|---|---|"]
-    for knob, values in PRIOR.items():
+    for knob, values in (PRIOR if prior is None else prior).items():
         counts = Counter(values)
         drawn = ", ".join(f"{v} ({n}/{len(values)})" for v, n in counts.items())
         out.append(f"| `{knob}` | {drawn} | {default[knob]} |")
@@ -129,6 +129,45 @@ def prior_result(prior_results: dict[str, Any] | None) -> str:
     return " ".join(text)
 
 
+TRANSFER_RUN = ("`nice -n 19 python -m bench.mechanism.prior --prior transfer --methods skillopt,decoevo "
+                "--seeds 0-9`")
+
+
+def transfer_text(key: str, prior_results: dict[str, Any] | None) -> str:
+    """`<<transfer_prior_table>>`, `<<transfer_result>>`, `<<transfer_table>>`, `<<transfer_verdict>>`: the second
+    prior and the advice's transfer test on its worlds (bench/results/mechanism_prior_transfer.json)."""
+    from decoevo.testing.truth_world_params import PRIOR_TRANSFER
+
+    if key == "transfer_prior_table":
+        return prior_table(PRIOR_TRANSFER)
+    transferred = advice_fit.load_transfer()
+    if not prior_results or not transferred:
+        return f"Not run yet: {TRANSFER_RUN}."
+    if key == "transfer_result":
+        sh, worlds = transferred["summary"]["shares"]["decoevo-skillopt"], transferred["summary"]["worlds"]
+        seeds = sorted({r["n_seeds"] for r in worlds.values()})
+        per = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+        missing = sorted(set(transferred["planned_seeds"]) - set(transferred["seeds"]))
+        partial = (f" Seeds {', '.join(map(str, missing))} of the planned {len(transferred['planned_seeds'])} were not "
+                   "run (the machine's time ran out; every world has the same seeds)." if missing else "")
+        left = sorted(set(prior_bench._range(prior_bench.TRANSFER_WORLDS)) - {int(w) for w in worlds})
+        if left:
+            partial += (f" Worlds {left[0]}–{left[-1]} of the planned {prior_bench.TRANSFER_WORLDS.replace('-', '–')} "
+                        "were not run (the machine's time; the ids run were the first, not chosen on any result).")
+        return (f"In its {sh['worlds']} worlds ({advice_fit._span(worlds)}, none dropped; {per} seeds per world, "
+                "paired by seed, Holm over the worlds as above), DecoEvo won in "
+                + ", tied in ".join(f"{sh[v]} ({sh[v] / sh['worlds']:.0%}, 95% interval {sh['ci'][v][0]:.0%}–"
+                                    f"{sh['ci'][v][1]:.0%})" for v in ("win", "tie"))
+                + f" and lost in {sh['loss']} ({sh['loss'] / sh['worlds']:.0%}, 95% interval {sh['ci']['loss'][0]:.0%}–"
+                f"{sh['ci']['loss'][1]:.0%}).{partial}")
+    t = advice_fit.transfer(prior_results, advice_fit.load_fit(), transferred)
+    if key == "transfer_table":
+        return advice_fit.transfer_table(t)
+    if key == "transfer_verdict":
+        return advice_fit.transfer_verdict(t)
+    raise KeyError(f"bench/mechanism/advice_text.md: unknown key <<{key}>>")
+
+
 def _c(x: float | None) -> str:
     return "–" if x is None else f"{x:+.1f}"
 
@@ -173,6 +212,8 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
             return prior_bench.drift_table(prior_results).strip() if prior_results else "Not measured yet."
         if key == "drift_verdict":
             return drift_verdict(prior_results)
+        if key.startswith("transfer_"):
+            return transfer_text(key, prior_results)
         if key in ("advice_table", "advice_verdict"):
             if not prior_results:
                 return "Not measured yet."

@@ -12,6 +12,12 @@ mechanism_prior.json, worlds 200-223): per run, and per world (the advice of mos
 Holm verdict "win"), with Wilson intervals, the best constant advice's accuracy (always or never co-evolve)
 and Fisher's exact test of the advice against the outcome. It beats chance only when that test rejects
 (one-sided, 0.05) and its accuracy is above the best constant advice's.
+
+Beating chance is not beating the advice a user would follow without any rule, always co-evolving, and the
+reported worlds are of the prior the rule was chosen on. So `transfer` measures every rule, unchanged, on
+the worlds of a second prior written beforehand with other ranges (`PRIOR_TRANSFER`, bench/results/
+mechanism_prior_transfer.json) and compares it with always co-evolving on the same worlds by the exact
+McNemar test (`against_always`); what `decoevo pilot` prints is `signals_note` of that test.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from bench._common import RESULTS
 from bench.mechanism.prior import classifier, recommends, wilson
 
 FIT = RESULTS / "mechanism_prior_fit.json"
+TRANSFER = RESULTS / "mechanism_prior_transfer.json"  # worlds of the second prior (PRIOR_TRANSFER), never fitted on
 READINGS = ("adequacy", "new_structural", "new_contrastive", "new_items", "repairs", "principles",
             "contrastive_records")
 ALPHA = 0.05
@@ -97,6 +104,19 @@ def fisher_greater(pairs: list[tuple[bool, bool]]) -> float | None:
     return float(f"{fisher_exact(table, alternative='greater')[1]:.3g}")
 
 
+def against_always(pairs: list[tuple[bool, bool]], always: bool = True) -> float | None:
+    """One-sided exact McNemar p-value that the advice is right more often than always co-evolving (or, with
+    `always` False, never co-evolving) on the same units. They differ only where the advice says the other
+    thing: for always co-evolving, where it says keep the rubric, right there when DecoEvo did not win."""
+    from scipy.stats import binomtest
+
+    differs = [o for s, o in pairs if s != always]  # the outcomes where the advice departs from the constant
+    better = sum(1 for o in differs if o != always)  # ... and was right to
+    if not differs:
+        return None  # it never departs: it is the constant advice
+    return float(f"{binomtest(better, len(differs), 0.5, alternative='greater').pvalue:.3g}")
+
+
 def scored(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     right = sum(1 for s, o in pairs if s == o)
     positives = sum(1 for _, o in pairs if o)
@@ -106,6 +126,8 @@ def scored(pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
     return classifier(pairs) | {
         "right": right, "accuracy": None if acc is None else round(acc, 3), "accuracy_ci": wilson(right, len(pairs)),
         "constant_accuracy": None if constant is None else round(constant, 3), "fisher_p": p,
+        "always_right": positives, "always_ci": wilson(positives, len(pairs)), "mcnemar_p": against_always(pairs),
+        "never_mcnemar_p": against_always(pairs, always=False),
         "beats_chance": bool(p is not None and p < ALPHA and acc is not None and constant is not None
                              and acc > constant)}
 
@@ -143,13 +165,138 @@ def load_fit(path: Path = FIT) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
+def load_transfer(path: Path = TRANSFER) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _span(worlds: Any) -> str:
+    ids = sorted(int(w) for w in worlds)
+    return f"{ids[0]}–{ids[-1]}"
+
+
+def transfer(reported: dict[str, Any], fit_results: dict[str, Any] | None,
+             transferred: dict[str, Any]) -> dict[str, Any]:
+    """Every rule, chosen on the first prior's worlds only, measured unchanged on the second prior's worlds
+    (`PRIOR_TRANSFER`, bench/results/mechanism_prior_transfer.json), against always co-evolving: the stated rule,
+    the rule fitted on worlds 300-323 (what `decoevo pilot` printed before issue 48), and the same search refitted
+    on every world of the first prior (fixed before the second prior's worlds were run)."""
+    if transferred.get("prior_name") != "transfer":
+        raise ValueError("the transfer test reads worlds of the second prior (prior.py --prior transfer)")
+    first = {c["world"] for c in [*reported["cells"], *(fit_results or {"cells": []})["cells"]]}
+    if first & {c["world"] for c in transferred["cells"]}:
+        raise ValueError("a world of the first prior is among the transfer worlds")
+    rules: list[dict[str, Any]] = [{"key": "stated", "rule": "co-evolve when the first audits propose at least one new "
+                                    "item", "chosen_on": "stated before any world was run", "says": recommends,
+                                    "first_prior": measure(recommends, reported)}]
+    if fit_results:
+        rule, _ = fit(fit_results)
+        rules.append({"key": "fitted", "rule": rule.text(), "says": rule.says,
+                      "chosen_on": f"fitted on worlds {_span(fit_results['summary']['worlds'])}",
+                      "first_prior": measure(rule.says, reported)})
+        both = {"cells": reported["cells"] + fit_results["cells"],
+                "summary": {"worlds": {**reported["summary"]["worlds"], **fit_results["summary"]["worlds"]}}}
+        refit, _ = fit(both)
+        rules.append({"key": "refitted", "rule": refit.text(), "chosen_on": "fitted on every first-prior world, "
+                      f"{_span(reported['summary']['worlds'])} and {_span(fit_results['summary']['worlds'])}",
+                      "says": refit.says, "first_prior": None})
+    out = []
+    for r in rules:
+        says = r.pop("says")
+        out.append(r | {"transfer": measure(says, transferred)})
+    seeds = sorted({c["seed"] for c in transferred["cells"]})
+    return {"worlds": _span(transferred["summary"]["worlds"]), "seeds": len(seeds), "rules": out,
+            "first_worlds": _span(reported["summary"]["worlds"]),
+            "transfers": [r["key"] for r in out if _transfers(r["transfer"]["per_world"])]}
+
+
+def _transfers(c: dict[str, Any]) -> bool:
+    """Right more often than always co-evolving and than never co-evolving (each one-sided exact McNemar at
+    ALPHA): beating one constant alone is what a rule that mostly says the other constant does where that
+    other constant is right, and no signal."""
+    return all(p is not None and p < ALPHA for p in (c["mcnemar_p"], c["never_mcnemar_p"]))
+
+
+def transfer_table(t: dict[str, Any]) -> str:
+    """The transfer test: each rule per world and per run on the second prior's worlds (and, where it was not
+    chosen on them, on the first prior's reported worlds), beside always co-evolving."""
+    head = ("| rule | chosen on | measured on | unit | n | says co-evolve | DecoEvo better | right [95% CI] | "
+            "always co-evolving right [95% CI] | exact McNemar p, rule better than always (one-sided) | "
+            "never co-evolving right | McNemar p against never |")
+    out = [head, "|" + "---|" * 12]
+    for r in t["rules"]:
+        where = [(f"second prior, worlds {t['worlds']}", r["transfer"])]
+        if r["first_prior"] is not None:
+            where.insert(0, (f"first prior, worlds {t['first_worlds']} (held out)", r["first_prior"]))
+        for place, m in where:
+            for unit in ("per_world", "per_run"):
+                c = m[unit]
+                out.append(f"| {r['rule']} | {r['chosen_on']} | {place} | {unit.replace('_', ' ')} | {c['n']} | "
+                           f"{c['flagged']} | {c['positives']} | "
+                           f"{c['right']} ({_rate(c['accuracy'], c['accuracy_ci'])}) | "
+                           f"{c['always_right']} ({_rate(_share(c['always_right'], c['n']), c['always_ci'])}) | "
+                           f"{_f(c['mcnemar_p'])} | {c['n'] - c['always_right']} | {_f(c['never_mcnemar_p'])} |")
+    return "\n".join(out)
+
+
+def _share(k: int, n: int) -> float | None:
+    return round(k / n, 3) if n else None
+
+
+def transfer_verdict(t: dict[str, Any]) -> str:
+    """What the transfer test shows, per world (the runs of one world are not independent)."""
+    said = []
+    for r in t["rules"]:
+        c = r["transfer"]["per_world"]
+        said.append(f"{r['rule']} ({r['chosen_on']}) was right in {c['right']} of {c['n']} (always co-evolving: "
+                    f"{c['always_right']}, McNemar p {_pp(c['mcnemar_p'])}; never co-evolving: "
+                    f"{c['n'] - c['always_right']}, p {_pp(c['never_mcnemar_p'], 'keep the rubric')})")
+    text = (f"On the second prior's worlds {t['worlds']} ({t['seeds']} seeds each), per world: "
+            + "; ".join(said) + ".")
+    runs = [r["transfer"]["per_run"] for r in t["rules"]]
+    if runs:
+        text += (f" Per run (the runs of one world are not independent), DecoEvo's gold beat SkillOpt's in "
+                 f"{runs[0]['positives']} of {runs[0]['n']}; the rules were right in "
+                 + ", ".join(str(c["right"]) for c in runs) + f" of them, never co-evolving in "
+                 f"{runs[0]['n'] - runs[0]['positives']}.")
+    if t["transfers"]:
+        return text + (" Beating both always and never co-evolving there (one-sided exact McNemar, 0.05): "
+                       + ", ".join(f"the {k} rule" for k in t["transfers"]) + "; measured in simulated worlds, "
+                       "not on a real task.")
+    return text + (" None of them beat both always and never co-evolving (one-sided exact McNemar, 0.05) on "
+                   "worlds it was neither fitted nor selected on, so "
+                   "`decoevo pilot` makes no recommendation: it prints these readings and what each has been seen "
+                   "to mean, and the choice rests on the checks above.")
+
+
+def _pp(x: float | None, said: str = "co-evolve") -> str:
+    if x is None:
+        return f"–: it always said {said}"
+    shown = _f(x)
+    return shown.replace("<", "< ") if shown.startswith("<") else f"= {shown}"
+
+
+def signals_note(t: dict[str, Any]) -> dict[str, Any]:
+    """What `decoevo.analysis.coevolve_advice.MEASURED` must hold: each rule per world, on the first prior's
+    held-out worlds (where it was not chosen on them) and on the second prior's."""
+    def brief(c: dict[str, Any]) -> dict[str, Any]:
+        return {"n": c["n"], "right": c["right"], "accuracy_ci": c["accuracy_ci"], "always_right": c["always_right"],
+                "mcnemar_p": c["mcnemar_p"], "never_mcnemar_p": c["never_mcnemar_p"]}
+
+    return {"first_worlds": t["first_worlds"], "transfer_worlds": t["worlds"], "transfer_seeds": t["seeds"],
+            "transfers": t["transfers"],
+            "signals": [{"rule": r["rule"], "chosen_on": r["chosen_on"],
+                         "first_prior": None if r["first_prior"] is None else brief(r["first_prior"]["per_world"]),
+                         "transfer": brief(r["transfer"]["per_world"])} for r in t["rules"]]}
+
+
 def table(evaluated: dict[str, Any], reported: dict[str, Any]) -> str:
     """Both rules as classifiers of a win on the reported worlds (the fitted one also on its fit worlds)."""
     worlds = reported["summary"]["worlds"]
     span = f"{min(map(int, worlds))}–{max(map(int, worlds))}"
     head = ("| rule | measured on | unit | n | says co-evolve | DecoEvo better | precision [95% CI] | recall [95% CI] "
-            "| right [95% CI] | best constant advice | Fisher p (one-sided) |")
-    out = [head, "|" + "---|" * 11]
+            "| right [95% CI] | best constant advice | Fisher p (one-sided) | always co-evolving right "
+            "| exact McNemar p, better than always (one-sided) |")
+    out = [head, "|" + "---|" * 13]
     rows = [("stated before any world was run: " + evaluated["stated"]["rule"], f"worlds {span}",
              evaluated["stated"]["reported"])]
     if "fitted" in evaluated:
@@ -165,7 +312,7 @@ def table(evaluated: dict[str, Any], reported: dict[str, Any]) -> str:
                        f"{c['positives']} | "
                        f"{_rate(c['precision'], c['precision_ci'])} | {_rate(c['recall'], c['recall_ci'])} | "
                        f"{_rate(c['accuracy'], c['accuracy_ci'])} | {_f(c['constant_accuracy'])} | "
-                       f"{_f(c['fisher_p'])} |")
+                       f"{_f(c['fisher_p'])} | {c['always_right']} | {_f(c['mcnemar_p'])} |")
     return "\n".join(out)
 
 
@@ -193,6 +340,9 @@ def verdict(evaluated: dict[str, Any]) -> str:
                 f"{world['right']} of {world['n']} ({_chance(world)}); per run it was right in {run['right']} of "
                 f"{run['n']} against {run['constant_accuracy']:.0%} for the best constant advice ({_chance(run)}; "
                 "the runs of one world are not independent, so read the per-world row first).")
+    shown = world["mcnemar_p"] is not None and world["mcnemar_p"] < ALPHA
+    text.append(f"Against always co-evolving on the same worlds (right in {world['always_right']} of {world['n']}), "
+                f"it was {'' if shown else 'not shown '}better: one-sided exact McNemar p {_pp(world['mcnemar_p'])}.")
     if world["beats_chance"]:
         lo, hi = world["accuracy_ci"]
         margin = ("its accuracy's 95% interval lies above the best constant advice's" if lo > world["constant_accuracy"]
@@ -207,8 +357,7 @@ def verdict(evaluated: dict[str, Any]) -> str:
                     f"than chance would make it ({margin}); it was not measured on a real task.")
     else:
         text.append("So no gold-free advice measured here beats chance per world: the first audits do not yet tell "
-                    "whether co-evolving will win, and neither this page nor `decoevo pilot` advises on it; "
-                    "decide by the checks above.")
+                    "whether co-evolving will win; decide by the checks above.")
     return " ".join(text)
 
 
@@ -219,13 +368,3 @@ def _chance(c: dict[str, Any]) -> str:
     said = "better than chance" if c["beats_chance"] else "not shown better than chance"
     shown = _f(p)
     return f"{said}: one-sided Fisher p {shown.replace('<', '< ') if shown.startswith('<') else '= ' + shown}"
-
-
-def held_out_note(fitted: dict[str, Any], reported: dict[str, Any]) -> dict[str, Any]:
-    """What `decoevo.analysis.coevolve_advice.HELD_OUT` must hold: the fitted rule per world on the held-out worlds."""
-    m = fitted["reported"]["per_world"]
-    worlds = [int(w) for w in reported["summary"]["worlds"]]
-    return {"rule": fitted["rule"], "fit_worlds": f"{min(fitted['fit_worlds'])}–{max(fitted['fit_worlds'])}",
-            "worlds": f"{min(worlds)}–{max(worlds)}", "n": m["n"], "right": m["right"], "accuracy_ci": m["accuracy_ci"],
-            "constant_accuracy": m["constant_accuracy"], "precision": m["precision"], "recall": m["recall"],
-            "fisher_p": m["fisher_p"], "beats_chance": m["beats_chance"]}

@@ -91,6 +91,12 @@ def provenance(results: dict[str, Any], prior_results: dict[str, Any] | None) ->
         lines.append(f"| prior worlds {min(fit['worlds'])}–{max(fit['worlds'])} (fitting the advice only) | "
                      f"{min(seeds)}–{max(seeds)} | {r.get('commit', '–')} | {r['cells']} | {r['wall_s']} | "
                      f"{r['cpu_s']} |")
+    transferred = advice_fit.load_transfer()
+    if transferred:  # the second prior's worlds: the advice's transfer test (when-to-co-evolve.md), nothing else
+        r, seeds = transferred["run"], transferred["seeds"]
+        lines.append(f"| second prior's worlds {min(transferred['worlds'])}–{max(transferred['worlds'])} (the advice's "
+                     f"transfer test only) | {min(seeds)}–{max(seeds)} | {r.get('commit', '–')} | {r['cells']} | "
+                     f"{r['wall_s']} | {r['cpu_s']} |")
     return "\n".join(lines)
 
 
@@ -234,6 +240,8 @@ def render(results: dict[str, Any], prior_results: dict[str, Any] | None) -> str
         "    nice -n 10 python -m bench.mechanism.prior --methods skillopt,decoevo --resume  # §6, seed by seed",
         "    nice -n 10 python -m bench.mechanism.prior --methods skillopt,decoevo --worlds 300-323 --seeds 0-4 \\",
         "        --out bench/results/mechanism_prior_fit.json   # the co-evolve advice's fit worlds, never its measure",
+        "    nice -n 19 python -m bench.mechanism.prior --prior transfer --methods skillopt,decoevo --seeds 0-9 "
+        "# the advice's transfer test",
         "    python -m bench.mechanism.doc               # this page and docs/when-to-co-evolve.md", "",
         "The runs behind the page (every cell is a complete run of the engine, in process on a virtual clock; "
         "runs are deterministic per seed):", "",

@@ -156,11 +156,14 @@ def _tags(text: str) -> list[str]:
 
 
 def run_cell(method: str, seed: int, overrides: dict[str, Any], work: Path, trajectories: bool,
-             match_run: Path | None = None, hyper: dict[str, Any] | None = None) -> dict[str, Any]:
+             match_run: Path | None = None, hyper: dict[str, Any] | None = None,
+             splits: dict[str, int] | None = None) -> dict[str, Any]:
+    """One run; `splits` overrides some of SPLITS' sizes (the transfer prior draws a small generator gate)."""
     world = TruthWorld(replace(WorldParams(), **overrides), seed=seed)
-    files = write_world_files(world, work / "world", sum(SPLITS.values()))
+    sizes = {**SPLITS, **(splits or {})}
+    files = write_world_files(world, work / "world", sum(sizes.values()))
     budget = {"match_run": str(match_run)} if match_run is not None else None
-    config = world_config(world, files, method, seed, splits=SPLITS, hyper={**HYPER, **(hyper or {})}, budget=budget)
+    config = world_config(world, files, method, seed, splits=sizes, hyper={**HYPER, **(hyper or {})}, budget=budget)
     run_dir = work / f"{method}-s{seed}"
     started = time.process_time()
     result, trace = run_in_process(world, config, run_dir)

@@ -23,6 +23,8 @@ verdict is read from that interval (bench/mechanism/verdicts.py): a win above 0,
 across it; it excludes 0 exactly when the Holm-corrected test rejects.
 
     nice -n 10 .venv/bin/python -m bench.mechanism.prior --methods skillopt,decoevo --resume  # the stored run
+    nice -n 19 .venv/bin/python -m bench.mechanism.prior --prior transfer --methods skillopt,decoevo --seeds 0-9
+        # the second prior (PRIOR_TRANSFER, worlds 500-523) the advice is tested on: mechanism_prior_transfer.json
     nice -n 10 .venv/bin/python -m bench.mechanism.prior                 # 24 worlds x 20 seeds x 3 methods
     .venv/bin/python -m bench.mechanism.prior --tables                   # markdown tables from the results file
 """
@@ -51,12 +53,16 @@ sys.path.insert(0, str(ROOT / "src"))
 from decoevo.analysis.criterion_drift import run_drift  # noqa: E402
 from decoevo.analysis.stats import paired_difference  # noqa: E402
 from decoevo.testing.truth_world import TAG, TruthWorld, WorldParams, render_skill  # noqa: E402
-from decoevo.testing.truth_world_params import PRIOR, draw_params  # noqa: E402
+from decoevo.testing.truth_world_params import PRIOR, PRIOR_TRANSFER, draw_params, draw_split  # noqa: E402
 
 METHODS = ("skillopt", "decoevo", "sc_coevo")
 COMPARISONS = (("decoevo", "skillopt"), ("sc_coevo", "skillopt"))
 OUT = RESULTS / "mechanism_prior.json"
 WORLDS = "200-223"
+TRANSFER_WORLDS = "500-523"  # ids no earlier run of either prior used (200-223, 300-323 and 400-411 were)
+# `--prior transfer` draws from the second prior (issue 48), into its own results file.
+PRIORS: dict[str, dict[str, tuple[Any, ...]]] = {"one": PRIOR, "transfer": PRIOR_TRANSFER}
+TRANSFER_OUT = RESULTS / "mechanism_prior_transfer.json"
 
 
 def best_expected_gold(world: TruthWorld, findable: bool = False) -> float:
@@ -74,10 +80,15 @@ def best_expected_gold(world: TruthWorld, findable: bool = False) -> float:
     return best
 
 
-def knobs(params: WorldParams) -> dict[str, Any]:
+def knobs(params: WorldParams, prior: dict[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
     """The prior's knobs of a drawn world (the rest are the defaults)."""
     values = asdict(params)
-    return {k: values[k] for k in PRIOR if k in {f.name for f in fields(WorldParams)}}
+    return {k: values[k] for k in (PRIOR if prior is None else prior) if k in {f.name for f in fields(WorldParams)}}
+
+
+def world_knobs(world_id: int, prior: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """Every knob `prior` draws for a world: its `WorldParams` knobs and its split sizes."""
+    return knobs(draw_params(world_id, prior=prior), prior) | draw_split(world_id, prior)
 
 
 def first_round_audits(run_dir: Path, initial_generator: str) -> dict[str, Any]:
@@ -107,9 +118,10 @@ def first_round_audits(run_dir: Path, initial_generator: str) -> dict[str, Any]:
             "principles": len({r["principle"] for r in contrastive})}
 
 
-def run_world(world_id: int, seeds: list[int], base: Path, methods: tuple[str, ...] = METHODS
-              ) -> list[dict[str, Any]]:
-    params = draw_params(world_id)
+def run_world(world_id: int, seeds: list[int], base: Path, methods: tuple[str, ...] = METHODS,
+              prior: dict[str, tuple[Any, ...]] | None = None) -> list[dict[str, Any]]:
+    params = draw_params(world_id, prior=prior)
+    splits = draw_split(world_id, prior or PRIOR)
     overrides = {k: v for k, v in asdict(params).items() if v != getattr(WorldParams(), k)}
     cells = []
     for seed in seeds:
@@ -119,7 +131,7 @@ def run_world(world_id: int, seeds: list[int], base: Path, methods: tuple[str, .
         best, start = best_expected_gold(truth), 100 * truth.expected_gold("")
         findable = best_expected_gold(truth, findable=True)
         for method in methods:
-            cell = run_cell(method, seed, overrides, work, False)
+            cell = run_cell(method, seed, overrides, work, False, splits=splits)
             cell.pop("decisions", None)
             cell.update(world=world_id, best_expected_gold=round(best, 2), headroom=round(best - start, 2),
                         findable_headroom=round(max(0.0, findable - start), 2))
@@ -162,14 +174,15 @@ def present(cells: list[dict[str, Any]]) -> tuple[tuple[str, ...], tuple[tuple[s
     return methods, tuple((a, b) for a, b in COMPARISONS if a in methods and b in methods)
 
 
-def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(cells: list[dict[str, Any]], prior: dict[str, tuple[Any, ...]] | None = None) -> dict[str, Any]:
+    prior = PRIOR if prior is None else prior
     worlds = sorted({c["world"] for c in cells})
     methods, comparisons = present(cells)
     rows: dict[int, dict[str, Any]] = {}
     for w in worlds:
         mine = [c for c in cells if c["world"] == w]
         by = {m: {c["seed"]: c for c in mine if c["method"] == m} for m in methods}
-        row: dict[str, Any] = {"knobs": knobs(draw_params(w)), "n_seeds": len(by["skillopt"]),
+        row: dict[str, Any] = {"knobs": world_knobs(w, prior), "n_seeds": len(by["skillopt"]),
                                "headroom": _mean([c["headroom"] for c in by["skillopt"].values()]),
                                "findable_headroom": _mean([c.get("findable_headroom", 0.0)
                                                            for c in by["skillopt"].values()]),
@@ -199,8 +212,9 @@ def summarise(cells: list[dict[str, Any]]) -> dict[str, Any]:
         verdicts = [rows[w][key]["verdict"] for w in worlds]
         shares[key] = {v: verdicts.count(v) for v in ("win", "tie", "loss")} | {"worlds": len(worlds)}
         shares[key]["ci"] = {v: wilson(verdicts.count(v), len(worlds)) for v in ("win", "tie", "loss")}
-    return {"worlds": {str(w): r for w, r in rows.items()}, "shares": shares, "knob_association": association(rows),
-            "drift": drift_as_classifier(cells, rows), "recommendation": recommendation(cells, rows)}
+    return {"worlds": {str(w): r for w, r in rows.items()}, "shares": shares,
+            "knob_association": association(rows, prior), "drift": drift_as_classifier(cells, rows),
+            "recommendation": recommendation(cells, rows)}
 
 
 def recommends(audits: dict[str, Any]) -> bool:
@@ -248,7 +262,8 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
 
-def association(rows: dict[int, dict[str, Any]]) -> dict[str, float | None]:
+def association(rows: dict[int, dict[str, Any]], prior: dict[str, tuple[Any, ...]] | None = None
+                ) -> dict[str, float | None]:
     """Spearman's ρ, over the drawn worlds, between each knob (and the headroom) and DecoEvo − SkillOpt:
     which assumptions decide the result in this prior."""
     from scipy.stats import spearmanr
@@ -258,7 +273,7 @@ def association(rows: dict[int, dict[str, Any]]) -> dict[str, float | None]:
         return {}
     diff = [rows[w]["decoevo-skillopt"]["mean"] for w in worlds]
     out: dict[str, float | None] = {}
-    for name in [*PRIOR, "headroom", "findable_headroom"]:
+    for name in [*(PRIOR if prior is None else prior), "headroom", "findable_headroom"]:
         xs = [rows[w][name] if name in ("headroom", "findable_headroom") else rows[w]["knobs"][name] for w in worlds]
         if name == "capacity":  # 0 means no limit: the most capacity there is
             xs = [x or 99 for x in xs]
@@ -270,7 +285,9 @@ SHORT = {"n_base": "base", "n_spec": "spec", "n_contrast": "contrast", "n_hidden
          "position_bias": "pos bias", "capacity": "cap", "length_cost": "len", "solver_forget": "forget",
          "n_style": "style",
          "vague_criteria": "vague", "spec_decoys": "spec decoys", "spec_vague": "spec vague",
-         "question_share": "q share", "generator_rewrite_soften": "soften", "pref_accuracy": "pref acc"}
+         "question_share": "q share", "generator_rewrite_soften": "soften", "pref_accuracy": "pref acc",
+         "judge_noise": "judge noise", "initial_generator_covers_all": "generator covers all",
+         "generator_gate": "V_g"}
 
 
 def tables(results: dict[str, Any]) -> str:
@@ -282,7 +299,7 @@ def tables(results: dict[str, Any]) -> str:
              "Holm p", "verdict"] + (["SC-CoEvo − SkillOpt (Holm p, verdict)"] if has_sc else [])
             + ["DecoEvo calls ÷ SkillOpt", "headroom", "findable headroom"])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    default = asdict(WorldParams())
+    default = asdict(WorldParams()) | SPLITS  # a prior may draw a split's size too (the transfer prior: V_g)
     for w, row in s["worlds"].items():
         off = ", ".join(f"{SHORT[k]} {v}" for k, v in row["knobs"].items() if v != default[k]) or "none"
         d = row["decoevo-skillopt"]
@@ -355,6 +372,11 @@ def _range(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
+def prior_of(results: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """The prior a results file's worlds were drawn from (files before issue 48 name none: `PRIOR`)."""
+    return PRIORS[results.get("prior_name", "one")]
+
+
 def combine(parts: list[Path], out_path: Path) -> None:
     """One results file from several of disjoint worlds, same seeds and methods (runs kept, cells joined)."""
     loaded = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
@@ -370,17 +392,21 @@ def combine(parts: list[Path], out_path: Path) -> None:
            "run": {"wall_s": round(max(r.get("wall_s", 0) for r in runs), 1),
                    "cpu_s": round(sum(r.get("cpu_s", 0) for r in runs), 1), "cells": len(cells),
                    "commit": ", ".join(dict.fromkeys(r["commit"] for r in runs))},
-           "summary": summarise(cells), "cells": cells}
+           "summary": summarise(cells, prior_of(first)), "cells": cells}
     out_path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {out_path} ({len(cells)} cells from {len(parts)} parts)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--worlds", default=WORLDS, help="world ids of the prior (a-b or a,b,c)")
+    parser.add_argument("--worlds", default=None, help="world ids of the prior (a-b or a,b,c; default 200-223, "
+                        "or 500-523 with --prior transfer)")
     parser.add_argument("--seeds", default="0-19")
     parser.add_argument("--methods", default=",".join(METHODS), help="of skillopt, decoevo, sc_coevo")
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--prior", default="one", choices=sorted(PRIORS),
+                        help="one: PRIOR (the stored run); transfer: PRIOR_TRANSFER, the second prior (issue 48)")
+    parser.add_argument("--out", default=None, help="the results file (default: mechanism_prior.json, or "
+                        "mechanism_prior_transfer.json with --prior transfer)")
     parser.add_argument("--resume", action="store_true",
                         help="keep the (world, seed) cells --out already holds (same methods) and run the rest")
     parser.add_argument("--tables", action="store_true", help="print the markdown tables of --out and exit")
@@ -388,24 +414,28 @@ def main() -> None:
     parser.add_argument("--combine", nargs="+", metavar="PART",
                         help="write --out from results files of disjoint worlds (e.g. two processes' --out)")
     args = parser.parse_args()
-    out_path = Path(args.out)
+    out_path = Path(args.out) if args.out else TRANSFER_OUT if args.prior == "transfer" else OUT
     if args.combine:
         combine([Path(x) for x in args.combine], out_path)
         return
     if args.resummarise:
         results = json.loads(out_path.read_text(encoding="utf-8"))
-        results["summary"] = summarise(results["cells"])
+        results["summary"] = summarise(results["cells"], prior_of(results))
         out_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
         return
     if args.tables:
         results = json.loads(out_path.read_text(encoding="utf-8"))
         print(tables(results) + "\n" + drift_table(results) + "\n" + recommendation_table(results))
         return
-    worlds, seeds = _range(args.worlds), _range(args.seeds)
+    worlds = _range(args.worlds or (TRANSFER_WORLDS if args.prior == "transfer" else WORLDS))
+    seeds = _range(args.seeds)
     methods = tuple(m for m in METHODS if m in args.methods.split(","))
     earlier = json.loads(out_path.read_text(encoding="utf-8")) if args.resume and out_path.is_file() else None
     cells: list[dict[str, Any]] = list(earlier["cells"]) if earlier else []
     runs: list[dict[str, Any]] = list(earlier.get("runs", [])) if earlier else []
+    if earlier and earlier.get("prior_name", "one") != args.prior:
+        sys.exit(f"{out_path} holds worlds of prior {earlier.get('prior_name', 'one')!r}: resume with that --prior")
+    prior = PRIORS[args.prior]
     if earlier and earlier.get("methods", list(METHODS)) != list(methods):
         sys.exit(f"{out_path} holds other methods: resume with the same --methods")
     done = {(c["world"], c["seed"]) for c in cells}
@@ -419,11 +449,11 @@ def main() -> None:
         out = {"bench": "mechanism_prior", "machine": machine(), "worlds": ran, "planned_worlds": worlds,
                "seeds": sorted({c["seed"] for c in cells}), "planned_seeds": seeds, "methods": list(methods),
                "splits": SPLITS, "hyper": HYPER,
-               "prior": {k: list(v) for k, v in PRIOR.items()}, "runs": runs,
+               "prior_name": args.prior, "prior": {k: list(v) for k, v in prior.items()}, "runs": runs,
                "run": {"wall_s": round(sum(r.get("wall_s", 0) for r in runs), 1),
                        "cpu_s": round(sum(r.get("cpu_s", 0) for r in runs), 1), "cells": len(cells),
                        "commit": ", ".join(dict.fromkeys(r["commit"] for r in runs))},
-               "summary": summarise(cells), "cells": cells}
+               "summary": summarise(cells, prior), "cells": cells}
         out_path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 
     # Seed by seed over every world: a run stopped early has every world on fewer seeds (what the shares over
@@ -432,11 +462,11 @@ def main() -> None:
         for seed in seeds:
             todo = [w for w in worlds if (w, seed) not in done]
             for w in todo:
-                cells += run_world(w, [seed], Path(tmp), methods)
+                cells += run_world(w, [seed], Path(tmp), methods, prior)
             if todo:
                 timing["worlds"].append(f"seed {seed}: worlds {todo[0]}-{todo[-1]}")
                 save()
-    print(f"wrote {args.out} ({len(cells)} cells, {timing.get('wall_s')} s wall, {timing.get('cpu_s')} s CPU)")
+    print(f"wrote {out_path} ({len(cells)} cells, {timing.get('wall_s')} s wall, {timing.get('cpu_s')} s CPU)")
 
 
 if __name__ == "__main__":

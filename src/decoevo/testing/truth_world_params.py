@@ -89,6 +89,34 @@ PRIOR: dict[str, tuple[Any, ...]] = {
     "question_share": (1.0, 1.0, 0.7, 0.5),
     "generator_rewrite_soften": (0.0, 0.0, 0.2, 0.5),
 }
+# The transfer prior (issue 48): a second prior, written and committed before any world drawn from it was run,
+# to test whether gold-free advice fitted on `PRIOR`'s worlds holds on worlds it was neither fitted nor selected
+# on. Its ranges differ on purpose, towards the settings where co-evolving is said to lose or the advice was
+# seen to mislead: more hidden requirements (nothing audits can find), always some specification decoys,
+# larger starting generators (and, one time in four, one that already names every requirement), noisier
+# judges, rubric-blind auditors that mostly prefer the worse answer, and a small generator gate (V_g).
+# `generator_gate` is not a `WorldParams` knob: it is the size of the generator-gate split (the bench's
+# default is 10), drawn by `draw_split`; `draw_params` skips it.
+PRIOR_TRANSFER: dict[str, tuple[Any, ...]] = {
+    "n_base": (2, 3, 4),
+    "n_spec": (0, 1, 2),
+    "n_contrast": (0, 1, 2),
+    "n_hidden": (2, 3, 4),
+    "spec_decoys": (1, 2, 3, 4),
+    "n_style": (2, 3, 4),
+    "initial_generator_covers_all": (False, False, False, True),
+    "judge_noise": (0.15, 0.3, 0.5),
+    "pref_accuracy": (0.0, 0.2, 0.4, 0.6),
+    "position_bias": (0.0, 0.2),
+    "capacity": (0, 3, 4, 5),
+    "length_cost": (0.0, 0.03),
+    "solver_forget": (0.0, 0.1),
+    "vague_criteria": (0.0, 0.2),
+    "spec_vague": (0.0, 0.5),
+    "question_share": (1.0, 0.7),
+    "generator_rewrite_soften": (0.0, 0.2),
+    "generator_gate": (3, 4, 6),
+}
 # Round two's prior (cost knobs only, fixed mix), kept so its results file can be read: `draw_params(w, prior=...)`.
 PRIOR_ROUND_TWO: dict[str, tuple[Any, ...]] = {
     "capacity": (0, 0, 3, 4, 5, 6),
@@ -115,3 +143,11 @@ def draw_params(world_id: int, base: WorldParams | None = None,
 
 def _as_dict(p: WorldParams) -> dict[str, Any]:
     return {f.name: getattr(p, f.name) for f in fields(p)}
+
+
+def draw_split(world_id: int, prior: dict[str, tuple[Any, ...]]) -> dict[str, int]:
+    """The split sizes a prior draws for world `world_id` (only `generator_gate` so far; {} when it draws none),
+    seeded by the id apart from `draw_params`, so adding a split knob leaves the drawn `WorldParams` unchanged."""
+    rng = random.Random(f"truth-world-prior-split:{world_id}")
+    return {k: rng.choice(v) for k, v in prior.items() if k == "generator_gate"}
+
