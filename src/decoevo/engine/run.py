@@ -458,6 +458,8 @@ class Engine:
     def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
                                 "contrastive_records": len(outer.contrastive)}
+        if outer.coverage():  # a stop rule cut an audit short (the `lean` preset): what it covered
+            data["audits_stopped"] = outer.coverage()
         if outer.decision is not None:
             data.update(accepted=outer.decision.accepted, policy=outer.decision.policy,
                         reason=outer.decision.reason, deltas=outer.decision.deltas)
