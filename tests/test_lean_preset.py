@@ -80,3 +80,14 @@ async def test_without_the_stop_rule_every_probe_question_is_audited(tmp_path):
     result = await engine.run_async()
     assert result.state.outer_rounds >= 1
     assert not any(r.get("audits_stopped") for r in _rounds(result.run_dir))
+
+
+async def test_quiet_final_steps_leaves_out_the_rounds_no_solver_step_could_use(tmp_path):
+    """`quiet_final_steps: 2` (lean): no round after either of the last two steps; 0 (paper): a round after every
+    step when K = 1."""
+    assert lean_schedule()["quiet_final_steps"] == 2 and Hyper().quiet_final_steps == 0
+    quiet, _ = toy_engine(tmp_path, "decoevo", run_name="quiet", steps=6, audit_every=1, quiet_final_steps=2)
+    loud, _ = toy_engine(tmp_path, "decoevo", run_name="loud", steps=6, audit_every=1)
+    quiet_result, loud_result = await quiet.run_async(), await loud.run_async()
+    assert quiet_result.state.next_step == loud_result.state.next_step == 6
+    assert (quiet_result.state.outer_rounds, loud_result.state.outer_rounds) == (4, 6)

@@ -16,6 +16,8 @@ bench/results/cost_lean_schedule.json, rewritten after every world (a stopped be
 
     nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --worlds 200-205 --seeds 0,1,2
     .venv/bin/python -m bench.cost.lean_schedule --tables        # markdown from the results file
+    # the lean cells again after a change to `lean` (the SkillOpt and paper cells taken from the last file):
+    nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --reuse bench/results/cost_lean_schedule.json
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def schedule(preset: str) -> dict[str, Any]:
             if k not in SIZES and not k.startswith("max_tokens_")}
 
 
-def run_world(world: int, seeds: list[int], base: Path) -> list[dict[str, Any]]:
+def run_world(world: int, seeds: list[int], base: Path,
+              earlier: dict[tuple[int, int, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     params = draw_params(world)
     overrides = {k: v for k, v in asdict(params).items() if v != getattr(WorldParams(), k)}
     cells = []
@@ -62,6 +65,10 @@ def run_world(world: int, seeds: list[int], base: Path) -> list[dict[str, Any]]:
         work = base / f"w{world}-s{seed}"
         for label, method, preset in (("skillopt", "skillopt", "paper"), ("paper", "decoevo", "paper"),
                                       ("lean", "decoevo", "lean")):
+            kept = (earlier or {}).get((world, seed, label)) if label != "lean" else None
+            if kept is not None and kept.get("hyper") == schedule(preset):  # the same run: a cell is deterministic
+                cells.append({**kept, "reused": True})
+                continue
             (work / label).mkdir(parents=True, exist_ok=True)
             cell = run_cell(method, seed, overrides, work / label, False, hyper=schedule(preset))
             cell.pop("decisions", None)
@@ -153,16 +160,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--tables", action="store_true", help="print the markdown tables of the results file")
+    ap.add_argument("--reuse", type=Path, help="take the SkillOpt and paper cells from this earlier results file "
+                    "where it ran the same world, seed and schedule (a cell is deterministic); lean always runs")
     args = ap.parse_args(argv)
     if args.tables:
         print(tables(json.loads(args.out.read_text(encoding="utf-8"))))
         return 0
     worlds, seeds = _range(args.worlds), [int(s) for s in args.seeds.split(",")]
     cells: list[dict[str, Any]] = []
+    earlier = {(c["world"], c["seed"], c["label"]): c
+               for c in json.loads(args.reuse.read_text(encoding="utf-8"))["cells"]} if args.reuse else None
     started = time.time()
     with tempfile.TemporaryDirectory(prefix="decoevo-lean-") as tmp:
         for world in worlds:
-            cells += run_world(world, seeds, Path(tmp))
+            cells += run_world(world, seeds, Path(tmp), earlier)
             results = {"bench": "cost_lean_schedule", "machine": machine(), "commit": commit(),
                        "worlds": sorted({c["world"] for c in cells}), "planned_worlds": worlds, "seeds": seeds,
                        "splits": SPLITS, "hyper": HYPER, "schedules": {p: schedule(p) for p in ("paper", "lean")},

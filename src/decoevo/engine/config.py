@@ -105,6 +105,10 @@ class Hyper(BaseModel):
                                     "round (0: every question)")
     frozen_enough_pairs: int = Field(0, ge=0, le=MAX_COUNT, description="likewise for V_g's frozen near-tie set "
                                      "Γ: stop drawing it once it holds this many pairs (0: every question)")
+    quiet_final_steps: int = Field(0, ge=0, le=MAX_STEPS, description="no outer round after any of the last N "
+                                   "inner steps: fewer than N solver steps would remain to learn under the new "
+                                   "generator (the final generator skill is then N steps less evolved; 0: rounds "
+                                   "to the end, as the paper)")
     audit_schedule: Literal["fixed", "since_last_round"] = Field(
         "fixed", description="fixed: rounds after steps K, 2K, ... and after M stalls; since_last_round: K "
         "counts from the last round, so a stall-triggered round moves the next scheduled one")
