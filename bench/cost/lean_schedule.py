@@ -16,7 +16,7 @@ bench/results/cost_lean_schedule.json, rewritten after every world (a stopped be
 
     nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --worlds 200-205 --seeds 0,1,2
     .venv/bin/python -m bench.cost.lean_schedule --tables        # markdown from the results file
-    # the lean cells again after a change to `lean` (the SkillOpt and paper cells taken from the last file):
+    # after a change to `lean` only its cells run (the others, same world, seed and schedule, are reused):
     nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --reuse bench/results/cost_lean_schedule.json
 """
 
@@ -65,7 +65,7 @@ def run_world(world: int, seeds: list[int], base: Path,
         work = base / f"w{world}-s{seed}"
         for label, method, preset in (("skillopt", "skillopt", "paper"), ("paper", "decoevo", "paper"),
                                       ("lean", "decoevo", "lean")):
-            kept = (earlier or {}).get((world, seed, label)) if label != "lean" else None
+            kept = (earlier or {}).get((world, seed, label))
             if kept is not None and kept.get("hyper") == schedule(preset):  # the same run: a cell is deterministic
                 cells.append({**kept, "reused": True})
                 continue
@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--tables", action="store_true", help="print the markdown tables of the results file")
-    ap.add_argument("--reuse", type=Path, help="take the SkillOpt and paper cells from this earlier results file "
-                    "where it ran the same world, seed and schedule (a cell is deterministic); lean always runs")
+    ap.add_argument("--reuse", type=Path, help="take cells from this earlier results file where it ran the same "
+                    "world, seed and schedule (a cell is deterministic): after a change to `lean`, only its cells run")
     args = ap.parse_args(argv)
     if args.tables:
         print(tables(json.loads(args.out.read_text(encoding="utf-8"))))

@@ -69,13 +69,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # `lean`: the `paper` sizes with a cost-aware audit schedule (docs/cost.md, "A cheaper schedule"): blind
     # audits that stop once they hold enough decided pairs (probe 2, Γ 4), 4 rollouts and 2 pairs a question,
-    # V_g's and the probe's rollouts reused while the skills they sample are unchanged, a round every 6 steps
-    # or after 6 stalls, and none after the last 2 steps (too late for the solver to learn from). Score
+    # V_g's and the probe's rollouts reused while the skills they sample are unchanged, `paper`'s rounds (every 6
+    # steps or after 4 stalls) but none after the last 2 steps (too late for the solver to learn from). Score
     # decoupling is unchanged: the stop rules count blind verdicts, not scores.
     "lean": {
         "splits": {"pilot": 10, "train": 60, "probe": 12, "solver_gate": 20, "generator_gate": 5,
                    "diagnostic": 20, "test": 100},
-        "hyper": {"steps": 20, "batch_size": 6, "audit_every": 6, "max_stalls": 6, "rollouts": 4,
+        "hyper": {"steps": 20, "batch_size": 6, "audit_every": 6, "max_stalls": 4, "rollouts": 4,
                   "audit_schedule": "since_last_round", "pairs_per_question": 2,
                   "probe_enough_pairs": 2, "frozen_enough_pairs": 4,
                   "reuse_gate_answers": True, "reuse_probe_draws": True, "quiet_final_steps": 2,
