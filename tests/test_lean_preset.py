@@ -91,3 +91,22 @@ async def test_quiet_final_steps_leaves_out_the_rounds_no_solver_step_could_use(
     quiet_result, loud_result = await quiet.run_async(), await loud.run_async()
     assert quiet_result.state.next_step == loud_result.state.next_step == 6
     assert (quiet_result.state.outer_rounds, loud_result.state.outer_rounds) == (4, 6)
+
+
+def test_the_lean_bench_reads_non_inferiority_from_the_interval_of_the_loss():
+    """bench/cost/lean_schedule.py: non-inferior only when the paired interval of lean − paper lies above −2."""
+    from bench.cost.lean_schedule import compare
+
+    def cells(lean_gold: list[float]) -> list[dict[str, Any]]:
+        out = []
+        for seed, lg in enumerate(lean_gold):
+            for label, gold, tokens in (("skillopt", 40.0, 100), ("paper", 50.0 + seed, 300), ("lean", lg, 140)):
+                out.append({"world": 1, "seed": seed, "label": label, "gold": gold, "tokens": tokens,
+                            "outer_rounds": 2, "generator_accepts": 1})
+        return out
+
+    kept = compare(cells([50.0, 51.5, 52.2]))  # lean − paper: 0, +0.5, +0.2
+    assert kept["non_inferior"] is True and kept["lean"]["tokens_ratio"]["median"] == 1.4
+    assert kept["lean"]["within_target"] == 3 and kept["paper"]["within_target"] == 0
+    lost = compare(cells([47.0, 49.5, 49.0]))  # lean − paper: −3, −1.5, −3: a loss beyond the margin
+    assert lost["non_inferior"] is False and lost["lean_minus_paper"]["mean"] == -2.5

@@ -50,10 +50,22 @@ TARGET = 1.5  # DecoEvo ÷ SkillOpt tokens
 SIZES = {"steps", "batch_size", "concurrency", "max_criteria"}  # keys that size a run, not its schedule
 
 
+VARIANT: dict[str, Any] = {}  # `--lean KEY=VALUE,...`: a variant of lean's schedule to measure (not the preset)
+
+
 def schedule(preset: str) -> dict[str, Any]:
-    """A preset's schedule: its hyper keys that are not sizes or token limits."""
-    return {k: v for k, v in PRESETS[preset]["hyper"].items()
-            if k not in SIZES and not k.startswith("max_tokens_")}
+    """A preset's schedule: its hyper keys that are not sizes or token limits (lean's with `--lean` applied)."""
+    keys = {k: v for k, v in PRESETS[preset]["hyper"].items() if k not in SIZES and not k.startswith("max_tokens_")}
+    return {**keys, **VARIANT} if preset == "lean" else keys
+
+
+def _variant(text: str) -> dict[str, Any]:
+    """`rollouts=6,pairs_per_question=3` -> {"rollouts": 6, "pairs_per_question": 3} (values read as JSON)."""
+    out: dict[str, Any] = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        out[key.strip()] = json.loads(value)
+    return out
 
 
 def run_world(world: int, seeds: list[int], base: Path,
@@ -162,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables", action="store_true", help="print the markdown tables of the results file")
     ap.add_argument("--reuse", type=Path, help="take cells from this earlier results file where it ran the same "
                     "world, seed and schedule (a cell is deterministic): after a change to `lean`, only its cells run")
+    ap.add_argument("--lean", default="", help="measure a variant of lean's schedule: KEY=VALUE,... (use --out)")
     args = ap.parse_args(argv)
+    VARIANT.update(_variant(args.lean))
     if args.tables:
         print(tables(json.loads(args.out.read_text(encoding="utf-8"))))
         return 0
