@@ -4,6 +4,7 @@ cannot drift; the reference covers every key, and its example and pointers are r
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import re
 from pathlib import Path
@@ -74,7 +75,8 @@ def test_every_preset_key_is_in_the_table_and_a_key_no_model_has_is_refused(monk
     for name, preset in ref.PRESETS.items():
         for section, values in preset.items():
             for key, value in values.items():
-                assert cells[f"`{section}.{key}`"][f"`{name}`"] == f"`{value}`", (name, key)
+                shown = json.dumps(value) if isinstance(value, bool) else value  # the page writes YAML/JSON's true
+                assert cells[f"`{section}.{key}`"][f"`{name}`"] == f"`{shown}`", (name, key)
     assert cells["`hyper.concurrency`"]["`quick`"] == "—" and cells["`hyper.concurrency`"]["no preset"] == "`8`"
     monkeypatch.setitem(ref.PRESETS, "broken", {"hyper": {"stepz": 3}})
     with pytest.raises(ValueError, match=r"hyper\.stepz"):

@@ -70,7 +70,7 @@ def _most_rounds(steps: int, k: int, m: int, schedule: str) -> int:
     return max(best.values())
 
 
-@pytest.mark.parametrize("preset", ["quick", "default", "paper", "paper-full"])
+@pytest.mark.parametrize("preset", ["quick", "default", "paper", "lean", "paper-full"])
 @pytest.mark.parametrize("method", ["decoevo", "sc_coevo"])
 def test_the_high_estimate_pays_for_the_most_rounds_any_run_can_take(preset, method):
     """Issue 46.2: "up to ~N paid" is a bound, so it counts the most rounds the schedule allows (every rewrite

@@ -135,7 +135,7 @@ def test_annotations_of_one_question_stay_in_one_split():
     assert len(splits.train) in (5, 6)
 
 
-@pytest.mark.parametrize("preset", ["quick", "default", "paper", "paper-full"])
+@pytest.mark.parametrize("preset", ["quick", "default", "paper", "lean", "paper-full"])
 def test_every_preset_holds_out_a_test_split_when_the_data_allows(preset):
     """Issue 9 item 7: `decoevo eval` needs a test split on a run started from any preset; the README's
     first run (quick) and `--preset default` fit the bundled sample, `paper` fits a full benchmark."""
@@ -146,7 +146,7 @@ def test_every_preset_holds_out_a_test_split_when_the_data_allows(preset):
 
     config = config_from_dict(deep_merge(PRESETS[preset], {"data": {"path": bundled_healthbench(),
                                                                     "format": "healthbench"}}))
-    big = preset.startswith("paper")
+    big = preset in ("paper", "lean", "paper-full")
     data = load_healthbench(bundled_healthbench()) if not big else questions(config.splits.total())
     splits = build_splits(config, get_method("decoevo"), data)
     assert len(splits.test) == config.splits.test > 0

@@ -1,6 +1,7 @@
 """Named starting configurations. `quick` sizes a real DecoEvo run for the embedded 135M model on two
 CPU cores (a few minutes); `paper` is a starting point for a capable model behind a server, sized to the
-paper's cost relations (Table 4); `paper-full` keeps the earlier, larger audit sizes."""
+paper's cost relations (Table 4); `lean` is `paper` with a cost-aware audit schedule; `paper-full` keeps the
+earlier, larger audit sizes."""
 
 from __future__ import annotations
 
@@ -65,6 +66,21 @@ PRESETS: dict[str, dict[str, Any]] = {
                   "pairs_per_question": 3, "max_criteria": 30, "max_tokens_solve": 1024, "max_tokens_judge": 1500,
                   "max_tokens_rewrite": 1200, "max_tokens_audit": 600,
                   "concurrency": 64},  # questions at once: a server's batch (the embedded model queues them)
+    },
+    # `lean`: the `paper` sizes with a cost-aware audit schedule (docs/cost.md, "A cheaper schedule"): blind
+    # audits that stop once they hold enough decided pairs (probe 2, Γ 4), 4 rollouts and 2 pairs a question,
+    # V_g's and the probe's rollouts reused while the skills they sample are unchanged, `paper`'s rounds (every 6
+    # steps or after 4 stalls) but none after the last 2 steps (too late for the solver to learn from). Score
+    # decoupling is unchanged: the stop rules count blind verdicts, not scores.
+    "lean": {
+        "splits": {"pilot": 10, "train": 60, "probe": 12, "solver_gate": 20, "generator_gate": 5,
+                   "diagnostic": 20, "test": 100},
+        "hyper": {"steps": 20, "batch_size": 6, "audit_every": 6, "max_stalls": 4, "rollouts": 4,
+                  "audit_schedule": "since_last_round", "pairs_per_question": 2,
+                  "probe_enough_pairs": 2, "frozen_enough_pairs": 4,
+                  "reuse_gate_answers": True, "reuse_probe_draws": True, "quiet_final_steps": 2,
+                  "max_criteria": 30, "max_tokens_solve": 1024, "max_tokens_judge": 1500,
+                  "max_tokens_rewrite": 1200, "max_tokens_audit": 600, "concurrency": 64},
     },
     # `paper-full`: the earlier `paper` sizes (V_g of 20, 6 rollouts, a round every 4 steps counted from step 0):
     # about 3x SkillOpt's tokens in the simulator (docs/cost.md).

@@ -22,7 +22,7 @@ def pilot_cmd(
     base_url: str = BaseUrlOption,
     seeds: str = typer.Option(None, help="Comma-separated seeds; each seed's own pilot split (default: the "
                               "configuration's seed, else 0)."),
-    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: default against a "
+    preset: str = typer.Option(None, help="quick, default, paper, lean or paper-full (default: default against a "
                                "server, quick for the embedded model)"),
     set_: list[str] = typer.Option([], "--set", help="Override any config key, as the runs will: --set splits.pilot=4"),
 ) -> None:

@@ -103,7 +103,7 @@ def run(
     seeds: str = typer.Option(None, help="Comma-separated seeds; one run per seed (default: the configuration's "
                               "seed, else 0)."),
     steps: int = StepsOption,
-    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: default against a "
+    preset: str = typer.Option(None, help="quick, default, paper, lean or paper-full (default: default against a "
                                "server, quick for the embedded model)"),
     limit: int = LimitOption,
     concurrency: int = ConcurrencyOption,

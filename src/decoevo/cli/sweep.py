@@ -37,7 +37,7 @@ def sweep(
     task: str = typer.Option(None, help="Task family of --data for the structural audit spec."),
     benchmark: str = typer.Option(None, help="With --data: that benchmark's name (default: the file's stem). "
                                   "Alone: a fetched public benchmark, NAME[:split] (see `decoevo data list`)."),
-    preset: str = typer.Option(None, help="quick, default, paper or paper-full (default: the spec's, else "
+    preset: str = typer.Option(None, help="quick, default, paper, lean or paper-full (default: the spec's, else "
                                "default for a served model, quick for the embedded one)."),
     model: str = ModelOption,
     base_url: str = BaseUrlOption,

@@ -87,10 +87,45 @@ async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generato
     return scored
 
 
+@dataclass(frozen=True)
+class AuditStop:
+    """The stop rule of a blind audit (`Hyper.probe_enough_pairs`, `frozen_enough_pairs`): stop once `enough`
+    decided pairs are in hand (0: never), taking the questions in chunks from a start set by `rotate`."""
+
+    enough: int = 0
+    rotate: int = 0
+
+
+@dataclass
+class AuditCoverage:
+    """What a stopped audit covered, for the round's record: questions audited of those it had."""
+
+    audited: int = 0
+    of: int = 0
+
+    @property
+    def stopped(self) -> bool:
+        return self.audited < self.of
+
+
+def audit_order(questions: list[QuestionView], stop: AuditStop, per_question: int) -> list[list[QuestionView]]:
+    """The chunks a stopping audit takes its questions in: ⌈enough/H⌉ at a time (the fewest that can hold
+    `enough` pairs), the order rotated by `stop.rotate` chunks so successive rounds start on other questions.
+    No stop rule: one chunk of every question, in order."""
+    if stop.enough <= 0 or not questions:
+        return [questions]
+    size = max(1, -(-stop.enough // max(1, per_question)))
+    start = (stop.rotate * size) % len(questions)
+    ordered = questions[start:] + questions[:start]
+    return [ordered[i:i + size] for i in range(0, len(ordered), size)]
+
+
 async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solver: Skill, generator: Skill,
-                        label: str, first: int = 0) -> list[AuditedPair]:
+                        label: str, first: int = 0, stop: AuditStop | None = None,
+                        coverage: AuditCoverage | None = None) -> list[AuditedPair]:
     """Rollouts (sample indexes from `first`) -> pair selection -> stage 1 (blind, both orders).
-    Equivalent pairs are dropped."""
+    Equivalent pairs are dropped. With a stop rule, questions are audited a chunk at a time until `enough`
+    decided pairs are found; the count never reads a score (only the blind verdicts)."""
     h = ctx.hyper
 
     async def one(q: QuestionView) -> list[AuditedPair]:
@@ -113,13 +148,24 @@ async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solve
             out.append(AuditedPair(q, plus, minus, rationale))
         return out
 
-    return [p for ps in await ctx.gather(one, questions) for p in ps]
+    rule = stop or AuditStop()
+    found: list[AuditedPair] = []
+    audited = 0
+    for chunk in audit_order(questions, rule, h.pairs_per_question):
+        found += [p for ps in await ctx.gather(one, chunk) for p in ps]
+        audited += len(chunk)
+        if rule.enough and len(found) >= rule.enough:
+            break
+    if coverage is not None:
+        coverage.audited, coverage.of = audited, len(questions)
+    return found
 
 
 async def contrastive_records(ctx: EngineContext, questions: list[QuestionView], solver: Skill,
-                              generator: Skill, label: str, first: int = 0) -> list[ContrastiveRecord]:
+                              generator: Skill, label: str, first: int = 0, stop: AuditStop | None = None,
+                              coverage: AuditCoverage | None = None) -> list[ContrastiveRecord]:
     """The proposal side on the probe set: audited pairs plus stage 2 (rubric and scores revealed)."""
-    pairs = await audited_pairs(ctx, questions, solver, generator, label, first)
+    pairs = await audited_pairs(ctx, questions, solver, generator, label, first, stop, coverage)
 
     async def explain(p: AuditedPair) -> ContrastiveRecord:
         rev = await reveal(ctx.lm, p.question, p.plus.response.text, p.minus.response.text, p.rationale,

@@ -97,6 +97,18 @@ class Hyper(BaseModel):
                                      "current generator's rubrics (a superset of reuse_frozen_set)")
     rollouts_early_stop: bool = Field(False, description="draw a question's rollouts 2H first and the rest "
                                       "only if those hold fewer than H near-tie pairs")
+    # A cost-aware audit schedule (the `lean` preset, docs/cost.md): the blind audits stop once they have
+    # found enough decided pairs. Off (0) by default: the paper audits every question.
+    probe_enough_pairs: int = Field(0, ge=0, le=MAX_COUNT, description="stop the probe's near-tie contrastive "
+                                    "audit once it holds this many decided (not equivalent) blind pairs; the "
+                                    "questions are taken in chunks of ⌈n/H⌉, from a start that rotates with the "
+                                    "round (0: every question)")
+    frozen_enough_pairs: int = Field(0, ge=0, le=MAX_COUNT, description="likewise for V_g's frozen near-tie set "
+                                     "Γ: stop drawing it once it holds this many pairs (0: every question)")
+    quiet_final_steps: int = Field(0, ge=0, le=MAX_STEPS, description="no outer round after any of the last N "
+                                   "inner steps: fewer than N solver steps would remain to learn under the new "
+                                   "generator (the final generator skill is then N steps less evolved; 0: rounds "
+                                   "to the end, as the paper)")
     audit_schedule: Literal["fixed", "since_last_round"] = Field(
         "fixed", description="fixed: rounds after steps K, 2K, ... and after M stalls; since_last_round: K "
         "counts from the last round, so a stall-triggered round moves the next scheduled one")

@@ -18,7 +18,15 @@ from ..roles.contrastive_audit import ContrastiveRecord
 from ..roles.rewrite_generator import SYSTEM as REWRITER_INSTRUCTIONS
 from ..roles.rewrite_generator import append_raw_suggestions, record_entries, rewrite_generator
 from ..roles.structural_audit import StructuralRecord
-from .audits import AuditedPair, audited_pairs, contrastive_records, draw_starts, structural_records
+from .audits import (
+    AuditCoverage,
+    AuditedPair,
+    AuditStop,
+    audited_pairs,
+    contrastive_records,
+    draw_starts,
+    structural_records,
+)
 from .context import EngineContext
 from .validity import VALID, Shown, Validity, check_candidate
 from .verify import (
@@ -41,6 +49,14 @@ class OuterOutcome:
     decision: GeneratorDecision | None = None
     notes_for_solver: list[str] = field(default_factory=list)
     validity: Validity = VALID  # an invalid candidate is never verified (decision None)
+    # What the stopping blind audits covered (`Hyper.probe_enough_pairs`, `frozen_enough_pairs`)
+    probe_coverage: AuditCoverage = field(default_factory=AuditCoverage)
+    frozen_coverage: AuditCoverage = field(default_factory=AuditCoverage)
+
+    def coverage(self) -> dict[str, dict[str, int]]:
+        """The audits a stop rule cut short: questions audited of those there were."""
+        return {name: {"audited": c.audited, "of": c.of}
+                for name, c in (("probe", self.probe_coverage), ("frozen_set", self.frozen_coverage)) if c.stopped}
 
     @property
     def accepted(self) -> bool:
@@ -60,14 +76,20 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     # With the decision short cuts, Γ waits for the structural verification, which may make it unneeded.
     structural_first = uses_pairs and m.structural_audit and h.decision_shortcuts
 
+    probe_seen, frozen_seen = AuditCoverage(), AuditCoverage()
+    probe_stop = AuditStop(h.probe_enough_pairs, round_idx)
+    frozen_stop = AuditStop(h.frozen_enough_pairs, round_idx)
+
     def gate_pairs(now: bool) -> Awaitable[list[AuditedPair] | None]:
-        return (audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}", gate_first) if now
+        return (audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}", gate_first,
+                              frozen_stop, frozen_seen) if now
                 else done(None))
 
     # 1. Audit the current generator on the probe set.
     structural, contrastive, pairs = await together(
         structural_records(ctx, probe, generator) if m.structural_audit else done([]),
-        contrastive_records(ctx, probe, solver, generator, f"probe{round_idx}", first) if m.contrastive_audit
+        contrastive_records(ctx, probe, solver, generator, f"probe{round_idx}", first, probe_stop, probe_seen)
+        if m.contrastive_audit
         else done([]),
         gate_pairs(uses_pairs and m.structural_audit and bool(probe) and not structural_first))
     ctx.run.write_jsonl(f"{folder}/structural_probe.jsonl", [r.model_dump() for r in structural])
@@ -75,9 +97,9 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
 
     if m.audit_to_solver:  # Direct Audit control: the same records go to the next solver rewrite instead
         notes = record_entries(structural, contrastive)
-        return OuterOutcome(round_idx, structural, contrastive, notes_for_solver=notes)
+        return OuterOutcome(round_idx, structural, contrastive, notes_for_solver=notes, probe_coverage=probe_seen)
     if not m.evolve_generator or not (structural or contrastive):
-        return OuterOutcome(round_idx, structural, contrastive)
+        return OuterOutcome(round_idx, structural, contrastive, probe_coverage=probe_seen)
 
     # 2. Distill the probe records into a candidate generator skill.
     truncated = False
@@ -98,7 +120,8 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     validity = (check_candidate(text, generator.text, truncated=truncated, analysis=why, shown=shown) if m.distill
                 else VALID)
     if not validity.valid:  # never verified, never accepted, whatever the acceptance rule
-        return OuterOutcome(round_idx, structural, contrastive, candidate, None, validity=validity)
+        return OuterOutcome(round_idx, structural, contrastive, candidate, None, validity=validity,
+                            probe_coverage=probe_seen, frozen_coverage=frozen_seen)
 
     # 3. Verify on V_g with the method's own verification: what it measures, and the policy that decides.
     decision: GeneratorDecision
@@ -150,5 +173,6 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
         ctx.run.write_json(f"{folder}/verification.json", record)
     if not decision.accepted:
         ctx.forget_generator(candidate)
-    return OuterOutcome(round_idx, structural, contrastive, candidate, decision)
+    return OuterOutcome(round_idx, structural, contrastive, candidate, decision, probe_coverage=probe_seen,
+                        frozen_coverage=frozen_seen)
 

@@ -379,8 +379,11 @@ class Engine:
                     self._step_failed(state, "inner_step_failed", exc, step=step)
                     state.consecutive_rejections += 1
                 last_round = state.last_round_step if h.audit_schedule == "since_last_round" else None
-                if self.method.runs_audits and should_audit(step, h.audit_every, state.consecutive_rejections,
-                                                            h.max_stalls, last_round=last_round):
+                # `quiet_final_steps` (the `lean` preset): a round this late would leave the solver too few
+                # steps to learn under its generator; the paper rounds to the end (0).
+                late = step >= self.total_steps() - h.quiet_final_steps
+                if self.method.runs_audits and not late and should_audit(
+                        step, h.audit_every, state.consecutive_rejections, h.max_stalls, last_round=last_round):
                     state.last_round_step = step
                     self.phase = f"outer {state.outer_rounds}"
                     try:
@@ -458,6 +461,8 @@ class Engine:
     def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
                                 "contrastive_records": len(outer.contrastive)}
+        if outer.coverage():  # a stop rule cut an audit short (the `lean` preset): what it covered
+            data["audits_stopped"] = outer.coverage()
         if outer.decision is not None:
             data.update(accepted=outer.decision.accepted, policy=outer.decision.policy,
                         reason=outer.decision.reason, deltas=outer.decision.deltas)

@@ -73,6 +73,8 @@ class OuterRoundEvent(_Event):
     generator_version: int
     invalid: str | None = None  # the validity problem of a candidate that was not a skill (never verified)
     outcome: Outcome | None = None  # None in runs written before it was recorded: `candidate_outcome` derives it
+    # the audits a stop rule cut short (`probe_enough_pairs`, `frozen_enough_pairs`): {"probe": {"audited": 2, "of": 6}}
+    audits_stopped: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     @property
     def candidate_outcome(self) -> Outcome:
