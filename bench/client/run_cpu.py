@@ -254,7 +254,8 @@ def measure_cell(tree: str, src: Path, url: str, data: Path, tmp: Path, seed: in
     run_dir = work / "runs" / "run"
     paid, hits = paid_calls(run_dir)
     out: dict[str, Any] = {"tree": tree, "seed": seed, "paid_calls": paid, "cache_hits": hits,
-                           "wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+                           "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
+                           "load_average_1min": round(os.getloadavg()[0], 2)}
     if profile is None:
         path = spawn_critical(env, run_dir / "config.yaml", latency_s, concurrency, work / "virtual")
         run_wall = wall - startup["wall_s"]
