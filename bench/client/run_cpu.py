@@ -293,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--startup-repeats", type=int, default=3)
     parser.add_argument("--before", help="also measure this git revision's src/ (cells interleaved)")
+    parser.add_argument("--after", help="measure this git revision's src/ instead of the working tree's (a fixed "
+                        "snapshot: editing the tree meanwhile changes nothing measured)")
     parser.add_argument("--profile", action="store_true", help="one more run per tree and latency, under cProfile")
     parser.add_argument("--out", type=Path, default=RESULTS / "run_cpu.json")
     args = parser.parse_args(argv)
@@ -306,11 +308,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     doc: dict[str, Any] = {"machine": machine(), "preset": "paper", "method": "decoevo",
                            "concurrency": args.concurrency, "questions": args.questions, "seeds": seeds,
-                           "before": args.before, "latencies": {}}
+                           "before": args.before, "after": args.after or "working tree", "latencies": {}}
     with tempfile.TemporaryDirectory(prefix="run-cpu-") as tmp_name:
         tmp = Path(tmp_name)
         data = write_toy_questions(tmp / "questions.jsonl", args.questions)
-        trees = {"after": ROOT / "src"}
+        trees = {"after": extract_src(args.after, tmp / "after") if args.after else ROOT / "src"}
         if args.before:
             trees = {"before": extract_src(args.before, tmp / "before"), **trees}
         for latency_ms in [float(x) for x in args.latencies_ms.split(",")]:
