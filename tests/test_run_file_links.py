@@ -152,3 +152,13 @@ def test_appending_lines_makes_the_folder_once_not_on_every_line(tmp_path: Path,
         append_line(run, run / "eval" / "calls.jsonl", "{}", fsync=False)
     assert len((run / "eval" / "calls.jsonl").read_text().splitlines()) == 5
     assert len(made) == 2, made  # RUN (with the first line) and RUN/eval (with its first line)
+
+
+def test_an_appended_line_is_fsynced_when_asked_and_only_then(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """events.jsonl survives a power loss (fsync per line); the call log is flushed at checkpoints instead."""
+    synced: list[int] = []
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_size))
+    append_line(tmp_path, tmp_path / "calls.jsonl", "{}", fsync=False)
+    assert synced == []
+    append_line(tmp_path, tmp_path / "events.jsonl", "{}")
+    assert synced == [3]
