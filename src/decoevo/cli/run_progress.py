@@ -56,6 +56,9 @@ STATUS_MARGIN = 3  # columns kept free for a longer ETA or timer than when the s
 # line 10 times a second anyway): remade on every call it cost more CPU than many a call's HTTP. Events,
 # which are few, and the end of the run always remake it, so the last state shown is the final one.
 REDRAW_S = 0.1
+# rich's redraw of the line (its own thread): ~1 ms of CPU each, rich's default 10 a second cost more than the
+# run's calls did over a long run; the timer and the ETA count seconds, which 4 a second show on time
+REDRAWS_PER_S = 4
 
 
 def fit(parts: Sequence[str], width: int, sep: str) -> str:
@@ -146,6 +149,7 @@ class RunProgress:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), *bar, _Live(self.where), TimeElapsedColumn(), _Live(self.eta),
             TextColumn("{task.fields[status]}"), console=console, transient=False,
+            refresh_per_second=REDRAWS_PER_S,
         )
         self.task = self.progress.add_task(label, total=self._total(), completed=self._done(), status="starting")
         self.calls = self.hits = self.tokens = 0
