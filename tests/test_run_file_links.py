@@ -100,3 +100,65 @@ def test_no_write_path_leaves_a_descriptor_open(tmp_path: Path) -> None:
         truncate(tmp_path, path, 3)
         atomic_write(tmp_path, tmp_path / "summary.json", "{}")
     assert open_here() == []
+
+
+@pytest.mark.parametrize("log", ["calls.jsonl", "transcripts.jsonl.gz"])
+@pytest.mark.parametrize("change", ["replaced by a link", "deleted"])
+def test_a_log_replaced_by_a_link_mid_run_is_refused_and_a_deleted_one_is_made_again(
+        tmp_path: Path, log: str, change: str) -> None:
+    """Each appended line opens its log anew (with O_NOFOLLOW): a log swapped for a link between two lines
+    is refused at the next line, the file it points to untouched; a deleted one is made again (no line goes
+    to a descriptor of a file no longer in the run)."""
+    from decoevo.rundir.transcripts import TranscriptEntry, append_transcript, read_transcripts
+
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere.txt"
+    run.mkdir()
+    elsewhere.write_text("precious\n")
+
+    def write() -> None:
+        if log == "calls.jsonl":
+            append_line(run, run / log, "{}", fsync=False)
+        else:
+            append_transcript(run, TranscriptEntry(key="k", role="solve", model="m"))
+
+    write()
+    (run / log).unlink()
+    if change == "deleted":
+        write()
+        lines = (run / log).read_text().splitlines() if log == "calls.jsonl" else read_transcripts(run / log)
+        assert len(lines) == 1
+        return
+    (run / log).symlink_to(elsewhere)
+    with pytest.raises(UnsafeRunPath, match=f"{log}: is a symbolic link"):
+        write()
+    assert elsewhere.read_text() == "precious\n"
+
+
+def test_appending_lines_makes_the_folder_once_not_on_every_line(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run appends thousands of lines: its folder is made when a log's open finds it missing, not with a
+    `mkdir -p` before every line (issue 47: 5,497 mkdirs for 2,152 calls)."""
+    made: list[Path] = []
+    mkdir = Path.mkdir
+
+    def counted(self: Path, *args: object, **kwargs: object) -> None:
+        made.append(self)
+        mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", counted)
+    run = tmp_path / "run"
+    for _ in range(5):
+        append_line(run, run / "calls.jsonl", "{}", fsync=False)
+        append_line(run, run / "eval" / "calls.jsonl", "{}", fsync=False)
+    assert len((run / "eval" / "calls.jsonl").read_text().splitlines()) == 5
+    assert len(made) == 2, made  # RUN (with the first line) and RUN/eval (with its first line)
+
+
+def test_an_appended_line_is_fsynced_when_asked_and_only_then(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """events.jsonl survives a power loss (fsync per line); the call log is flushed at checkpoints instead."""
+    synced: list[int] = []
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_size))
+    append_line(tmp_path, tmp_path / "calls.jsonl", "{}", fsync=False)
+    assert synced == []
+    append_line(tmp_path, tmp_path / "events.jsonl", "{}")
+    assert synced == [3]

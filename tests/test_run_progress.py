@@ -125,3 +125,25 @@ def test_a_sweep_cell_bar_keeps_running_through_its_post_run_steps(tmp_path):
     (row, _), = bars.rows.values()
     task = bars.progress.tasks[row]
     assert task.fields["status"] == "post-run steps" and task.completed == 3 and not task.finished
+
+
+def test_the_status_is_remade_at_most_ten_times_a_second_and_at_the_end() -> None:
+    """Remade on every paid call, the status cost more CPU than a call's HTTP (issue 47): calls in the same
+    tenth of a second update the counts, the status follows at the next tenth, an event, or the end."""
+    now = Clock()
+    bar = RunProgress(Console(file=io.StringIO(), width=140), 2, "x", Plan(steps=2, expected_calls=40), now=now)
+    task = bar.progress.tasks[0]
+    assert bar.progress.live.refresh_per_second <= 4  # rich's own redraws (its default: 10 a second)
+    for _ in range(5):
+        bar.on_call(call())
+    assert "calls 1/" in task.fields["status"]  # the first call drew; four more in the same instant did not
+    now.t += 0.25
+    bar.on_call(call())
+    assert "calls 6/" in task.fields["status"]
+    bar.on_call(call(cached=True))
+    bar.on_call(call())
+    bar.__exit__(None, None, None)  # a run that stops without `finish` (a failure) still shows its last counts
+    assert "calls 7/" in task.fields["status"] and "hits 1" in task.fields["status"]
+    bar.on_call(call())
+    bar.finish()
+    assert "calls 8" in task.fields["status"]

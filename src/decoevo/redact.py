@@ -108,19 +108,38 @@ def register_url_secrets(url: str) -> None:
         register_secret(value)
 
 
+def _with_extra(extra: Iterable[str]) -> tuple[str, ...]:
+    """The registered secrets and `extra`'s (those long enough), longest first."""
+    extra = tuple(extra)
+    if not extra:
+        return _known
+    return tuple(sorted({*_known, *(e for e in extra if len(e) >= MIN_SECRET)}, key=len, reverse=True))
+
+
 def mask_secrets(text: str, extra: Iterable[str] = ()) -> str:
     """`text` with every registered secret (and each of `extra`) replaced: for model output and stored
     text, where only exact secrets are masked."""
-    secrets = _known
-    extra = tuple(extra)
-    if extra:
-        secrets = tuple(sorted({*secrets, *(e for e in extra if len(e) >= MIN_SECRET)}, key=len, reverse=True))
+    return _masked(text, _with_extra(extra))
+
+
+def _masked(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, MASK)
         if len(secret) > PARTIAL and secret[:PARTIAL] in text:
             text = _mask_cut_copies(text, secret)
     return text
+
+
+def _holds_any(texts: list[str], secrets: tuple[str, ...]) -> bool:
+    """Whether any of `texts` may hold a secret or a cut copy of one (its first PARTIAL characters, which a
+    whole copy starts with too): one scan of them joined, not one per text. Each text is a part of the
+    joined one, so none is missed; a match across two of them is a false alarm, and then each is masked
+    on its own."""
+    if not secrets:
+        return False
+    joined = "\0".join(texts)
+    return any(secret[:PARTIAL] in joined for secret in secrets)
 
 
 def _mask_cut_copies(text: str, secret: str) -> str:
@@ -176,15 +195,44 @@ def redact_url(url: str) -> str:
 
 def mask_tree(value: Any, extra: Iterable[str] = ()) -> Any:
     """A JSON-like value (a parsed reply body) with the registered and `extra` secrets masked in every
-    string it holds, keys included. Returns `value` itself when nothing needed masking."""
-    extra = tuple(extra)
+    string it holds, keys included. Returns `value` itself when nothing needed masking (found by one scan
+    of all its strings together: a reply body is masked once, not string by string)."""
+    secrets = _with_extra(extra)
+    texts: list[str] = []
+    _strings(value, texts)
+    if not _holds_any(texts, secrets):
+        return value
+    return _mask_tree(value, secrets)
+
+
+def mask_all(texts: list[str], extra: Iterable[str] = ()) -> list[str] | None:
+    """`texts` masked, or None when none held a secret (one scan of them all)."""
+    secrets = _with_extra(extra)
+    if not _holds_any(texts, secrets):
+        return None
+    return [_masked(t, secrets) for t in texts]
+
+
+def _strings(value: Any, out: list[str]) -> None:
     if isinstance(value, str):
-        return mask_secrets(value, extra)
+        out.append(value)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _strings(k, out)
+            _strings(v, out)
+
+
+def _mask_tree(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return _masked(value, secrets)
     if isinstance(value, list):
-        items = [mask_tree(v, extra) for v in value]
+        items = [_mask_tree(v, secrets) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, dict):
-        pairs = [(mask_tree(k, extra), mask_tree(v, extra)) for k, v in value.items()]
+        pairs = [(_mask_tree(k, secrets), _mask_tree(v, secrets)) for k, v in value.items()]
         same = all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
         return value if same else dict(pairs)
     return value

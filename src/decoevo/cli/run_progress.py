@@ -52,6 +52,13 @@ def eta_seconds(elapsed: float, calls_done: int, calls_expected: float, units_do
 
 BAR_WIDTH = 20  # the bar's columns on a wide console (rich's default, 40, pushed the line past 120)
 STATUS_MARGIN = 3  # columns kept free for a longer ETA or timer than when the status was fitted
+# A paid call updates the counts; the status text is remade from them at most this often (rich draws the
+# line 10 times a second anyway): remade on every call it cost more CPU than many a call's HTTP. Events,
+# which are few, and the end of the run always remake it, so the last state shown is the final one.
+REDRAW_S = 0.1
+# rich's redraw of the line (its own thread): ~1 ms of CPU each, rich's default 10 a second cost more than the
+# run's calls did over a long run; the timer and the ETA count seconds, which 4 a second show on time
+REDRAWS_PER_S = 4
 
 
 def fit(parts: Sequence[str], width: int, sep: str) -> str:
@@ -142,6 +149,7 @@ class RunProgress:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), *bar, _Live(self.where), TimeElapsedColumn(), _Live(self.eta),
             TextColumn("{task.fields[status]}"), console=console, transient=False,
+            refresh_per_second=REDRAWS_PER_S,
         )
         self.task = self.progress.add_task(label, total=self._total(), completed=self._done(), status="starting")
         self.calls = self.hits = self.tokens = 0
@@ -149,12 +157,14 @@ class RunProgress:
         self.solver_accepts = self.generator_accepts = self.outer_rounds = 0
         self.seen = Seen()  # what this process's part of the run has shown (the re-estimate's input)
         self.round_calls = 0  # paid calls in outer rounds
+        self._drawn = -math.inf  # when the status was last remade (self.now())
 
     def __enter__(self) -> RunProgress:
         self.progress.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._refresh()  # the counts of the last calls, when a run stops without `finish` (a failure)
         self.progress.stop()
 
     def _rounds_total(self) -> int:
@@ -205,6 +215,7 @@ class RunProgress:
         return self.console.width - used - (0 if self.narrow else BAR_WIDTH + 1)
 
     def _refresh(self) -> None:
+        self._drawn = self.now()
         # Most telling first; what does not fit is left out whole (tokens are in the closing table).
         money = [f"${self.cost:,.4f}"] if self.cost is not None else []
         status = ""
@@ -260,7 +271,8 @@ class RunProgress:
             self.tokens += record.prompt_tokens + record.completion_tokens
             if record.cost_usd:
                 self.cost = (self.cost or 0.0) + record.cost_usd
-        self._refresh()
+        if self.now() - self._drawn >= REDRAW_S:
+            self._refresh()
 
     def on_event(self, event: RunEvent, state: LoopState) -> None:
         self.solver_accepts, self.generator_accepts = state.solver_accepts, state.generator_accepts

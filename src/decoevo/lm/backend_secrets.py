@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
-from ..redact import MASK, MIN_SECRET, SENSITIVE_HEADERS, mask_secrets, mask_tree, redact, redact_url
+from ..redact import MASK, MIN_SECRET, SENSITIVE_HEADERS, mask_all, mask_secrets, mask_tree, redact, redact_url
 from .errors import LMError
 
 __all__ = ["MASK", "SENSITIVE_HEADERS", "Redactor", "mask_fields", "redact_url"]
@@ -25,14 +25,11 @@ D = TypeVar("D")
 def mask_fields(record: D, extra: Iterable[str] = ()) -> D:
     """A dataclass (a Completion) with the secrets masked in each of its string fields; itself when
     none held one."""
-    extra = tuple(extra)
-    changes = {}
-    for f in fields(record):  # type: ignore[arg-type]
-        value = getattr(record, f.name)
-        if isinstance(value, str):
-            masked = mask_secrets(value, extra)
-            if masked is not value:
-                changes[f.name] = masked
+    names = [f.name for f in fields(record) if isinstance(getattr(record, f.name), str)]  # type: ignore[arg-type]
+    masked = mask_all([getattr(record, name) for name in names], extra)  # one scan of every field
+    if masked is None:
+        return record
+    changes = {name: text for name, text in zip(names, masked, strict=True) if text != getattr(record, name)}
     return replace(record, **changes) if changes else record  # type: ignore[type-var]
 
 

@@ -8,6 +8,7 @@ Each raises `RunReadError` with a message naming the file (and line), never a ba
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -27,18 +28,22 @@ class UnsafeRunPath(UserError):
     """A write inside a run directory would have gone through a symbolic link."""
 
 
+def _link_refused(path: Path | str) -> UnsafeRunPath:
+    return UnsafeRunPath(f"{path}: is a symbolic link; decoevo does not write through links "
+                         "inside a run directory (replace it with a regular file)")
+
+
 def _check_no_links(root: Path, path: Path) -> None:
     """Refuse when `path` or any directory between `root` and it is a symbolic link."""
     try:
         rel = path.relative_to(root)
     except ValueError:
         raise UnsafeRunPath(f"{path}: outside the run directory {root}") from None
-    current = root
-    for part in rel.parts:
-        current = current / part
-        if current.is_symlink():
-            raise UnsafeRunPath(f"{current}: is a symbolic link; decoevo does not write through links "
-                                "inside a run directory (replace it with a regular file)")
+    current = str(root)
+    for part in rel.parts:  # one lstat a component, on strings (pathlib's objects cost more than the call)
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            raise _link_refused(current)
 
 
 def make_parent(root: Path, path: Path) -> None:
@@ -59,8 +64,7 @@ def append_line(root: Path, path: Path, line: str, *, fsync: bool = True) -> int
     """Append one line; returns the file size. A kill (even SIGKILL) loses at most the line being written,
     since a written line is in the kernel; `fsync` also survives a power loss, at ~2 ms a line, which the
     call log (a line per answered request, thousands per run) skips: `sync` flushes it at each checkpoint."""
-    make_parent(root, path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    fd = open_append(root, path)
     try:
         write_all(fd, (line + "\n").encode("utf-8", "surrogatepass"), path)
         if fsync:
@@ -70,6 +74,29 @@ def append_line(root: Path, path: Path, line: str, *, fsync: bool = True) -> int
         raise named(exc, path) from None
     finally:
         os.close(fd)
+
+
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_append(root: Path, path: Path) -> int:
+    """A descriptor appending to `path` (created when absent), never through a link. The file itself is
+    refused by O_NOFOLLOW at the open (a link planted there fails the open, so nothing is written through
+    it); the folders between `root` and it, when there are any, are checked (an lstat each). Its folder is
+    made only when the open finds it missing: a log line costs one open, not a check of every component
+    and a `mkdir -p` (thousands of lines a run)."""
+    if path.parent != root:
+        _check_no_links(root, path.parent)
+    try:
+        try:
+            return os.open(path, _APPEND, 0o644)
+        except FileNotFoundError:  # its folder is missing: made, after the same checks as a whole file's
+            make_parent(root, path)
+            return os.open(path, _APPEND, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link_refused(path) from None
+        raise named(exc, path) from None
 
 
 def write_all(fd: int, data: bytes, path: Path) -> None:
