@@ -148,7 +148,7 @@ def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
         return total.effective_calls
     # Matched on tokens, the run makes as many calls as the paired run's tokens buy at its own tokens per
     # call: its role mix (the estimate) at the sizes the paired run measured for each role (its ledger).
-    own = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
+    own = estimate_calls(method, config.hyper, config.splits, seed=config.seed, top_up=config.budget.top_up)
     mix = own.calls_by_role()
     sizes = {**role_tokens(config.hyper), **measured_tokens([ledger_path])}
     calls = sum(mix.values())
