@@ -133,3 +133,57 @@ def test_the_bound_holds_whatever_rates_the_run_turns_out_to_have():
                     assert expected <= est.upper_bound, (preset, name, seed, rates, expected, est.upper_bound)
                 if name == "skillopt" and seed is None:  # repeats taken in expectation: the bound is above it
                     assert est.upper_bound > est.expected, (preset, seed, est)
+
+
+# ---- the end of a run whose spend log failed ------------------------------------------------------------
+
+
+def test_a_spend_log_fault_mid_run_is_named_and_the_run_resumes_not_a_budget_stop(tmp_path, monkeypatch):
+    """The experiment's spend.log deleted while a run trains: the run ended as a budget stop ("budget reached:
+    …", summary.json written, status "budget stop" in the report), so it counted as finished and was never
+    resumed, a control was matched to its cut-short tokens, and its end read as the cost cap's. Now the run
+    stops as on an error naming the log (the spend log's own exception, one line at the command line), writes
+    no summary, and resumes from its last step (fails on the old code: a budget_stop event and a summary)."""
+    import asyncio
+
+    import pytest
+
+    from decoevo.domain import Question
+    from decoevo.engine.config import config_from_dict
+    from decoevo.engine.run import Engine
+    from decoevo.lm import LM, LMConfig, ModelSpec, RequestCache
+    from decoevo.lm.spend import FILE_ENV, ID_ENV, SpendLogCorrupt, begin
+    from decoevo.testing import world
+    from decoevo.testing.scripted import ScriptedBackend
+
+    from .engine_helpers import toy_questions
+
+    spend = tmp_path / "spend.log"
+    monkeypatch.setenv(FILE_ENV, str(spend))
+    monkeypatch.setenv(ID_ENV, begin(spend))
+    calls = 0
+
+    def answer(request):  # the toy world; the log deleted once the run is under way
+        nonlocal calls
+        calls += 1
+        if calls == 12:
+            spend.unlink()
+        return world.respond([m.as_dict() for m in request.messages], request.json_schema,
+                             request.params.sample_index)
+
+    config = config_from_dict({
+        "method": "decoevo", "seed": 7, "data": {"path": "unused.jsonl"},
+        "splits": {"train": 6, "probe": 2, "solver_gate": 3, "generator_gate": 3},
+        "hyper": {"steps": 3, "batch_size": 2, "audit_every": 1, "rollouts": 4, "concurrency": 1}})
+    priced = ModelSpec(backend="openai", model="toy", base_url="http://127.0.0.1:9/v1",
+                       input_price_per_mtok=1.0, output_price_per_mtok=1.0)
+    lm = LM(LMConfig(models={"default": priced}), backends={"default": ScriptedBackend(answer)},
+            cache=RequestCache(tmp_path / "cache.sqlite"))
+    run_dir = tmp_path / "run"
+    engine = Engine(config, run_dir, lm=lm, questions=[Question(**q.model_dump()) for q in toy_questions()])
+    with pytest.raises(SpendLogCorrupt, match="spend.log: was deleted while the experiment ran"):
+        asyncio.run(engine.run_async())
+    assert not (run_dir / "summary.json").exists()  # not an end: `resume` continues once the log is back
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert not any(e["event"] == "budget_stop" for e in events)
+    assert events[-1]["event"] == "stopped" and "spend.log" in events[-1]["error"], events[-1]

@@ -17,6 +17,7 @@ from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
 from ..lm import LM, Budget, BudgetExceeded, CallRecord, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.errors import ConfigError
+from ..lm.spend import SpendLogCorrupt
 from ..methods import MethodSpec, get_method
 from ..policies import should_audit
 from ..rundir import (
@@ -397,6 +398,14 @@ class Engine:
                 self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict(),
                                     {"method": self.method.name, "seed": self.config.seed, "run_id": self.run_id})
                 committed = state.model_copy(deep=True)
+        except SpendLogCorrupt as exc:
+            # The experiment's spend log failed (deleted, replaced, edited): not a budget the run reached, and
+            # not an end: stopped as on an error, so the run resumes from its last step once the log is
+            # restored, its end names the log (never "budget reached" or the cost cap), and no control is
+            # matched to a run cut short by it (a budget stop would have counted as finished).
+            self._emit("stopped", state, category="error", role="", error=str(exc)[:500], at_step=state.next_step)
+            self.run.write_json("ledger.json", self.lm.ledger.to_dict())
+            raise
         except BudgetExceeded as exc:
             # A step is the unit of progress: the partial step (say its solver was accepted, then the
             # budget ran out in its outer round) is dropped, so summary, checkpoint, final skill and
