@@ -5,9 +5,6 @@ estimate's upper bound."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import yaml
 
 from decoevo.analysis.claims import CONTRADICTED, NOT_ENOUGH, NOT_RUN, TableEvidence, evaluate_claim, load_claims
 
@@ -181,7 +178,7 @@ def test_a_spend_log_fault_mid_run_is_named_and_the_run_resumes_not_a_budget_sto
             cache=RequestCache(tmp_path / "cache.sqlite"))
     run_dir = tmp_path / "run"
     engine = Engine(config, run_dir, lm=lm, questions=[Question(**q.model_dump()) for q in toy_questions()])
-    with pytest.raises(SpendLogCorrupt, match="spend.log: was deleted while the experiment ran"):
+    with pytest.raises(SpendLogCorrupt, match=r"spend\.log: was deleted while the experiment ran"):
         asyncio.run(engine.run_async())
     assert not (run_dir / "summary.json").exists()  # not an end: `resume` continues once the log is back
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]

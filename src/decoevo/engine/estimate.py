@@ -37,8 +37,8 @@ from ..policies import AcceptEveryCandidate, VerifyByAudits, VerifyBySolverScore
 from ..tasks.splits import SplitSizes
 from .batches import repeats
 from .config import Hyper
-from .top_up import HARD_BOUND_FACTOR
 from .tokens import CallTokens
+from .top_up import HARD_BOUND_FACTOR
 
 # Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/scale/paper_scale.py) a
 # stall-triggered round ran in most 4-step blocks. An assumption, stated in the printed line.
