@@ -189,3 +189,31 @@ def test_fixture_is_what_the_pinned_aggregate_computes(tmp_path: Path) -> None:
     from tests.llmeval_med_upstream import load_fixture, regenerate
 
     assert regenerate(_upstream_aggregate(tmp_path)) == load_fixture()
+
+
+async def test_a_bracket_inside_the_reasoning_block_is_the_official_score(cache, openai_lm, tmp_path: Path) -> None:
+    """Issue 46 part 3: a reasoning grader replies `<think>…[2]</think>{"得分"："[5]"}`. Evaluate.py searches the
+    message content as sent for the first bracket (2: not usable); decoevo's backends strip a leading
+    reasoning block from every reply, so it read 5 (usable). Through the real openai backend and a local
+    server; the content is read whole for this grader only (another role still gets the answer alone)."""
+    import json
+
+    from decoevo.lm import Message
+    from decoevo.testing.fake_openai import FakeOpenAI, Reply
+    from decoevo.testing.server import serve_app
+    from tests.llmeval_med_upstream import stored_field
+
+    reply = '<think>参考答案要求给出数值，回答没有给出，先给 [2]</think>{"得分"："[5]"}'
+    assert stored_field(reply) == "2"  # what the pinned Evaluate.py stores for it
+    rows = [{"category1": "医疗知识", "round": 1, "problem": "问题?", "groupCode": 1, "sanswer": "答",
+             "checklist": float("nan")}]
+    path = tmp_path / "med.json"
+    path.write_text(json.dumps({"医疗知识": rows}, ensure_ascii=False), encoding="utf-8")
+    (question,) = load_llmeval_med(path)
+    server = FakeOpenAI(lambda body, n: Reply(content=reply))
+    with serve_app(server.app()) as url:
+        lm = openai_lm(url, cache)
+        result = await grade(lm, question, "回答", official=_prompts())
+        other = await lm.complete([Message("user", "q")], role="solve")
+    assert result.details["raw_score"] == 2.0 and result.details.get("usable") is False
+    assert other.text == '{"得分"："[5]"}'  # a role other than the official grader: the answer alone

@@ -70,3 +70,29 @@ def test_the_projection_is_within_a_quarter_of_the_bill_per_phase_and_in_dollars
     for what, p, a in zip(("training calls", "evaluation calls", "dollars"), projected, paid(tmp_path / "out"),
                           strict=True):
         assert 0.75 * a <= p <= 1.25 * a, f"{what}: projected {p}, paid {a}"
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
+def test_one_seeds_evaluation_bill_is_within_the_printed_range(tmp_path, world_sim, seed):
+    """Issue 46 part 3: one seed's evaluation at `quick` on the bundled sample was 2.62x its projection (a point:
+    an expectation over which runs end with the same skills and so share their evaluations through the
+    cache). The projection line now also prints the range between those extremes, and the seed's bill is in
+    it (fails on the old code: it printed no range)."""
+    from importlib.resources import files
+
+    sample = Path(str(files("decoevo") / "data" / "healthbench_sample.jsonl"))
+    med = write(tmp_path / "llmeval_med.jsonl", 6)
+    models = tmp_path / "models.yaml"
+    models.write_text(yaml.safe_dump({
+        "solver": {"backend": "openai", "model": "sim", "base_url": f"{world_sim}/v1", **PRICE},
+        "grader": {"backend": "openai", "model": "sim-grader", "base_url": f"{world_sim}/v1", **PRICE}}))
+    text = CliRunner().invoke(app, [
+        "reproduce", str(tmp_path / "out"), "--models", str(models), "--preset", "quick", "--seeds", str(seed),
+        "--benchmarks", "healthbench", "--tables", "1", "--data", f"healthbench={sample}",
+        "--data", f"llmeval_med={med}:jsonl", "--yes"]).output
+    said = " ".join(text.split())
+    found = re.search(r"evaluation from ~([\d,]+) to ~([\d,]+) calls", said)
+    assert found is not None, said
+    low, high = (int(found.group(i).replace(",", "")) for i in (1, 2))
+    _, evaluated, _ = paid(tmp_path / "out")
+    assert low <= evaluated <= high, (low, evaluated, high, said)

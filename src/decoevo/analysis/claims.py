@@ -13,7 +13,9 @@ its tolerance), and *goes against* the claim when the interval lies on the other
 - not run: a method the claim names has no run at all, or no run has the claim's measure in the claim's
   columns (its table or figure was not requested: Table 5's alignment, Figure 3's checkpoints);
 - not enough runs: otherwise: fewer than two paired seeds, or intervals that include the boundary (more
-  seeds would decide).
+  seeds would decide). When a method the claim needs lacks runs or grades because its runs stopped at the
+  experiment's cost cap (`Evidence.capped`), the claim is not enough runs and says so (the runs are
+  partial and continue once the cap is raised), never "not run": its table was requested.
 
 A claim with `decision: holm` (the paper's prespecified, Holm-corrected comparison) is decided on Holm's
 step-down adjustment of its effects' paired t-test p-values, over all its effects (one per backbone for
@@ -117,6 +119,10 @@ class Evidence(Protocol):
 
     def methods(self) -> frozenset[str]:
         """The methods with at least one run."""
+        ...
+
+    def capped(self) -> frozenset[str]:
+        """The methods with a run stopped at the experiment's cost cap, or not started because of it."""
         ...
 
 
@@ -246,9 +252,17 @@ def _measured(evidence: Evidence, claim: Claim) -> bool:
     return False
 
 
+def _at_cap(methods: Sequence[str]) -> str:
+    return (f"the runs of {', '.join(methods)} stopped at the experiment's cost cap (partial): raise --max-cost "
+            "and run the experiment again to finish them")
+
+
 def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
     named = {t.a for t in claim.tests} | {t.b for t in claim.tests if t.b}
     absent = sorted(named - evidence.methods())
+    capped = sorted(named & evidence.capped())
+    if absent and set(absent) <= set(capped):
+        return ClaimResult(claim, NOT_ENOUGH, (), _at_cap(capped))
     if absent:
         return ClaimResult(claim, NOT_RUN, (), f"no runs of {', '.join(absent)}: the table with "
                            f"{'this method' if len(absent) == 1 else 'these methods'} was not run")
@@ -260,6 +274,8 @@ def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
             if e is not None:
                 effects.append(e)
     if not effects:
+        if capped:
+            return ClaimResult(claim, NOT_ENOUGH, (), _at_cap(capped))
         if not _measured(evidence, claim):
             measures = sorted({t.measure or claim.measure for t in claim.tests})
             return ClaimResult(claim, NOT_RUN, (), f"no run has {', '.join(measures)}: what it is measured in "
@@ -289,6 +305,8 @@ def evaluate_claim(claim: Claim, evidence: Evidence) -> ClaimResult:
         if 2 * against >= n:
             return ClaimResult(claim, CONTRADICTED, tuple(effects), tally)
     why = "fewer than two paired seeds" if with_ci == 0 else "intervals include the boundary: more seeds would decide"
+    if capped:
+        why += f"; {_at_cap(capped)}"
     return ClaimResult(claim, NOT_ENOUGH, tuple(effects), f"{tally}; {why}")
 
 
@@ -324,5 +342,10 @@ class TableEvidence:
     def one(self, setting: Setting, measure: str, a: str) -> dict[Hashable, float]:
         return self._column(setting, measure, a)
 
+    capped_methods: frozenset[str] = frozenset()
+
     def methods(self) -> frozenset[str]:
         return frozenset(m for (_, _, _, m) in self.values)
+
+    def capped(self) -> frozenset[str]:
+        return self.capped_methods

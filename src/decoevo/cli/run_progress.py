@@ -338,7 +338,8 @@ def describe_estimate(config: Any) -> str:
     from ..methods import get_method
 
     method = get_method(config.method)
-    est = estimate_calls(method, config.hyper, config.splits, seed=config.seed, rates=prior_for(method, config.lm))
+    est = estimate_calls(method, config.hyper, config.splits, seed=config.seed, rates=prior_for(method, config.lm),
+                         top_up=config.budget.top_up)
     counted = model_prior(Rates(), config.lm)[1]
     matched = paired_calls(config, get_method(config.method))
     if matched is not None:  # it stops at the paired run's usage, not at budget_step_cap × T steps
@@ -358,10 +359,12 @@ def describe_estimate(config: Any) -> str:
     low = estimate_calls(get_method(config.method), config.hyper, config.splits, seed=config.seed,
                          rates=Rates(ungated=1.0, generator_invalid=1.0)).expected
     fewer = f"; ~{low:,} if no rewrite is a usable skill" if low < est.expected else ""
+    steps = est.paying_steps if est.paying_steps is not None else est.steps
+    over = f", over up to {steps:,} paying steps (topped up past T = {est.steps:,})" if steps > est.steps else ""
     assumed = f", counting {counted.describe()}" if counted is not None else ""
     return (f"expected: ~{est.expected:,} paid model calls and ~{est.cached:,} answered by the cache{money} "
-            f"(up to ~{est.upper_bound:,} paid if every solver rewrite is rejected and stalls trigger extra audits"
-            f"{fewer}){assumed}; the progress line re-estimates after each step")
+            f"(up to ~{est.upper_bound:,} paid: every step at its dearest and every audit the schedule allows"
+            f"{over}{fewer}){assumed}; the progress line re-estimates after each step")
 
 
 def resume_line(run_dir: Path, total_steps: int) -> str:

@@ -6,8 +6,11 @@ taken out (the incumbent's gate scores, its rubrics and structural audits while 
 unchanged, the margins of frozen pairs under the incumbent). How many outer rounds run depends on how
 often the solver gate rejects, which is not known before the run: the estimate assumes each rewrite is
 rejected with probability `REJECT_PROB` and counts the expected rounds of that schedule exactly, and
-that a fraction `DECIDED_FRACTION` of near-tie pairs survives the blind audit. The high estimate
-assumes every rewrite is rejected (the most rounds the schedule allows) and every pair decided.
+that a fraction `DECIDED_FRACTION` of near-tie pairs survives the blind audit. The high estimate is a
+bound, not another expectation: the most rounds the schedule allows (every rewrite rejected), every pair
+decided, and each step at its dearest (every batch question answered afresh and every rewrite gated, as
+when every rewrite is accepted: nothing is left for the cache), over the most steps that can pay, which
+for a run topped up to its budget (`budget.top_up`) is `budget_step_cap` × T, not T (engine/top_up.py).
 With the decision short cuts (`hyper.decision_shortcuts`, the default), a blind comparison's second order
 is asked for a share `FIRST_ORDER_DECISIVE` of pairs, and V_g's frozen set is drawn in a share
 1 − `SETTLED_BY_STRUCTURAL` of verifications; the high estimate assumes every first order decisive and no
@@ -35,6 +38,7 @@ from ..tasks.splits import SplitSizes
 from .batches import repeats
 from .config import Hyper
 from .tokens import CallTokens
+from .top_up import HARD_BOUND_FACTOR
 
 # Most solver rewrites fail the ε-gate: in the simulated paper-preset runs (bench/scale/paper_scale.py) a
 # stall-triggered round ran in most 4-step blocks. An assumption, stated in the printed line.
@@ -94,6 +98,7 @@ class CallEstimate:
     high_per_step: float | None = None  # paid calls of a step whose rewrite is gated (None: inner_per_step)
     high_once: float | None = None  # paid once if every step and round reaches its gate (None: once)
     once_round: float = 0  # of `once`, paid in the first outer round (the incumbent's V_g rubrics, audits)
+    paying_steps: int | None = None  # the most steps that can pay (None: `steps`; a topped-up run passes T)
 
     @property
     def expected(self) -> int:
@@ -105,7 +110,8 @@ class CallEstimate:
         """Paid calls if every rewrite is gated and rejected and every blind pair decided."""
         once = self.once if self.high_once is None else self.high_once
         step = self.inner_per_step if self.high_per_step is None else self.high_per_step
-        high = once + step * self.steps + max(self.high_per_round, self.outer_per_round) * self.max_rounds
+        steps = self.steps if self.paying_steps is None else self.paying_steps
+        high = once + step * steps + max(self.high_per_round, self.outer_per_round) * self.max_rounds
         return max(round(high), self.expected)
 
     @property
@@ -301,11 +307,13 @@ def _outer_round(method: MethodSpec, hyper: Hyper, sizes: SplitSizes, decided: f
 
 def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
                    reject_prob: float | None = None, seed: int | None = None, rates: Rates | None = None,
-                   ) -> CallEstimate:
+                   *, top_up: bool = False) -> CallEstimate:
     """Expected paid and cached calls, one call per judge request in joint mode; repairs not included.
     With the run's `seed`, the repeats of its batches are counted from its own draws (engine/batches.py).
     `rates`: what is assumed of the run's outcomes (the prior `Rates()`; `reject_prob` overrides its
-    rejection rate)."""
+    rejection rate). `top_up`: the run is topped up to its budget past T (`budget.top_up`): its expectation
+    is still T steps' (it normally stops on a paired run's usage, `engine.run.paired_calls`), its bound
+    `budget_step_cap` × T paying steps."""
     rates = rates or Rates()
     if reject_prob is not None:
         rates = replace(rates, reject=reject_prob)
@@ -331,18 +339,25 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
     gated = 1 - rates.ungated  # a rewrite that is not a skill (or no rewrite) is never scored on V_s
     step = {"solve": fresh + vs * new_batch * gated, "judge": fresh + vs * new_batch * gated,
             "rewrite_solver": new_batch}
-    high_step = 2 * (fresh + vs * new_batch) + new_batch  # every rewrite gated
+    # the dearest step: every batch question answered and judged afresh (the skill changed at every step, so
+    # the cache answers none), a fresh rewrite, gated on V_s. Not the expectation's `fresh`, which assumes
+    # REJECT_PROB: a run accepting more often than that paid more than a bound built on it (a SkillOpt run
+    # whose bound equalled its estimate was exceeded)
+    high_step = 2 * (drawn + vs) + 1
+    # steps that can pay: a topped-up run passes T (its idle steps, all cache hits, pay nothing)
+    paying = planned_steps(method, hyper, top_up=True) if top_up else steps
+    all_steps = HARD_BOUND_FACTOR * paying if top_up else steps
     # Once: the incumbent's first V_s scores (at the first gated step), and one rubric per question the run
     # touches (the train questions drawn, V_s); later steps reuse them while the generator is unchanged.
     some_gated = 1 - rates.ungated ** steps
     once: dict[str, float] = {"solve": vs * some_gated, "judge": vs * some_gated,
                               "generate_rubric": seen + vs * some_gated}
-    high_once = 3 * vs + seen
+    high_once = 3 * vs + (min(sizes.train, drawn * all_steps) if top_up else seen)  # a rubric per question touched
     # the incumbent's V_s answers and judgements, repeated questions, repeated batches' rewrites and challengers
     cached_step = round(2 * vs * gated + 2 * (b - fresh) + (1 + 2 * vs * gated) * (1 - new_batch))
     if not method.runs_audits:
         return CallEstimate(sum(step.values()), 0, steps, 0, 0, 0.0, sum(once.values()), cached_step, 0,
-                            step, {}, once, high_per_step=high_step, high_once=high_once)
+                            step, {}, once, high_per_step=high_step, high_once=high_once, paying_steps=paying)
     rounds = expected_rounds(steps, hyper.audit_every, hyper.max_stalls, reject_prob, hyper.audit_schedule)
     rnd, once_outer, cached_round = _outer_round(
         method, hyper, sizes, rates.decided, rates.first_decisive, rates.settled,
@@ -352,9 +367,10 @@ def estimate_calls(method: MethodSpec, hyper: Hyper, sizes: SplitSizes,
         method, hyper, sizes, HIGH.decided, HIGH.first_decisive, HIGH.settled, generator_accept=HIGH.generator_accept)
     for role, n in once_outer.items():
         once[role] = once.get(role, 0) + n
+    # a round that pays is in a step that pays: at most one per paying step, however many steps are taken
+    most = min(most_rounds(all_steps, hyper.audit_every, hyper.max_stalls, hyper.audit_schedule), paying)
     return CallEstimate(
-        sum(step.values()), sum(rnd.values()), steps, steps // hyper.audit_every,
-        most_rounds(steps, hyper.audit_every, hyper.max_stalls, hyper.audit_schedule),
+        sum(step.values()), sum(rnd.values()), steps, steps // hyper.audit_every, most,
         rounds, sum(once.values()), cached_step, cached_round, step, rnd, once, sum(high_rnd.values()),
         high_per_step=high_step, high_once=high_once + sum(high_once_outer.values()),
-        once_round=sum(once_outer.values()))
+        once_round=sum(once_outer.values()), paying_steps=paying)

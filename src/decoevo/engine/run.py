@@ -17,6 +17,7 @@ from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
 from ..lm import LM, Budget, BudgetExceeded, CallRecord, LMError, ParseError, RefusalError, UsageLedger
 from ..lm.errors import ConfigError
+from ..lm.spend import SpendLogCorrupt
 from ..methods import MethodSpec, get_method
 from ..policies import should_audit
 from ..rundir import (
@@ -148,7 +149,7 @@ def paired_calls(config: RunConfig, method: MethodSpec) -> int | None:
         return total.effective_calls
     # Matched on tokens, the run makes as many calls as the paired run's tokens buy at its own tokens per
     # call: its role mix (the estimate) at the sizes the paired run measured for each role (its ledger).
-    own = estimate_calls(method, config.hyper, config.splits, seed=config.seed)
+    own = estimate_calls(method, config.hyper, config.splits, seed=config.seed, top_up=config.budget.top_up)
     mix = own.calls_by_role()
     sizes = {**role_tokens(config.hyper), **measured_tokens([ledger_path])}
     calls = sum(mix.values())
@@ -400,6 +401,14 @@ class Engine:
                 self.run.checkpoint(state.model_dump(mode="json"), self.lm.ledger.to_dict(),
                                     {"method": self.method.name, "seed": self.config.seed, "run_id": self.run_id})
                 committed = state.model_copy(deep=True)
+        except SpendLogCorrupt as exc:
+            # The experiment's spend log failed (deleted, replaced, edited): not a budget the run reached, and
+            # not an end: stopped as on an error, so the run resumes from its last step once the log is
+            # restored, its end names the log (never "budget reached" or the cost cap), and no control is
+            # matched to a run cut short by it (a budget stop would have counted as finished).
+            self._emit("stopped", state, category="error", role="", error=str(exc)[:500], at_step=state.next_step)
+            self.run.write_json("ledger.json", self.lm.ledger.to_dict())
+            raise
         except BudgetExceeded as exc:
             # A step is the unit of progress: the partial step (say its solver was accepted, then the
             # budget ran out in its outer round) is dropped, so summary, checkpoint, final skill and

@@ -84,6 +84,8 @@ def request_key(model_identity: str, request: BackendRequest) -> str:
     }
     if request.params.min_p is not None:  # only when set, so keys made before the field existed still hit
         payload["min_p"] = request.params.min_p
+    if request.params.whole_content:  # another text of the same reply: another key (older keys unchanged)
+        payload["whole_content"] = True
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -171,7 +171,8 @@ class LiteLLMBackend:
         choice = choices[0]
         try:
             completion = completion_from_message(choice.get("message") or {}, body.get("usage") or {},
-                                                 choice.get("finish_reason") or "stop", request.params.max_tokens)
+                                                 choice.get("finish_reason") or "stop", request.params.max_tokens,
+                                                 whole_content=request.params.whole_content)
         except (ValueError, TypeError) as exc:
             raise RetryableError(f"malformed response from {self._where}: {exc}", may_be_billed=True) from exc
         # how slow the endpoint is against the default limit for an answer of this length

@@ -177,7 +177,8 @@ class LocalBackend:
             raise InfrastructureError(f"local model rejected the request: {exc}") from exc
         choice = out["choices"][0]
         completion = completion_from_message(choice["message"], out.get("usage") or {},
-                                             choice.get("finish_reason") or "stop", request.params.max_tokens)
+                                             choice.get("finish_reason") or "stop", request.params.max_tokens,
+                                             whole_content=request.params.whole_content)
         if request.json_schema is not None and cut_at_grammar_cap(completion.text, self.spec.grammar_max_string):
             completion = replace(completion, finish_reason="length")  # a string closed at the grammar's cap
         return completion

@@ -49,7 +49,7 @@ from .ratelimit import RateInfo
 from .reply import completion_from_message
 from .retry import parse_retry_after
 from .timeouts import Exchange, LimitReached, default_first_byte_s, progress_of, request_timeouts, within
-from .types import BackendRequest, Completion
+from .types import BackendRequest, Completion, GenParams
 
 TIMEOUT_FIX = {
     "connect": "is the server up and reachable? (connect_timeout_s)",
@@ -298,7 +298,7 @@ class OpenAIBackend:
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
             # Every string of the body masked before any field is read: a server may echo the key anywhere.
-            return self._completion(self._redactor.body(json.loads(raw)), request.params.max_tokens)
+            return self._completion(self._redactor.body(json.loads(raw)), request.params)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
             raise RetryableError(f"malformed response body from {self._where}: {exc!r}", may_be_billed=True) from exc
 
@@ -320,7 +320,7 @@ class OpenAIBackend:
             return CredentialError(f"credentials refused (HTTP {status}) by {where}: {message.rstrip('.')}. {hint}")
         return InfrastructureError(f"HTTP {status} from {where}: {message}{tried}. {hint}".rstrip())
 
-    def _completion(self, body: dict[str, Any], max_tokens: int) -> Completion:
+    def _completion(self, body: dict[str, Any], params: GenParams) -> Completion:
         choices = body.get("choices")
         if not choices:
             raise RetryableError(f"response from {self._where} has no choices", may_be_billed=True)
@@ -330,7 +330,8 @@ class OpenAIBackend:
         if refusal:
             raise RefusalError(f"model refused: {refusal}")
         usage = body.get("usage") or {}
-        return completion_from_message(message, usage, choice.get("finish_reason") or "stop", max_tokens)
+        return completion_from_message(message, usage, choice.get("finish_reason") or "stop", params.max_tokens,
+                                       whole_content=params.whole_content)
 
     async def aclose(self) -> None:
         self._closed_on = asyncio.get_running_loop()  # another loop (a later asyncio.run) may use it again

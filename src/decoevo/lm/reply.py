@@ -41,9 +41,10 @@ def split_reasoning(content: str) -> tuple[str, str]:
 
 
 def completion_from_message(message: dict[str, Any], usage: dict[str, Any], finish_reason: str,
-                            max_tokens: int) -> Completion:
+                            max_tokens: int, *, whole_content: bool = False) -> Completion:
     """A Completion from an OpenAI-style `message` and `usage`. A null content, or an empty one cut at
-    the token limit, is an EmptyReplyError with a hint, never an empty answer."""
+    the token limit, is an EmptyReplyError with a hint, never an empty answer. With `whole_content` the
+    text is the content as sent, a leading reasoning block included (GenParams.whole_content)."""
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise TypeError(f"message content is {type(content).__name__}, not a string")
@@ -51,6 +52,8 @@ def completion_from_message(message: dict[str, Any], usage: dict[str, Any], fini
     if not isinstance(side, str):
         raise TypeError(f"message reasoning is {type(side).__name__}, not a string")
     answer, inline = split_reasoning(content) if content else (content, "")
+    if whole_content and content is not None and content.strip():
+        answer = content
     if answer is None or (not answer.strip() and (finish_reason == "length" or inline)):
         what = "no content (null)" if content is None else "no answer after its reasoning" if inline \
             else "empty content"

@@ -32,6 +32,10 @@ class GenParams:
     sample_index: int = 0
     # Nucleus-style floor some benchmarks sample with (EQ-Bench CW: 0.1); None = the backend's default.
     min_p: float | None = None
+    # The reply's content as the server sent it, a leading reasoning block included: for an official scorer
+    # that reads the whole content (LLMEval-Med's Evaluate.py takes the first bracket of it, even one inside
+    # `<think>`). Every other caller gets the answer alone (lm/reply.py).
+    whole_content: bool = False
 
     def effective_seed(self) -> int:
         # Knuth's multiplicative constant spreads consecutive indices; stays within 31 bits.

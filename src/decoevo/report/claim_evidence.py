@@ -14,12 +14,21 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..analysis.claims import Setting
+from ..lm.spend import CAP_STOP
+from .discover import SweepInfo
 from .labels import benchmark_label, benchmark_order
 from .paired import paired_scores
 from .runs import RunRecord
 from .tables import Column, Evals, collect_scores, paired_averages, shared_columns
 
 ALIGNMENT = frozenset({"f1", "precision", "recall"})
+CAP_WORDS = "the experiment's cost cap"  # how a sweep cell stopped or blocked by the cap says so (sweep/runner.py)
+
+
+def _cell_method(cell: str) -> str:
+    """The method of a sweep cell id, `benchmark/method-s<seed>` (sweep.plan.cell_id)."""
+    name = cell.rsplit("/", 1)[-1]
+    return name.rsplit("-s", 1)[0] if "-s" in name else name
 
 
 def _aliases(col: Column, runs: Sequence[RunRecord]) -> frozenset[str]:
@@ -44,7 +53,11 @@ class _Backbone:
 class RunEvidence:
     """`analysis.claims.Evidence` over run records, grouped by backbone."""
 
-    def __init__(self, runs: Sequence[RunRecord]) -> None:
+    def __init__(self, runs: Sequence[RunRecord], sweeps: Sequence[SweepInfo] = ()) -> None:
+        self._capped = frozenset({r.method for r in runs if r.status == "budget stop"
+                                  and str(r.status_detail or "").startswith(CAP_STOP)}
+                                 | {_cell_method(cell) for sw in sweeps for cell, error in sw.failed
+                                    if CAP_STOP in error or CAP_WORDS in error})
         groups: dict[str, list[RunRecord]] = defaultdict(list)
         for r in runs:
             groups[r.backbone].append(r)
@@ -100,6 +113,11 @@ class RunEvidence:
 
     def methods(self) -> frozenset[str]:
         return frozenset(r.method for b in self._by.values() for r in b.runs)
+
+    def capped(self) -> frozenset[str]:
+        """Methods with a run the experiment's cost cap stopped (its summary), or a cell that failed or was not
+        started because of it (the sweep's status.json): their claims are partial, not "not run"."""
+        return self._capped
 
     def one(self, setting: Setting, measure: str, a: str) -> Mapping[Hashable, float]:
         bb = self._by[setting.backbone]

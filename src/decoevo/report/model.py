@@ -267,7 +267,7 @@ def build_report(paths: Iterable[Path | str], title: str = "DecoEvo report") -> 
     graders = {ev.grader_model for r in runs for ev in r.evals.values() if ev.grader_model}
     the_lead = lead(runs)
     # the paper's claims are about its experiment (reproduce, a sweep): a report of one run leads with that run
-    claims = evaluate_claims(RunEvidence(runs)) if the_lead is None else ()
+    claims = evaluate_claims(RunEvidence(runs, sweeps)) if the_lead is None else ()
     return Report(
         title=title, generated_at=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=__version__,
         inputs=inputs, sweeps=tuple(sweeps), runs=runs, sections=tuple(views), models=_models(runs),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..engine.config import RunConfig
 from ..engine.estimate import REJECT_PROB, estimate_calls
@@ -37,10 +38,24 @@ class Projection:
     by_table: Mapping[str, int]  # cells per benchmark
     matched: tuple[str, ...] = ()  # methods run to their paired DecoEvo run's tokens
     unofficial: tuple[str, ...] = ()  # benchmarks graded with our prompt: their official one is not fetched
+    # The evaluation phase between its extremes: every run of a seed ending with the same skills (each of its
+    # evaluations paid once) or each with its own (none shared). Which happens turns on a few accept/reject
+    # decisions, so a seed's bill lands anywhere in it (docs/reproduce.md); the point above is an expectation.
+    evaluation_range: tuple[int, int] | None = None
+    evaluation_dollars_range: tuple[float, float] | None = None
 
     @property
     def calls(self) -> int:
         return self.training_calls + self.evaluation_calls
+
+    def _evaluation_range(self) -> str:
+        if self.evaluation_range is None or self.evaluation_range[0] == self.evaluation_range[1]:
+            return ""
+        low, high = self.evaluation_range
+        money = (f" (${self.evaluation_dollars_range[0]:,.2f} to ${self.evaluation_dollars_range[1]:,.2f})"
+                 if self.evaluation_dollars_range is not None and self.evaluation_dollars_range[1] else "")
+        return (f"; evaluation from ~{low:,} to ~{high:,} calls{money}: as a seed's runs end with the same skills "
+                "(shared through the cache) or with their own, which the plan cannot know")
 
     def describe(self) -> str:
         money = (
@@ -57,6 +72,7 @@ class Projection:
             f"{money} (runs of one seed counted with the answers they share; `decoevo docs reproduce`)"
             + (f"; {', '.join(self.matched)} run to the paired DecoEvo run's tokens"
                if self.matched else "")
+            + self._evaluation_range()
             + (f". Graded with our prompt, not the official one (not fetched): {', '.join(self.unofficial)}; "
                f"run `decoevo data fetch {' '.join(self.unofficial)}` first to grade as the paper does"
                if self.unofficial else "")
@@ -80,9 +96,13 @@ def project(
     file (`grading_calls`, read from the files when not given)."""
     solver_price = price_of(rp.solver)
     grader_price = price_of(rp.grader or rp.solver)
+    grading_given = grading
     grading = dict(grading) if grading is not None else grading_calls(rp)
-    training = evaluation = 0.0
+    test_grading = _TestGrading(rp)
+    training = evaluation = low = high = 0.0
     dollars: float | None = 0.0
+    usd_low: float | None = 0.0
+    usd_high: float | None = 0.0
     todo = 0
     matched: set[str] = set()
 
@@ -90,10 +110,26 @@ def project(
         nonlocal dollars
         dollars = None if dollars is None or usd is None else dollars + usd
 
+    def add_evaluation(calls: float, usd: float | None, share: float, least: float) -> None:
+        """An evaluation of `calls` paid calls at full price `usd`, this run's expected `share` of it, and
+        the least it may pay (`least`: 1 when no run of its seed may pay it instead, else 0)."""
+        nonlocal evaluation, low, high, usd_low, usd_high
+        evaluation += calls * share
+        low += calls * least
+        high += calls
+        add(None if usd is None else usd * share)
+        usd_low = None if usd_low is None or usd is None else usd_low + usd * least
+        usd_high = None if usd_high is None or usd is None else usd_high + usd
+
     # Runs of one seed share requests through the request cache (engine/sharing.py): each part is counted
     # once per seed and benchmark, finished runs first (what they paid is in the cache already).
     new_share: dict[Path, dict[str, float]] = {}
     bills: dict[str, Bill] = {}
+    # evaluations some run of a seed pays for certain: a finished one's (its answers are in the cache), or
+    # the first still to run (`_least`)
+    paid_test: set[tuple[str, int]] = {(bench, c.seed) for bench, group in cells.items() for c in group
+                                       if STEPS["test"].done(c.run_dir(rp.sweep_dir(bench)))}
+    paid_post: set[tuple[str, str, int, str]] = {_post_key(t) for t in posts if t.done()}
     for bench, group in cells.items():
         configs = [RunConfig.model_validate(c.config) for c in group]
         bill = bills[bench] = bench_bill(rp, bench, configs[0].hyper, solver_price, grader_price)
@@ -135,21 +171,71 @@ def project(
                     usd = est.dollars(lambda role, p, c: solver_price(p, c), bill.training)
                     add(None if usd is None else usd * (calls / est.expected if est.expected else 0.0))
                 if not STEPS["test"].done(run_dir):
-                    n = config.splits.test * tested[share.method]
-                    per = 1 + grading[rp.data[bench].path]  # a solve, then the grader's real calls
-                    evaluation += n * per
-                    add(bill.answer(n, rp.data[bench].path, grading[rp.data[bench].path]))
+                    n = config.splits.test
+                    # the grader's calls on this seed's own test questions (HealthBench: one per rubric item,
+                    # 4 to 31 per question), not the file's mean: the split is drawn by seed before any run
+                    graded = test_grading(rp.data[bench].path, config) if grading_given is None \
+                        else grading[rp.data[bench].path]
+                    add_evaluation(n * (1 + graded), bill.answer(n, rp.data[bench].path, graded),
+                                   tested[share.method], _least(paid_test, (bench, seed)))
     for task in posts:
         if task.done():
             continue
-        n = _post_questions(task, cells, sizes or {}) * new_share.get(task.run_dir.resolve(), {}).get(task.kind, 1.0)
-        evaluation += n * _post_calls(task, cells, grading)
+        n = _post_questions(task, cells, sizes or {})
         bill = bills.get(task.run_dir.parent.name) or next(iter(bills.values()))
-        add(_post_dollars(task, n, bill, cells, grading))
+        add_evaluation(n * _post_calls(task, cells, grading), _post_dollars(task, n, bill, cells, grading),
+                       new_share.get(task.run_dir.resolve(), {}).get(task.kind, 1.0),
+                       _least(paid_post, _post_key(task)))
     by_table = {b: len(g) for b, g in cells.items()}
     total = sum(by_table.values())
     return Projection(total, todo, round(training), round(evaluation), dollars, by_table,
-                      tuple(m for m in METHODS if m in matched), unofficial_prompts(rp))
+                      tuple(m for m in METHODS if m in matched), unofficial_prompts(rp),
+                      (round(low), round(high)), None if usd_low is None or usd_high is None else (usd_low, usd_high))
+
+
+class _TestGrading:
+    """Mean grader calls per answer on a seed's test split, by the benchmark's official rule: the splits are
+    drawn by seed (tasks/splits.py), so the plan knows which questions each seed's runs are graded on."""
+
+    def __init__(self, rp: ReproducePlan) -> None:
+        self.rp = rp
+        self.memo: dict[tuple[str, int], float] = {}
+        self.loaded: dict[str, list[Any]] = {}
+
+    def __call__(self, path: str, config: RunConfig) -> float:
+        from ..benchmarks.graders import grading_calls as calls_of
+        from ..engine.config import DataConfig
+        from ..tasks.load import load_questions
+        from ..tasks.splits import make_splits
+
+        key = (path, config.seed)
+        if key not in self.memo:
+            if path not in self.loaded:
+                choice = next(c for c in self.rp.data.values() if c.path == path)
+                self.loaded[path] = list(load_questions(DataConfig.model_validate(choice.config())))
+            try:
+                test = make_splits(self.loaded[path], config.splits, config.seed, required=()).test
+            except ConfigError:  # sizes the data cannot give: the runs refuse them, with their own message
+                test = tuple(self.loaded[path])
+            self.memo[key] = sum(calls_of(q) for q in test) / len(test) if test else 0.0
+        return self.memo[key]
+
+
+def _least(paid: set[Any], key: Any) -> float:
+    """1 for the first evaluation of its kind, seed and benchmark no run has paid yet (it must be paid: the
+    least a seed's runs pay is one of each), 0 after (it may be shared); marks it paid."""
+    if key in paid:
+        return 0.0
+    paid.add(key)
+    return 1.0
+
+
+def _post_key(task: PostTask) -> tuple[str, str, int, str]:
+    """What makes two runs' evaluations after training shareable: the kind, the source benchmark, the seed
+    (RUN is <bench>/<method>-s<seed>) and the data file."""
+    seed = task.run_dir.name.rsplit("-s", 1)[-1]
+    return (task.kind, task.run_dir.parent.name, int(seed) if seed.isdigit() else -1,
+            task.data.path if task.data is not None else "")
 
 
 def _left_to_train(run_dir: Path, steps: int) -> float:

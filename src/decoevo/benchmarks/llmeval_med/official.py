@@ -5,7 +5,9 @@ Facts of the official judge followed here: the prompt of the question's category
 fills it: the question of this round only (earlier rounds are not shown), the answer, the reference answer
 and the checklist as printed (a number as Python prints it, a missing one as "nan"); the system message,
 then the prompt as the user message; no sampling parameters, so the API's default temperature (1.0,
-sent explicitly here). The score is the first bracketed integer in the reply (`[4]`); a reply
+sent explicitly here). The score is the first bracketed integer in the reply as the server sent it
+(`[4]`), a leading `<think>` block included: Evaluate.py searches the whole message content, so a
+reasoning model's `[2]` while thinking is the score, not the `[5]` after it; a reply
 without one, or with one outside 1-5, is unscored. Upstream asks once and keeps that first reply
 (Evaluate.py stores -1 or "" and Aggregate.py counts the answer as not usable), so this grader asks once
 too and never asks again: a re-ask would turn an upstream "not usable" into a usable answer, and would pay
@@ -15,6 +17,7 @@ for calls the official pipeline never makes. Usable: a score of 4 or more.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ...domain import Question
 from ...grading.base import role_name
@@ -53,7 +56,7 @@ PROMPTS: tuple[TemplateSource, ...] = (
         for c in CATEGORIES
     ),
 )
-PARAMS = GenParams(temperature=1.0, max_tokens=1024)
+PARAMS = GenParams(temperature=1.0, max_tokens=1024, whole_content=True)
 _SCORE = re.compile(r"\[(\d+)\]")
 
 
@@ -85,7 +88,8 @@ async def grade_llmeval_med_official(
 ) -> GradeResult:
     messages = [Message("system", prompts["system"]), Message("user", judge_prompt(prompts, question, response))]
     # the first reply is the official one: no re-ask (see the module docstring)
-    out = await ask_text(lm, messages, parse_score, role=role_name(SCHEME), params=params or PARAMS, retries=0)
+    sent = replace(params or PARAMS, whole_content=True)  # upstream reads the content whole, reasoning and all
+    out = await ask_text(lm, messages, parse_score, role=role_name(SCHEME), params=sent, retries=0)
     item = (
         ItemGrade.failed(0, ITEM, 1.0, out)
         if isinstance(out, LMError)
