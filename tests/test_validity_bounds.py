@@ -2,8 +2,8 @@
 is no loop until under half its word trigrams are distinct; a text breaking off at any of the characters
 code ends on, or starting as code does, is a fragment; an echo of the rewriter's instructions counts from
 8 copied words when they are 30% of the text, and a shorter shared phrase is no echo; half of a question's
-words copied is a copy of it; a copied question is quoted by its first eight words, with the cut marked. Each case failed a mutant that the mutation bench
-found the older tests let pass (issue 46.2)."""
+words copied is a copy of it; a copied question is quoted by its first eight words, with the cut marked.
+Each case failed a mutant that the mutation bench found the older tests let pass (issue 46.2)."""
 
 from __future__ import annotations
 
