@@ -28,6 +28,17 @@ def test_docs_lists_every_page_and_prints_one_whole() -> None:
     assert CliRunner().invoke(app, ["docs", "config"]).output.startswith("#")  # an unambiguous prefix
 
 
+def test_the_list_names_each_page_by_its_title_and_says_how_to_read_one() -> None:
+    """Each row is a topic and the page's first heading (not its first line of prose), and the list ends by
+    saying how to print one (issue 46.2: both survived the mutation bench)."""
+    lines = CliRunner().invoke(app, ["docs"], terminal_width=120).output.splitlines()
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        heading = next(x for x in page.read_text(encoding="utf-8").splitlines() if x.startswith("#"))
+        row = next(x for x in lines if x.split()[0] == page.stem)
+        assert row.split(None, 1)[1] == heading.lstrip("#").strip(), (page, row)
+    assert lines[-1].startswith("read one: decoevo docs TOPIC")
+
+
 @pytest.mark.parametrize("topic", ["nope", "", "c", "../README"])
 def test_an_unknown_topic_is_one_line_and_exit_2(topic: str) -> None:
     out = CliRunner().invoke(app, ["docs", topic])

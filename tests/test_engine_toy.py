@@ -180,6 +180,9 @@ async def test_interrupted_run_resumes_to_the_same_skills_without_repaying(tmp_p
     repaid = paid_before & {request_key(second_backend.identity, r) for r in second_backend.calls}
     assert not repaid, "the resumed run paid again for requests the killed run had already paid for"
     assert len(first_backend.calls) + len(second_backend.calls) == len(set(paid_keys))
+    # the ledger counts every paid call once, those the killed run paid after its last checkpoint included
+    # (issue 46.2: a resume dropping them survived the mutation bench; budgets and spend read this ledger)
+    assert resumed.ledger.total().calls == len(first_backend.calls) + len(second_backend.calls)
     events = [e["event"] for e in RunReader(second.run.path).jsonl("events.jsonl")]
     assert events.count("inner_step") == 3 and "resume" in events
 

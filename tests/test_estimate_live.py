@@ -110,3 +110,18 @@ def test_each_share_and_the_rounds_cost_the_run_shows_move_the_re_estimate_off_t
     rounds = expected_rounds(20, h.audit_every, h.max_stalls, rate, h.audit_schedule, start=8, stalls=0, since=2)
     assert rounds > 1
     assert ahead(round_calls=400) - base == pytest.approx((400 - 60) / (PRIOR_WEIGHT + 1) * rounds)
+
+
+@pytest.mark.parametrize("preset", ["quick", "paper"])
+def test_before_any_step_the_re_estimate_is_the_estimate_under_either_schedule(preset: str) -> None:
+    """A run not started yet has had no round (`Position`'s last round defaults to -1, none): under the
+    paper preset's `since_last_round` schedule, whose K steps count from the last round, the calls ahead
+    are then the estimate's. Counting from a round at step 0 would move every scheduled round one step later
+    (issue 46.2: that default changed to 0 survived the mutation bench; only the fixed schedule was checked)."""
+    from decoevo.engine.config import config_from_dict, deep_merge
+
+    config = config_from_dict(deep_merge(PRESETS[preset], {"method": "decoevo", "data": {"path": "x.jsonl"}}))
+    method, h, sizes = get_method("decoevo"), config.hyper, config.splits
+    assert h.audit_schedule == ("since_last_round" if preset == "paper" else "fixed")
+    assert calls_ahead(method, h, sizes, 0, Seen(), Position(0)) == pytest.approx(
+        estimate_calls(method, h, sizes, seed=0).expected, abs=1.0)

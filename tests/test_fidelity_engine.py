@@ -112,6 +112,11 @@ async def test_an_invalid_generator_candidate_is_never_accepted_even_without_ver
                if e["event"] == "invalid_candidate" and e["skill"] == "generator"]
     assert len(invalid) == 2 and all(e["problem"] == "fragment" for e in invalid)
     assert (result.run_dir / "candidates/generator_round000_invalid.md").is_file()
+    # each round's own event says its candidate was invalid and why (issue 46.2: a round event without it,
+    # read as a round with no candidate, survived the mutation bench)
+    rounds = [e for e in RunReader(engine.run.path).jsonl("events.jsonl") if e["event"] == "outer_round"]
+    assert len(rounds) == 2 and all(e["accepted"] is False and e["invalid"] == "fragment" and e["reason"]
+                                    and e["outcome"] == "invalid" for e in rounds), rounds
     summary = json.loads((result.run_dir / "summary.json").read_text())
     assert summary["final_solver"].startswith("improved:")
 

@@ -67,6 +67,23 @@ MODULES: dict[str, list[str]] = {
                          "test_top_up.py::test_a_matched_token_budget_lands_on_its_target_within_half_a_call",
                          "test_top_up.py::test_a_top_up_that_can_never_reach_its_budget_ends_at_the_hard_bound",
                          "test_top_up.py::test_a_topped_up_run_whose_steps_repeat_reaches_its_paired_tokens[0]"],
+    # issue 46.2, modules B: a rewrite that is not a skill is never gated; the estimate and its "up to ~N
+    # paid" bound; the progress re-estimate; the run loop's records; the reproduce plan; docs; report --watch
+    "engine/validity.py": ["test_validity_bounds.py", "test_validity.py", "test_validity_copies.py"],
+    "engine/estimate.py": ["test_estimate_bounds.py", "test_estimate.py", "test_estimate_live.py",
+                           "test_estimate_prior.py", "test_estimate_batches.py"],
+    "engine/reestimate.py": ["test_estimate_live.py", "test_estimate_prior.py"],
+    "engine/run.py": ["test_run_budget.py", "test_engine_toy.py", "test_fidelity_engine.py",
+                      "test_hardening_round5.py::test_a_checkpoint_copied_from_another_seed_is_refused",
+                      "test_method_guards.py::test_a_control_matched_to_a_run_lands_on_its_tokens_and_an_explicit"
+                      "_cap_does_not", "test_parity.py::test_a_matched_runs_expected_line_is_its_paired_runs_usage",
+                      "test_top_up.py::test_steps_past_t_draw_fresh_rewrite_samples_and_idle_steps_do_not_count",
+                      "test_outcome_words.py"],
+    "reproduce/plan.py": ["test_reproduce_plan.py", "test_reproduce_round3.py", "test_reproduce.py", "test_sample.py",
+                          "-k", "transfer or plan or sample or tables or self_graded or controls_are_topped_up"],
+    "cli/docs.py": ["test_docs_command.py"],
+    "report/serve.py": ["test_report_serve.py", "test_report_watch_progress.py", "test_report_watch.py", "-k",
+                        "not chromium and not running_run"],
     # the spend cap and the run's budget
     "lm/budget.py": ["test_method_guards.py", "test_spend_cap.py", "test_cost_budget.py", "-k",
                      "landing or client_refuses or lands_on_its or token_cap or budget or cap"],
