@@ -91,3 +91,14 @@ def test_without_llama_cpp_the_pip_command_and_no_run_directory(tmp_path, monkey
 def test_help_fits_80_columns(args):
     code, out = invoke(*args)
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_every_keys_own_page_fits_80_columns_presets_line_included():
+    # the presets line grew past 80 columns with a fourth preset (lean): caught only by the slow wheel test
+    for key in sorted(all_keys()):
+        found = lookup(key)
+        if found is None or found.row is None:
+            continue
+        code, out = invoke("config", key)
+        assert code == 0, out
+        assert max(len(line) for line in out.splitlines()) <= 80, (key, out)

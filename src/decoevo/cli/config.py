@@ -92,5 +92,6 @@ def config_cmd(
     for line in _block(found.row):
         _say(line)
     if found.presets:
-        _say("    presets: " + ", ".join(f"{name} {value}" for name, value in found.presets)
-             + "; the others keep the default")
+        for line in _wrapped("presets: " + ", ".join(f"{name} {value}" for name, value in found.presets)
+                             + "; the others keep the default"):
+            _say(line)
