@@ -9,6 +9,10 @@ from typing import Any
 # pydantic's prefixes of a validator's own message ("Value error, unknown method 'x'")
 _PYDANTIC_PREFIX = re.compile(r"^(Value error|Assertion failed), ")
 
+# How a run stopped by the experiment's cost cap says so (its summary's `stopped`, its error): written by
+# lm/spend.py, read by the sweep (it resumes such a run once the cap allows) and the report (a partial run).
+CAP_STOP = "experiment cost cap reached"
+
 
 class UserError(Exception):
     """Bad input, configuration or state, with a message that names the file, flag or field to fix."""

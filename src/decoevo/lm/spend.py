@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CAP_STOP
 from .budget import Admission, BudgetExceeded, admit
 from .cache import pid_alive
 from .errors import ConfigError
@@ -63,8 +64,6 @@ CAP_ENV = "DECOEVO_MAX_COST"
 # The log's identity when the experiment began ("DEVICE:INODE:HOST:TOKEN", `begin`): every process compares the file
 # it opens with it, so one started after the log was deleted or replaced stops rather than begin a new one at $0.
 ID_ENV = "DECOEVO_SPEND_ID"
-# How a cap-stopped run's summary begins: the sweep resumes such a run once the cap allows it.
-CAP_STOP = "experiment cost cap reached"
 
 REQUEST_OVERHEAD_TOKENS = 16  # the reply's priming tokens and any per-request framing a provider bills
 SCHEMA_OVERHEAD_TOKENS = 64  # the instruction and message around a schema sent in the prompt

@@ -14,7 +14,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..analysis.claims import Setting
-from ..lm.spend import CAP_STOP
+from ..errors import CAP_STOP
 from .discover import SweepInfo
 from .labels import benchmark_label, benchmark_order
 from .paired import paired_scores
