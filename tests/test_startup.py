@@ -102,7 +102,8 @@ def test_help_lists_each_command_as_its_own_help_says(monkeypatch, env):
 def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     """`decoevo run` against a local server, stopped as it sends its first chat completion (the bench's probe):
     no scipy, numpy, plots or templates by then, nor the price table (a local server is never priced by it),
-    nor httpx (the model list for the run's provenance is read with the standard library)."""
+    nor httpx (the model list for the run's provenance is read with the standard library), nor the import
+    readers."""
     from bench.client.startup import PROBE, tree_env
     from decoevo.testing.server import serve_app
     from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
@@ -119,3 +120,6 @@ def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     assert "decoevo.engine.run" in loaded  # not vacuous: the run was under way
     unwanted = top_level(loaded) & {*HEAVY, "genai_prices", "httpx"}
     assert not unwanted, sorted(unwanted)
+    # nor the readers and staging of --format promptfoo|inspect, which this run does not use
+    import_only = {"decoevo.interop.readers", "decoevo.interop.staging"}
+    assert not loaded & import_only, sorted(loaded & import_only)
