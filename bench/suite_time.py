@@ -99,6 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     # the commit measured is the one at the start (commits made while the suite runs are not in it)
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                            text=True, check=False).stdout.strip()
+    if args.from_timeline and not args.from_output:  # a run stopped before its end: its timeline alone
+        entry = {"commit": commit, "partial": True, "timeline": by_file(args.from_timeline)}
+        results = json.loads(args.out.read_text()) if args.out.exists() else {}
+        results[args.label] = entry
+        args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        print(f"{args.label}: the timeline of {sum(f['tests'] for f in entry['timeline']['files'].values())} tests")
+        return 0
     if args.from_output:
         text, wall = args.from_output.read_text(encoding="utf-8"), None
     else:
