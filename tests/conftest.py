@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import compileall
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,21 @@ from decoevo.lm import LM, LMConfig, RequestCache
 from decoevo.testing.scripted import ScriptedBackend
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile decoevo's sources once, before the workers start, when the environment tells Python not to write
+    bytecode (PYTHONDONTWRITEBYTECODE=1, as on the machines this suite runs on): otherwise every `python -m
+    decoevo` subprocess the tests start compiles the modules it imports again, about 0.2 s of CPU for a run's
+    (docs/performance.md, "Suite time (issue 47.4)"). Only an editable checkout's `src/` is compiled, into its
+    git-ignored __pycache__ folders, as Python does by default; an installed decoevo already has its bytecode."""
+    if not sys.flags.dont_write_bytecode or hasattr(config, "workerinput"):
+        return
+    import decoevo
+
+    package = Path(decoevo.__file__).resolve().parent
+    if package.parent.name == "src" and os.access(package, os.W_OK):
+        compileall.compile_dir(package, quiet=1)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -7,6 +7,7 @@ needs scipy, numpy, matplotlib or jinja2 (reports and statistics import them whe
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,8 +57,12 @@ def test_version_and_help_load_no_command(args):
     assert "typer" in loaded  # not vacuous: the command line did run
     heavy = top_level(loaded) & {*HEAVY, "pydantic", "aiohttp", "httpx", "yaml"}
     assert not heavy, f"`decoevo {' '.join(args)}` imported {sorted(heavy)}"
-    commands = {m for m in loaded if m.startswith("decoevo.") and m not in {"decoevo.cli", "decoevo.cli.main"}}
+    root = {"decoevo.cli", "decoevo.cli.main", "decoevo.cli.roothelp"}
+    commands = {m for m in loaded if m.startswith("decoevo.")} - root
     assert not commands, f"`decoevo {' '.join(args)}` imported {sorted(commands)}"
+    # nor Typer's help module, with rich's Markdown (markdown-it) and traceback (pygments, attrs) renderers
+    typer_help = loaded & {"typer.rich_utils", "rich.markdown", "rich.traceback", "markdown_it", "pygments", "attr"}
+    assert not typer_help, f"`decoevo {' '.join(args)}` imported {sorted(typer_help)}"
 
 
 def test_a_command_loads_its_own_module_only():
@@ -78,13 +83,17 @@ def test_a_run_imports_no_scipy_numpy_plots_or_templates():
     assert paired_difference({1: 2.0, 2: 4.0, 3: 3.0}, {1: 1.0, 2: 1.5, 3: 1.0}).p_value is not None
 
 
-def test_help_lists_each_command_as_its_own_help_says(monkeypatch):
-    """The summaries `decoevo --help` shows without importing the commands are what the commands say."""
-    lazy = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+@pytest.mark.parametrize("env", [{"COLUMNS": "200"}, {"COLUMNS": "80", "FORCE_COLOR": "1"},
+                                 {"COLUMNS": "50", "FORCE_COLOR": "1"}], ids=["plain", "colour-80", "colour-50"])
+def test_help_lists_each_command_as_its_own_help_says(monkeypatch, env):
+    """The summaries `decoevo --help` shows without importing the commands are what the commands say, drawn
+    (cli/roothelp.py) exactly as Typer's own help module draws them, plain and in colour."""
+    lazy = CliRunner().invoke(app, ["--help"], env=env)
     monkeypatch.setattr(LazyCommands, "list_with_summaries", False)
-    loaded = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"})
+    loaded = CliRunner().invoke(app, ["--help"], env=env)
     assert lazy.exit_code == loaded.exit_code == 0, lazy.output + loaded.output
-    assert all(f" {name} " in lazy.output for name in COMMANDS)
+    assert all(f" {name} " in re.sub(r"\x1b\[[0-9;]*m", "", lazy.output) for name in COMMANDS)
+    assert ("\x1b[" in lazy.output) == ("FORCE_COLOR" in env)  # the colour cases are in colour
     assert lazy.output == loaded.output
     unknown = CliRunner().invoke(app, ["rnu"], env={"COLUMNS": "200"})  # and a name not listed is still refused
     assert unknown.exit_code == 2 and "No such command 'rnu'" in unknown.output
@@ -93,7 +102,8 @@ def test_help_lists_each_command_as_its_own_help_says(monkeypatch):
 def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     """`decoevo run` against a local server, stopped as it sends its first chat completion (the bench's probe):
     no scipy, numpy, plots or templates by then, nor the price table (a local server is never priced by it),
-    nor httpx (the model list for the run's provenance is read with the standard library)."""
+    nor httpx (the model list for the run's provenance is read with the standard library), nor the import
+    readers."""
     from bench.client.startup import PROBE, tree_env
     from decoevo.testing.server import serve_app
     from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
@@ -110,3 +120,6 @@ def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     assert "decoevo.engine.run" in loaded  # not vacuous: the run was under way
     unwanted = top_level(loaded) & {*HEAVY, "genai_prices", "httpx"}
     assert not unwanted, sorted(unwanted)
+    # nor the readers and staging of --format promptfoo|inspect, which this run does not use
+    import_only = {"decoevo.interop.readers", "decoevo.interop.staging"}
+    assert not loaded & import_only, sorted(loaded & import_only)

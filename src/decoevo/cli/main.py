@@ -100,6 +100,12 @@ class LazyCommands(TyperGroup):
         return self._loaded[cmd_name]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
+        if self.list_with_summaries:
+            from . import roothelp  # rich's panels without Typer's help module (roothelp's docstring says why)
+
+            if roothelp.drawable(self, ctx):
+                roothelp.draw(self, ctx, [(name, entry.summary) for name, entry in COMMANDS.items()])
+                return
         self._listing = True
         try:
             super().format_help(ctx, formatter)

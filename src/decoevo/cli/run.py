@@ -131,12 +131,14 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
          allow_unlisted: bool = False, question_var: str | None = None, strict: bool = False) -> None:
     from dataclasses import replace
 
-    from ..interop import IMPORT_FORMATS, read_imported
-    from ..interop.staging import discard_unstarted, staged_config
-    from .import_flags import flags_with_imported_model
+    from ..interop import IMPORT_FORMATS
 
     imported = None
     if flags.fmt in IMPORT_FORMATS:  # read (and refused) before anything is made; staged into each run directory
+        # the readers (YAML with line numbers, promptfoo's and Inspect's formats) load only for an import
+        from ..interop import read_imported
+        from .import_flags import flags_with_imported_model
+
         if not flags.data:
             raise ConfigError(f"--format {flags.fmt} needs --data FILE")
         imported = read_imported(flags.data, flags.fmt, question_var=question_var, strict=strict)
@@ -174,6 +176,8 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
         check_new_run_dir(run_dir)
         made = not run_dir.exists()
         if imported is not None:
+            from ..interop.staging import discard_unstarted, staged_config
+
             config = staged_config(config, imported, run_dir)
         try:
             _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)

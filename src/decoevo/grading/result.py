@@ -20,7 +20,7 @@ class ItemGrade(BaseModel):
     """One gold criterion's verdict. `value` is on the benchmark's own scale (met = 1 / not met = 0,
     1-10, 0-10, 1-5 or 0-20); None when the grader failed, with `error` saying how."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when a grade is first made, not at import
 
     index: int
     criterion: str
@@ -39,7 +39,7 @@ class ItemGrade(BaseModel):
 class GradeResult(BaseModel):
     """One response graded under one question's gold rubric. `score` is 0-100, None when ungraded."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when a grade is first made, not at import
 
     question_id: str
     scheme: str
@@ -96,7 +96,7 @@ def conclude(
 
 
 class BenchmarkScore(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built when a grade is first made, not at import
 
     scheme: str
     score: float | None  # 0-100 over graded questions; None when nothing was graded

@@ -8,7 +8,21 @@ task that the tool runs as is. Nothing here imports either tool: the files are p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .imported import IMPORT_FORMATS, Imported
-from .readers import read_imported
+
+if TYPE_CHECKING:
+    from .readers import read_imported
 
 __all__ = ["IMPORT_FORMATS", "Imported", "read_imported"]
+
+
+def __getattr__(name: str) -> Any:
+    """`read_imported` loads the readers (YAML with line numbers, promptfoo's and Inspect's formats) when first
+    asked for: a run that imports nothing checks `IMPORT_FORMATS` only (tests/test_startup.py)."""
+    if name == "read_imported":
+        from .readers import read_imported
+
+        return read_imported
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,8 @@ from .outcomes import Outcome, outcome_of
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # built when first used, as the run directory's records are (rundir/records.py, _Record)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     t: float = Field(default_factory=lambda: round(time.time(), 3))
 
@@ -146,7 +147,7 @@ KnownEvent = Annotated[
     Field(discriminator="event"),
 ]
 RunEvent = KnownEvent | OtherEvent
-_KNOWN: TypeAdapter[Any] = TypeAdapter(KnownEvent)
+_KNOWN: TypeAdapter[Any] = TypeAdapter(KnownEvent, config=ConfigDict(defer_build=True))
 EVENT_TYPES: frozenset[str] = frozenset(
     m.model_fields["event"].default for m in (StartEvent, ResumeEvent, InnerStepEvent, OuterRoundEvent,
                                               InnerStepFailedEvent, OuterRoundFailedEvent, InvalidCandidateEvent,

@@ -44,8 +44,11 @@ PROVENANCE = "provenance.json"  # Provenance, below
 MAX_TOKENS_RECORDED = 10**12
 
 
+# defer_build (these bases and rundir/events.py): a model's validator is built when first used, not at import.
+# Most commands use a few of these records; building all of them cost every `decoevo` process about 0.03 s of
+# CPU at start (bench/client/startup.py).
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
 class Checkpoint(_Record):
@@ -125,7 +128,7 @@ class CallLine(_Record):
 class _EvalRecord(BaseModel):
     # NaN or infinity is never a score decoevo wrote (json.loads reads `NaN`): such a file is damaged, and
     # refusing it names the file instead of showing "Δ +nan"
-    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 # A question's own score (0-100 style) as the benchmarks' graders give it. Most rules are 0-100 (WritingBench's
@@ -296,7 +299,7 @@ class AlignmentFile(_EvalRecord):
 # newer version with more fields, still read.
 
 class _ProvenanceRecord(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
 
 class FileDigest(_ProvenanceRecord):
