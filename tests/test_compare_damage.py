@@ -149,11 +149,17 @@ def test_the_librarys_compare_ticks_each_question_and_names_each_edit_of_a_promp
     asked = json.loads((made / "toy.jsonl").read_text().splitlines()[0])
     assert one["n_questions"] == 1 and ticks == [asked["id"]]
     assert one["rows"][0]["question"] == asked["prompt"]
+    # a file is a transfer (no split), the after side the shipped version
+    assert one["kind"] == "transfer" and one["split"] is None and isinstance(one["after_version"], int)
     skill = tmp_path / "edited.md"
     files = []
     for text in ("Answer briefly.", "Answer briefly and kindly."):
         skill.write_text(text, encoding="utf-8")
         record = asyncio.run(compare_async(first, skill_file=skill))
         assert record["after_skill"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+        assert record["kind"] == "test" and record["after_version"] is None  # the run's split; a file, no version
         files.append(first / record["file"])
     assert files[0] != files[1] and all(f.is_file() and "edited" in f.name for f in files), files
+    assert not record["after_same_as_before"]
+    skill.write_text((first / "final_solver_skill.md").read_text(encoding="utf-8"), encoding="utf-8")
+    assert asyncio.run(compare_async(first, skill_file=skill))["after_same_as_before"]  # the shipped skill itself
