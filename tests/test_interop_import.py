@@ -132,6 +132,14 @@ def test_the_users_own_assertions_and_fields_are_kept_verbatim_and_no_key_is(tmp
     ([{"id": "openai:chat:m", "config": {"apiBaseUrl": "https://u:p@h/v1"}}], "carries credentials"),
     ([{"id": "openai:chat:m", "config": {"apiKeyEnvar": "A-B"}}], "not a variable name"),
     (None, "none in the file"),
+    ([], "the list is empty"),
+    ([{"id": "openai:chat:m", "config": {"apiBaseUrl": ""}}], "config.apiBaseUrl is not text"),
+    ([{"id": "openai:chat:m", "config": {"apiBaseUrl": "http://h:9/v1 x"}}], "holds spaces or control characters"),
+    ("ollama:completion:llama3.2", "not a chat API"),
+    ("openai:chat:", "it names no model"),
+    ("openai:chat:m\x07", "it names no model"),
+    ([{"id": "openai:chat:m", "config": {"max_tokens": 0}}], "not a positive whole number"),
+    ([{"id": "openai:chat:m", "config": {"max_tokens": 1}}], ("m", "https://api.openai.com/v1", None)),
 ])
 def test_the_providers_block_names_the_model_or_says_why_not(raw: Any, want: Any) -> None:
     from decoevo.interop.promptfoo_model import imported_model
