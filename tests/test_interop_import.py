@@ -271,6 +271,9 @@ def test_a_file_over_the_bound_is_refused_before_it_is_parsed(tmp_path: Path, mo
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: .inf}\n", "is inf, not a question"),
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a, n: .nan}\n", r"vars\.n': is nan \(not a finite number\)"),
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a, b: !!binary aGk=}\n", "holds a bytes value"),
+    ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a\n", r"line 4: not valid YAML"),
+    ("prompts: ['{{query}}']\n\ntests:\n  - vars: {query: a}\n    assert: [1, 2]\n",
+     r"line 5, field 'tests\[0\]\.assert\[0\]': must be a mapping"),  # a list's own line
 ])
 def test_odd_promptfoo_files_are_refused_naming_the_line(tmp_path: Path, text: str, where: str) -> None:
     path = tmp_path / "c.yaml"
