@@ -408,3 +408,14 @@ def test_an_inspect_sample_ending_with_the_assistant_is_one_line(tmp_path: Path,
     assert f"{name}, line {line}, field 'input': the last message must be the user's" in said, said
     assert said.count("error:") == 1 and "validation error" not in said and "Traceback" not in said
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_size_bound_is_a_positive_number_and_a_blank_csv_line_is_no_sample(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("input,target\nIs it fine?,Yes\n\nShould I rest?,Rest\n", encoding="utf-8")
+    assert [q.turns[-1].content for q in read_imported(data, "inspect").questions] == ["Is it fine?", "Should I rest?"]
+    for raw in ("0", "-1", "nan", "lots"):
+        monkeypatch.setenv("DECOEVO_IMPORT_MAX_MB", raw)
+        with pytest.raises(ConfigError, match="must be a positive number of megabytes"):
+            read_imported(data, "inspect")
