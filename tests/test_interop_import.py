@@ -274,6 +274,8 @@ def test_a_file_over_the_bound_is_refused_before_it_is_parsed(tmp_path: Path, mo
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a\n", r"line 4: not valid YAML"),
     ("prompts: ['{{query}}']\n\ntests:\n  - vars: {query: a}\n    assert: [1, 2]\n",
      r"line 5, field 'tests\[0\]\.assert\[0\]': must be a mapping"),  # a list's own line
+    ("prompts: ['{{query}}']\ntests:\n  - vars:\n      query: a\n      n:\n        m: .nan\n",
+     r"line 6, field 'tests\[0\]\.vars\.n\.m': is nan"),  # a nested mapping's own line
 ])
 def test_odd_promptfoo_files_are_refused_naming_the_line(tmp_path: Path, text: str, where: str) -> None:
     path = tmp_path / "c.yaml"
@@ -419,3 +421,13 @@ def test_the_size_bound_is_a_positive_number_and_a_blank_csv_line_is_no_sample(
         monkeypatch.setenv("DECOEVO_IMPORT_MAX_MB", raw)
         with pytest.raises(ConfigError, match="must be a positive number of megabytes"):
             read_imported(data, "inspect")
+
+
+def test_a_value_nested_within_the_bound_is_kept(tmp_path: Path) -> None:
+    deep: Any = "x"
+    for _ in range(40):  # within the bound of 64 levels
+        deep = {"k": deep}
+    config = tmp_path / "p.json"
+    config.write_text(json.dumps({"prompts": ["{{query}}"], "tests": [{"vars": {"query": "a", "deep": deep}}]}))
+    (q,) = read_imported(config, "promptfoo").questions
+    assert q.meta["promptfoo"]["vars"]["deep"] == deep
