@@ -180,3 +180,18 @@ async def test_the_runs_own_rubrics_come_from_its_cache_and_a_failed_one_is_name
     with pytest.raises(RubricFailed, match=f"question {asked[0].id}"):
         async with LM(view.config.lm, backends=garbled, cache=None) as lm:
             await generator_rubrics(view, asked[:1], lm=lm)
+
+
+def test_the_library_export_keeps_a_users_file_unforced_and_reads_question_var_only_for_an_import(run, tmp_path):
+    from decoevo.interop.export import export_run, read_questions
+
+    run_dir, data = run
+    with pytest.raises(ConfigError, match="--question-var is for --format promptfoo"):
+        read_questions(str(data), "jsonl", question_var="query")
+    assert read_questions(str(data), "jsonl").questions
+    out = tmp_path / "pf"
+    out.mkdir()
+    (out / "tests.yaml").write_text("mine\n")
+    with pytest.raises(ConfigError, match="was not written by decoevo"):
+        export_run(run_dir, "promptfoo", out)  # unforced by default: the user's file is kept
+    assert (out / "tests.yaml").read_text() == "mine\n"
