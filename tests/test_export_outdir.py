@@ -195,3 +195,19 @@ def test_the_library_export_keeps_a_users_file_unforced_and_reads_question_var_o
     with pytest.raises(ConfigError, match="was not written by decoevo"):
         export_run(run_dir, "promptfoo", out)  # unforced by default: the user's file is kept
     assert (out / "tests.yaml").read_text() == "mine\n"
+
+
+def test_only_a_file_of_rubrics_rows_counts_as_one_decoevo_wrote(tmp_path) -> None:
+    """`rubric -o FILE` replaces unforced only a file whose every line has a rubrics row's keys (id, question,
+    generator_version, rubric): a user's JSONL that lacks one of them is kept."""
+    from decoevo.interop.export import check_rubrics_output
+
+    row = {"id": "q1", "question": "Is it fine?", "generator_version": 1, "rubric": [{"criterion": "A", "weight": 1}]}
+    ours = tmp_path / "ours.jsonl"
+    ours.write_text(json.dumps(row) + "\n")
+    check_rubrics_output(ours)
+    for key in row:
+        theirs = tmp_path / f"without-{key}.jsonl"
+        theirs.write_text(json.dumps({k: v for k, v in row.items() if k != key}) + "\n")
+        with pytest.raises(ConfigError, match="is not a rubrics file decoevo wrote"):
+            check_rubrics_output(theirs)
