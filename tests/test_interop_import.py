@@ -299,6 +299,12 @@ def test_a_date_stays_the_text_it_was_written_as(tmp_path: Path) -> None:
     ("d.jsonl", '{"input": "x"}\n{"input": "y", "metadata": {"a": NaN}}\n', r"line 2: not valid JSON \(NaN is not"),
     ("d.json", '[\n  {"input": "x"},\n  {"input": "y",\n   "target": 3}\n]\n', "line 3, field 'target'"),
     ("d.json", '{"input": "x"}', "a .json dataset is an array of samples"),
+    ("d.json", '[\n  {"input": "x"},\n  oops\n]\n', "line 3: not valid JSON"),
+    ("d.csv", 'question,target\nhello,1\n', "line 1, field 'input': the header has no input column"),
+    ("d.jsonl", '{"input": "x", "metadata": [1]}\n', "line 1, field 'metadata': must be an object"),
+    ("d.jsonl", '{"input": [{"role": "user", "content": [{"type": "image", "image": "a.png"}]}]}\n',
+     "holds non-text content"),
+    ("d.jsonl", '{"input": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}\n', "holds non-text content"),
 ])
 def test_odd_inspect_files_are_refused_naming_the_line(tmp_path: Path, name: str, text: str, where: str) -> None:
     path = tmp_path / name
