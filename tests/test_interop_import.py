@@ -437,3 +437,28 @@ def test_a_value_nested_within_the_bound_is_kept(tmp_path: Path) -> None:
     config.write_text(json.dumps({"prompts": ["{{query}}"], "tests": [{"vars": {"query": "a", "deep": deep}}]}))
     (q,) = read_imported(config, "promptfoo").questions
     assert q.meta["promptfoo"]["vars"]["deep"] == deep
+
+
+# the assertion types promptfoo's CSV reader (assertionFromString) knows, written out: what decoevo must read
+PROMPTFOO_CSV_TYPES = (
+    "llm-rubric", "javascript", "python", "contains", "icontains", "contains-any", "contains-all", "icontains-any",
+    "icontains-all", "equals", "regex", "starts-with", "is-json", "contains-json", "is-sql", "contains-sql",
+    "is-xml", "contains-xml", "is-valid-openai-tools-call", "is-valid-openai-function-call", "similar",
+    "levenshtein", "rouge-n", "bleu", "meteor", "gleu", "model-graded-closedqa", "factuality", "answer-relevance",
+    "context-recall", "context-relevance", "context-faithfulness", "g-eval", "classifier", "moderation",
+    "perplexity", "perplexity-score", "cost", "latency", "webhook", "select-best", "word-count",
+)
+
+
+def test_every_csv_assertion_prefix_promptfoo_knows_is_read_as_its_type(tmp_path: Path) -> None:
+    """An `__expected` cell `TYPE: value` (or `TYPE(threshold): value`) is an assertion of that type for every type
+    promptfoo's CSV reader knows; text without a known prefix is an `equals`."""
+    types = sorted(PROMPTFOO_CSV_TYPES)
+    cells = ",".join(f'"{t}: v"' for t in types)
+    (tmp_path / "tests.csv").write_text(
+        "query," + ",".join(f"__expected{i + 1}" for i in range(len(types))) + f'\n"Knee pain?",{cells}\n',
+        encoding="utf-8")
+    path = tmp_path / "c.yaml"
+    path.write_text("prompts: ['{{query}}']\ntests: file://tests.csv\n", encoding="utf-8")
+    (q,) = read_imported(path, "promptfoo").questions
+    assert [a["type"] for a in q.meta["promptfoo"]["assert"]] == types
