@@ -10,6 +10,8 @@ if [ "$#" -eq 0 ]; then  # the whole suite: lint and type-check first (about 25 
   .venv/bin/ruff check src tests bench scripts
   .venv/bin/mypy src/decoevo
 fi
+# install.sh --dev installed inspect-ai and, wherever npm is, promptfoo: the interop round trips must run, not skip
+if command -v npm >/dev/null 2>&1; then export DECOEVO_REQUIRE_TOOLS=1; fi
 # Two workers, each test file on one of them (module fixtures are built once): a serial run keeps one of
 # the two cores busy on average, since most tests wait on a subprocess, a server or a model
 # (docs/performance.md, "Test suite time").

@@ -4,6 +4,8 @@ copied from another run, a 'before' mean over other questions than the Δ)."""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import re
 import shutil
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from decoevo.api import compare_async
 from decoevo.cli import app
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
@@ -132,3 +135,31 @@ def test_a_result_copied_from_another_run_is_not_that_runs_result(runs: Path, tm
         said = [w for w in warnings if Path(path).name in w]
         assert len(said) == 1 and "not this run's result" in said[0], warnings
     assert RESULT_BADGE not in page
+
+
+def test_the_librarys_compare_ticks_each_question_and_names_each_edit_of_a_prompt(runs: Path, made: Path,
+                                                                                 tmp_path: Path) -> None:
+    """`compare_async`: `on_item` is called once a question (the CLI's progress), a one-question file is
+    compared (what the user asked: the question's own text), and two edits of one prompt file are two
+    comparisons, each named by the file's stem and recording its own text's hash, never one replacing the other."""
+    first = runs / "first"
+    ticks: list[str] = []
+    one = asyncio.run(compare_async(first, data={"path": str(made / "toy.jsonl"), "format": "jsonl", "limit": 1},
+                                    on_item=ticks.append))
+    asked = json.loads((made / "toy.jsonl").read_text().splitlines()[0])
+    assert one["n_questions"] == 1 and ticks == [asked["id"]]
+    assert one["rows"][0]["question"] == asked["prompt"]
+    # a file is a transfer (no split), the after side the shipped version
+    assert one["kind"] == "transfer" and one["split"] is None and isinstance(one["after_version"], int)
+    skill = tmp_path / "edited.md"
+    files = []
+    for text in ("Answer briefly.", "Answer briefly and kindly."):
+        skill.write_text(text, encoding="utf-8")
+        record = asyncio.run(compare_async(first, skill_file=skill))
+        assert record["after_skill"]["sha256"] == hashlib.sha256(text.encode()).hexdigest()
+        assert record["kind"] == "test" and record["after_version"] is None  # the run's split; a file, no version
+        files.append(first / record["file"])
+    assert files[0] != files[1] and all(f.is_file() and "edited" in f.name for f in files), files
+    assert not record["after_same_as_before"]
+    skill.write_text((first / "final_solver_skill.md").read_text(encoding="utf-8"), encoding="utf-8")
+    assert asyncio.run(compare_async(first, skill_file=skill))["after_same_as_before"]  # the shipped skill itself

@@ -11,7 +11,11 @@ from typer.testing import CliRunner
 
 from decoevo.cli import app
 from decoevo.errors import ConfigError
+from decoevo.evaluation.run_view import RunView
 from decoevo.interop.outdir import MANIFEST, OutDir
+from decoevo.interop.rubrics import RubricFailed, generator_rubrics
+from decoevo.lm import LM
+from decoevo.testing.scripted import ScriptedBackend
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
@@ -154,3 +158,56 @@ def test_a_threshold_of_one_is_written_as_given(run, tmp_path) -> None:
     code, said = invoke("export", run_dir, tmp_path / "pf", "--to", "promptfoo", "--threshold", "1")
     assert code == 0, said
     assert "threshold: 1" in (tmp_path / "pf" / "tests.yaml").read_text()
+
+
+async def test_the_runs_own_rubrics_come_from_its_cache_and_a_failed_one_is_named(run, tmp_path) -> None:
+    """An export's rubrics are the run's final generator's, asked as the run asked them (the same requests: those
+    the run generated are cache hits, never paid again); the caller's LM is left open for its next use; a rubric
+    that cannot be generated is named by its question."""
+    run_dir, _ = run
+    view = RunView(run_dir)
+    run_keys = {row["key"] for row in map(json.loads, (run_dir / "calls.jsonl").read_text().splitlines())
+                if row["role"] == "generate_rubric"}
+    asked = list(view.questions().values())
+    keys: list[str] = []
+    async with LM(view.config.lm) as lm:
+        lm.on_call = lambda record: keys.append(record.key)
+        first = await generator_rubrics(view, asked, lm=lm)
+        assert run_keys & set(keys), "no rubric request of the export's is one the run made"
+        again = await generator_rubrics(view, asked, lm=lm)  # the same LM, still open: every rubric a hit
+        assert again.rubrics == first.rubrics and list(again.rubrics) == [q.id for q in asked]
+    garbled = {name: ScriptedBackend(lambda r: "not a rubric") for name in view.config.lm.models}
+    with pytest.raises(RubricFailed, match=f"question {asked[0].id}"):
+        async with LM(view.config.lm, backends=garbled, cache=None) as lm:
+            await generator_rubrics(view, asked[:1], lm=lm)
+
+
+def test_the_library_export_keeps_a_users_file_unforced_and_reads_question_var_only_for_an_import(run, tmp_path):
+    from decoevo.interop.export import export_run, read_questions
+
+    run_dir, data = run
+    with pytest.raises(ConfigError, match="--question-var is for --format promptfoo"):
+        read_questions(str(data), "jsonl", question_var="query")
+    assert read_questions(str(data), "jsonl").questions
+    out = tmp_path / "pf"
+    out.mkdir()
+    (out / "tests.yaml").write_text("mine\n")
+    with pytest.raises(ConfigError, match="was not written by decoevo"):
+        export_run(run_dir, "promptfoo", out)  # unforced by default: the user's file is kept
+    assert (out / "tests.yaml").read_text() == "mine\n"
+
+
+def test_only_a_file_of_rubrics_rows_counts_as_one_decoevo_wrote(tmp_path) -> None:
+    """`rubric -o FILE` replaces unforced only a file whose every line has a rubrics row's keys (id, question,
+    generator_version, rubric): a user's JSONL that lacks one of them is kept."""
+    from decoevo.interop.export import check_rubrics_output
+
+    row = {"id": "q1", "question": "Is it fine?", "generator_version": 1, "rubric": [{"criterion": "A", "weight": 1}]}
+    ours = tmp_path / "ours.jsonl"
+    ours.write_text(json.dumps(row) + "\n")
+    check_rubrics_output(ours)
+    for key in row:
+        theirs = tmp_path / f"without-{key}.jsonl"
+        theirs.write_text(json.dumps({k: v for k, v in row.items() if k != key}) + "\n")
+        with pytest.raises(ConfigError, match="is not a rubrics file decoevo wrote"):
+            check_rubrics_output(theirs)

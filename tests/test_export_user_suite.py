@@ -95,6 +95,7 @@ def test_the_export_keeps_the_users_assertions_beside_the_rubric(user_run, with_
         assert user_asserts(test)[0] == {"type": "llm-rubric", "value": f"Tells the user when to see a doctor "
                                          f"(case {case})", "weight": 2}
         assert [a for a in test["assert"] if a not in user_asserts(test)]  # the co-evolved rubric, beside them
+        assert "question_var" not in test  # decoevo's own note of the question's variable is not a promptfoo field
 
 
 @pytest.mark.skipif(not HAS_PROMPTFOO, reason="promptfoo is not installed (scripts/install.sh --dev with node)")

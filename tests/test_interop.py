@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from decoevo.cli import app
-from decoevo.errors import DatasetError, UserError
+from decoevo.errors import ConfigError, DatasetError, UserError
 from decoevo.interop import read_imported
 
 PROMPTFOO = """\
@@ -205,3 +205,14 @@ def test_a_promptfoo_config_runs_as_decoevo_input_and_a_failed_start_leaves_noth
     assert "initial_solver_skill: You are a careful sports-medicine assistant." in config
     assert "Tells the user when to see a doctor" in (run / "task_spec.txt").read_text()
     assert sum(1 for _ in (run / "questions.jsonl").open()) == 16
+
+
+def test_an_unknown_format_or_a_question_variable_for_inspect_is_refused(tmp_path: Path) -> None:
+    """The library's reader names the formats it reads, and --question-var only where it means something."""
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"input": "Is it fine?", "target": "Yes"}\n', encoding="utf-8")
+    assert len(read_imported(data, "inspect").questions) == 1
+    with pytest.raises(ConfigError, match="unknown import format 'csv'"):
+        read_imported(data, "csv")
+    with pytest.raises(ConfigError, match="--question-var is for --format promptfoo"):
+        read_imported(data, "inspect", question_var="query")

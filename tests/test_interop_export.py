@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -84,3 +85,37 @@ def test_the_graders_verdict_becomes_level_over_4(level: int) -> None:
     script = f"const f = {VERDICT_TRANSFORM}; console.log(JSON.stringify(f({json.dumps(reply)})));"
     out = json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
     assert out == {"output": {"reason": "r", "score": level / 4, "pass": level >= 3}}
+
+
+def test_a_multi_turn_question_is_exported_as_its_turns_and_a_single_one_as_its_text() -> None:
+    """Inspect sends a sample's `input` to the solver: a conversation as its messages (never flattened into one
+    text), a one-turn question as its text; the judge reads the question as decoevo's does either way."""
+    from decoevo.domain import Criterion, Question, Rubric
+    from decoevo.interop.inspect_out import samples
+
+    one = Question.from_text("q1", "Is it fine?")
+    chat = Question.model_validate({"id": "q2", "turns": [{"role": "user", "content": "My knee hurts."},
+                                                          {"role": "assistant", "content": "Since when?"},
+                                                          {"role": "user", "content": "Since Monday."}]})
+    rubric = {q.id: Rubric(question_id=q.id, generator_version=1, criteria=(Criterion(text="Says A", weight=2),))
+              for q in (one, chat)}
+    got = samples(SimpleNamespace(questions=[one, chat], rubrics=rubric))  # type: ignore[arg-type]
+    assert got[0]["input"] == "Is it fine?"
+    assert got[1]["input"] == [t.model_dump() for t in chat.turns]
+    assert [s["metadata"]["question"] for s in got] == [one.as_text(), chat.as_text()]  # type: ignore[index]
+
+
+def test_the_provider_takes_no_key_only_from_a_local_server_and_the_grader_asks_at_temperature_0() -> None:
+    from decoevo.interop.promptfoo_out import _openai_provider, grader_body
+
+    def bundle(url: str) -> SimpleNamespace:
+        profile = SimpleNamespace(temperature=True, token_param="max_tokens", structured="json_object")
+        endpoint = SimpleNamespace(base_url=url, model="m", api_key_env="MY_KEY", profile=profile)
+        return SimpleNamespace(solver=endpoint, judge=endpoint, max_tokens_solve=100, max_tokens_judge=50, seed=3)
+
+    for local in ("http://127.0.0.1:8080/v1", "http://localhost:8080/v1", "http://[::1]:8080/v1"):
+        assert _openai_provider(bundle(local))["config"]["apiKeyRequired"] is False  # type: ignore[arg-type]
+    remote = _openai_provider(bundle("https://api.example.com/v1"))["config"]  # type: ignore[arg-type]
+    assert "apiKeyRequired" not in remote and remote["apiKeyEnvar"] == "MY_KEY"
+    body = grader_body(bundle("http://127.0.0.1:8080/v1"))  # type: ignore[arg-type]
+    assert body["temperature"] == 0 and body["seed"] == 3 and body["max_tokens"] == 50

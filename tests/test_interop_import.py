@@ -132,6 +132,14 @@ def test_the_users_own_assertions_and_fields_are_kept_verbatim_and_no_key_is(tmp
     ([{"id": "openai:chat:m", "config": {"apiBaseUrl": "https://u:p@h/v1"}}], "carries credentials"),
     ([{"id": "openai:chat:m", "config": {"apiKeyEnvar": "A-B"}}], "not a variable name"),
     (None, "none in the file"),
+    ([], "the list is empty"),
+    ([{"id": "openai:chat:m", "config": {"apiBaseUrl": ""}}], "config.apiBaseUrl is not text"),
+    ([{"id": "openai:chat:m", "config": {"apiBaseUrl": "http://h:9/v1 x"}}], "holds spaces or control characters"),
+    ("ollama:completion:llama3.2", "not a chat API"),
+    ("openai:chat:", "it names no model"),
+    ("openai:chat:m\x07", "it names no model"),
+    ([{"id": "openai:chat:m", "config": {"max_tokens": 0}}], "not a positive whole number"),
+    ([{"id": "openai:chat:m", "config": {"max_tokens": 1}}], ("m", "https://api.openai.com/v1", None)),
 ])
 def test_the_providers_block_names_the_model_or_says_why_not(raw: Any, want: Any) -> None:
     from decoevo.interop.promptfoo_model import imported_model
@@ -263,6 +271,11 @@ def test_a_file_over_the_bound_is_refused_before_it_is_parsed(tmp_path: Path, mo
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: .inf}\n", "is inf, not a question"),
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a, n: .nan}\n", r"vars\.n': is nan \(not a finite number\)"),
     ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a, b: !!binary aGk=}\n", "holds a bytes value"),
+    ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a\n", r"line 4: not valid YAML"),
+    ("prompts: ['{{query}}']\n\ntests:\n  - vars: {query: a}\n    assert: [1, 2]\n",
+     r"line 5, field 'tests\[0\]\.assert\[0\]': must be a mapping"),  # a list's own line
+    ("prompts: ['{{query}}']\ntests:\n  - vars:\n      query: a\n      n:\n        m: .nan\n",
+     r"line 6, field 'tests\[0\]\.vars\.n\.m': is nan"),  # a nested mapping's own line
 ])
 def test_odd_promptfoo_files_are_refused_naming_the_line(tmp_path: Path, text: str, where: str) -> None:
     path = tmp_path / "c.yaml"
@@ -286,6 +299,12 @@ def test_a_date_stays_the_text_it_was_written_as(tmp_path: Path) -> None:
     ("d.jsonl", '{"input": "x"}\n{"input": "y", "metadata": {"a": NaN}}\n', r"line 2: not valid JSON \(NaN is not"),
     ("d.json", '[\n  {"input": "x"},\n  {"input": "y",\n   "target": 3}\n]\n', "line 3, field 'target'"),
     ("d.json", '{"input": "x"}', "a .json dataset is an array of samples"),
+    ("d.json", '[\n  {"input": "x"},\n  oops\n]\n', "line 3: not valid JSON"),
+    ("d.csv", 'question,target\nhello,1\n', "line 1, field 'input': the header has no input column"),
+    ("d.jsonl", '{"input": "x", "metadata": [1]}\n', "line 1, field 'metadata': must be an object"),
+    ("d.jsonl", '{"input": [{"role": "user", "content": [{"type": "image", "image": "a.png"}]}]}\n',
+     "holds non-text content"),
+    ("d.jsonl", '{"input": [{"role": "user", "content": [{"type": "text", "text": 3}]}]}\n', "holds non-text content"),
 ])
 def test_odd_inspect_files_are_refused_naming_the_line(tmp_path: Path, name: str, text: str, where: str) -> None:
     path = tmp_path / name
@@ -397,3 +416,49 @@ def test_an_inspect_sample_ending_with_the_assistant_is_one_line(tmp_path: Path,
     assert f"{name}, line {line}, field 'input': the last message must be the user's" in said, said
     assert said.count("error:") == 1 and "validation error" not in said and "Traceback" not in said
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_size_bound_is_a_positive_number_and_a_blank_csv_line_is_no_sample(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "d.csv"
+    data.write_text("input,target\nIs it fine?,Yes\n\nShould I rest?,Rest\n", encoding="utf-8")
+    assert [q.turns[-1].content for q in read_imported(data, "inspect").questions] == ["Is it fine?", "Should I rest?"]
+    for raw in ("0", "-1", "nan", "lots"):
+        monkeypatch.setenv("DECOEVO_IMPORT_MAX_MB", raw)
+        with pytest.raises(ConfigError, match="must be a positive number of megabytes"):
+            read_imported(data, "inspect")
+
+
+def test_a_value_nested_within_the_bound_is_kept(tmp_path: Path) -> None:
+    deep: Any = "x"
+    for _ in range(40):  # within the bound of 64 levels
+        deep = {"k": deep}
+    config = tmp_path / "p.json"
+    config.write_text(json.dumps({"prompts": ["{{query}}"], "tests": [{"vars": {"query": "a", "deep": deep}}]}))
+    (q,) = read_imported(config, "promptfoo").questions
+    assert q.meta["promptfoo"]["vars"]["deep"] == deep
+
+
+# the assertion types promptfoo's CSV reader (assertionFromString) knows, written out: what decoevo must read
+PROMPTFOO_CSV_TYPES = (
+    "llm-rubric", "javascript", "python", "contains", "icontains", "contains-any", "contains-all", "icontains-any",
+    "icontains-all", "equals", "regex", "starts-with", "is-json", "contains-json", "is-sql", "contains-sql",
+    "is-xml", "contains-xml", "is-valid-openai-tools-call", "is-valid-openai-function-call", "similar",
+    "levenshtein", "rouge-n", "bleu", "meteor", "gleu", "model-graded-closedqa", "factuality", "answer-relevance",
+    "context-recall", "context-relevance", "context-faithfulness", "g-eval", "classifier", "moderation",
+    "perplexity", "perplexity-score", "cost", "latency", "webhook", "select-best", "word-count",
+)
+
+
+def test_every_csv_assertion_prefix_promptfoo_knows_is_read_as_its_type(tmp_path: Path) -> None:
+    """An `__expected` cell `TYPE: value` (or `TYPE(threshold): value`) is an assertion of that type for every type
+    promptfoo's CSV reader knows; text without a known prefix is an `equals`."""
+    types = sorted(PROMPTFOO_CSV_TYPES)
+    cells = ",".join(f'"{t}: v"' for t in types)
+    (tmp_path / "tests.csv").write_text(
+        "query," + ",".join(f"__expected{i + 1}" for i in range(len(types))) + f'\n"Knee pain?",{cells}\n',
+        encoding="utf-8")
+    path = tmp_path / "c.yaml"
+    path.write_text("prompts: ['{{query}}']\ntests: file://tests.csv\n", encoding="utf-8")
+    (q,) = read_imported(path, "promptfoo").questions
+    assert [a["type"] for a in q.meta["promptfoo"]["assert"]] == types

@@ -28,7 +28,7 @@ from decoevo.scoring import rubric_score
 from decoevo.testing.server import serve_app
 from decoevo.testing.toy_server import toy_run_args, toy_server
 
-from .interop_helpers import tool_env
+from .interop_helpers import HAS_INSPECT, HAS_PROMPTFOO, REQUIRE_TOOLS, tool_env
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTFOO = ROOT / "tools" / "promptfoo" / "node_modules" / ".bin" / "promptfoo"
@@ -44,6 +44,17 @@ def test_the_tool_versions_are_pinned_in_one_place() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert f'inspect = ["inspect-ai=={VERSIONS["INSPECT_AI"]}"' in pyproject
     assert VERSIONS["PROMPTFOO"] == PROMPTFOO_VERSION  # what an exported config's header tells users to run
+
+
+def test_the_round_trips_run_wherever_the_test_command_installed_the_tools() -> None:
+    """The round trips with the real promptfoo and Inspect skip on a machine without the tools; under
+    scripts/test.sh (CI's command), which installs both (promptfoo wherever npm is), a missing tool fails
+    here instead of skipping them silently."""
+    if not REQUIRE_TOOLS:
+        pytest.skip("DECOEVO_REQUIRE_TOOLS is not set: the tests run outside scripts/test.sh")
+    assert shutil.which("node") is not None, "node is not on PATH, yet scripts/test.sh found npm"
+    assert HAS_PROMPTFOO, "tools/promptfoo/node_modules/.bin/promptfoo is missing: run scripts/install.sh --dev"
+    assert HAS_INSPECT, "inspect-ai's `inspect` is missing from the venv: run scripts/install.sh --dev"
 
 
 PROMPTFOO_CONFIG = """\

@@ -8,16 +8,20 @@ import pytest
 from pydantic import BaseModel, Field
 
 from decoevo.lm import (
+    LM,
     Budget,
     BudgetExceeded,
     Completion,
     GenParams,
     InfrastructureError,
+    LMConfig,
     Message,
     ParseError,
     RefusalError,
     RetryableError,
 )
+from decoevo.lm.types import BackendRequest
+from decoevo.testing.scripted import ScriptedBackend
 
 MSGS = [Message("user", "rate this")]
 
@@ -68,6 +72,30 @@ async def test_repair_fixes_a_malformed_output(make_lm):
     assert repair[-2].role == "assistant" and "1.7" in repair[-2].content
     assert "score" in repair[-1].content
     assert lm.ledger.rows[("judge", "default")].repairs == 1
+
+
+async def test_repairs_are_new_requests_the_first_as_asked_later_ones_sampled(make_lm):
+    """A deterministic model asked the same thing answers the same: the first repair keeps the temperature
+    asked for, later ones sample (0.3 at least), and every attempt has a sample index of its own."""
+    lm, backend = make_lm(lambda r: '{"score": 9, "rationale": "bad"}', max_repairs=2)
+    with pytest.raises(ParseError):
+        await lm.complete(MSGS, role="judge", schema=Verdict)
+    temps = [c.params.temperature for c in backend.calls]
+    assert len(backend.calls) == 3 and temps[:2] == [0.0, 0.0] and temps[2] >= 0.3, temps
+    assert len({c.params.sample_index for c in backend.calls}) == 3
+
+
+async def test_closing_the_lm_closes_its_backends(cache):
+    closed: list[str] = []
+
+    class Closing(ScriptedBackend):
+        async def aclose(self) -> None:
+            closed.append(self.identity)
+
+    lm = LM(LMConfig(), backends={"default": Closing(lambda r: "x")}, cache=cache)
+    await lm.complete(MSGS, role="solve")
+    await lm.aclose()
+    assert closed == ["scripted"]
 
 
 async def test_malformed_output_never_becomes_a_value(make_lm):
@@ -131,6 +159,31 @@ async def test_identical_concurrent_requests_are_paid_once(make_lm):
     results = await asyncio.gather(*[lm.complete(MSGS, role="solve") for _ in range(5)])
     assert {r.text for r in results} == {"shared"}
     assert len(backend.calls) == 1
+    assert [r.prompt_tokens > 0 for r in results].count(True) == 1  # the others are hits: no tokens of their own
+
+
+async def test_a_request_waiting_on_an_identical_one_in_flight_is_a_hit(cache):
+    """Not a cache hit: the answer is still on its way when the copies ask. They wait for it and are hits,
+    their tokens paid by the one request sent."""
+    release = asyncio.Event()
+
+    class Slow(ScriptedBackend):
+        async def complete(self, request: BackendRequest) -> Completion:
+            await release.wait()
+            return await super().complete(request)
+
+    backend = Slow(lambda r: "shared")
+    lm = LM(LMConfig(), backends={"default": backend}, cache=cache)
+    tasks = [asyncio.create_task(lm.complete(MSGS, role="solve")) for _ in range(3)]
+    while not lm._inflight:  # the first is being paid for
+        await asyncio.sleep(0)
+    for _ in range(20):  # the copies reach it (each waits on the first's answer, not on the server)
+        await asyncio.sleep(0)
+    release.set()
+    results = await asyncio.gather(*tasks)
+    assert len(backend.calls) == 1
+    assert sorted(r.cached for r in results) == [False, True, True]
+    assert [r.prompt_tokens > 0 for r in results].count(True) == 1
 
 
 async def test_budget_stops_paid_calls_but_not_cache_hits(make_lm):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -18,7 +19,7 @@ from decoevo.grading import GradeResult
 from decoevo.grading.result import ItemGrade
 from decoevo.report.lead import grid
 from decoevo.report.render import environment
-from decoevo.rundir.evalfiles import grader_slug, result_stem, results_of, shipped_comparison
+from decoevo.rundir.evalfiles import foreign, grader_slug, result_stem, results_of, shipped_comparison
 from decoevo.rundir.records import CompareFile
 from decoevo.sweep.steps import STEPS
 
@@ -149,3 +150,17 @@ def test_the_score_axis_names_the_prompt_that_graded(prompts: list[str], said: s
     from decoevo.report.plots import grading_prompt_label
 
     assert grading_prompt_label(prompts) == said
+
+
+def test_an_old_result_grading_questions_outside_the_runs_split_is_not_the_runs_own() -> None:
+    """A record from before run ids were kept is judged by its questions: one the run's test split does not
+    hold means it was copied from another run (named, with the first such question); its own questions pass."""
+    split = {"test": ["q1", "q2"]}
+    copied = SimpleNamespace(run_id=None, name="test", kind="test",
+                             items=[{"question_id": "q1"}, {"question_id": "q9"}])
+    why = foreign(copied, "run-a", split)
+    assert why is not None and "1 question(s)" in why and "q9" in why and "copied from another run" in why
+    own = SimpleNamespace(run_id=None, name="test", kind="test", items=[{"question_id": "q2"}])
+    assert foreign(own, "run-a", split) is None
+    other = SimpleNamespace(run_id="run-b", name="test", kind="test", items=[])
+    assert "run-b" in (foreign(other, "run-a", split) or "")

@@ -113,6 +113,34 @@ MODULES: dict[str, list[str]] = {
     # exports into the user's tools: text as data, the folder written into
     "interop/promptfoo_text.py": ["test_export_text.py"],
     "interop/outdir.py": ["test_export_outdir.py"],
+    # exports (round six, issue 46.2): the files written, the skills and rubrics in them, the endpoint by name
+    # only; the runs of the real promptfoo and Inspect (20-50 s each) are left to the default suite
+    "interop/promptfoo_out.py": ["test_interop_export.py", "test_export_user_suite.py", "test_export_outdir.py",
+                                 "-k", "not promptfoo_runs"],
+    "interop/inspect_out.py": ["test_interop_export.py", "test_inspect_scorer.py", "test_export_outdir.py",
+                               "-k", "inspect"],
+    "interop/inspect_task.py": ["test_inspect_scorer.py"],
+    "interop/export.py": ["test_export_outdir.py", "test_interop_export.py", "test_export_user_suite.py",
+                          "-k", "not promptfoo_runs"],
+    "interop/bundle.py": ["test_interop_export.py", "test_export_user_suite.py", "test_export_outdir.py",
+                          "test_export_text.py", "-k", "not promptfoo_runs and not renders and not inert"],
+    "interop/rubrics.py": ["test_export_outdir.py", "test_interop_export.py", "-k", "rubric"],
+    # imports: every file reads or is one line naming its line and field; what is kept is kept verbatim
+    "interop/promptfoo_in.py": ["test_interop.py", "test_interop_import.py", "-k", "not any_ and not inspect"],
+    "interop/inspect_in.py": ["test_interop.py", "test_interop_import.py", "-k", "inspect and not any_"],
+    "interop/importfiles.py": ["test_interop_import.py", "test_interop.py", "-k", "not any_ and not _run"],
+    "interop/yamllines.py": ["test_interop_import.py", "test_interop.py", "-k", "not any_ and not _run"],
+    "interop/promptfoo_model.py": ["test_interop_import.py", "-k", "provider or model"],
+    "interop/imported.py": ["test_interop.py", "test_interop_import.py", "-k", "not any_"],
+    "interop/staging.py": ["test_interop.py", "test_interop_import.py", "-k", "run"],
+    "interop/readers.py": ["test_interop.py", "test_interop_import.py", "-k", "not any_ and not _run"],
+    # compare's means, the evaluation files it reads, the outcome words, the model client (repairs, cache, ledger)
+    "evaluation/compare.py": ["test_takehome_units.py", "test_compare_damage.py"],
+    "rundir/outcomes.py": ["test_outcome_words.py"],
+    "rundir/evalfiles.py": ["test_grader_names.py", "test_takehome_units.py", "test_compare_damage.py", "-k",
+                            "not eval_"],
+    "lm/client.py": ["test_lm_client.py", "test_lm_cost.py", "test_billed_requests.py", "test_shared_slots.py", "-k",
+                     "not kill_9 and not poll_period"],
 }
 
 _FLIP = {ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,

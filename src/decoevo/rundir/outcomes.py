@@ -1,7 +1,7 @@
 """What became of a step's or a round's candidate skill: one vocabulary for every place that says it.
 
 The terminal's progress lines, the event log, the report's tables, its figures and their legends all
-name an outcome through `label` (or `short` where space is scarce), so the same outcome never reads as
+name an outcome through `label`, so the same outcome never reads as
 "kept" in one place, "rejected" in another and "no candidate gated" in a third.
 """
 
@@ -23,8 +23,6 @@ _LABELS = {
     Outcome.INVALID: "invalid (not gated)",
     Outcome.NO_CANDIDATE: "no candidate",
 }
-_SHORT = {Outcome.ACCEPTED: "accepted", Outcome.REJECTED: "rejected", Outcome.INVALID: "invalid",
-          Outcome.NO_CANDIDATE: "no candidate"}
 # The colour a terminal or a badge gives each outcome (rich style names; the report maps them to classes).
 STYLE = {Outcome.ACCEPTED: "green", Outcome.REJECTED: "yellow", Outcome.INVALID: "red", Outcome.NO_CANDIDATE: "dim"}
 
@@ -32,11 +30,6 @@ STYLE = {Outcome.ACCEPTED: "green", Outcome.REJECTED: "yellow", Outcome.INVALID:
 def label(outcome: Outcome) -> str:
     """The full words: `rejected (incumbent kept)`."""
     return _LABELS[outcome]
-
-
-def short(outcome: Outcome) -> str:
-    """The first word of `label`, for 80 columns and figure legends that name the outcome already."""
-    return _SHORT[outcome]
 
 
 def outcome_of(accepted: bool | None, *, invalid: object = None, gated: bool = True) -> Outcome:
