@@ -40,6 +40,13 @@ def world_sim(request):
         yield url
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test its own request cache: with the user's (shared by every test on the machine) a second reproduce of
+    the same sample found its transfer grading already paid, and the bill fell below the plan's certain part."""
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "requests.sqlite"))
+
+
 def paid(out: Path) -> tuple[int, int, float]:
     runs = out / "sweeps"
     train = [json.loads(p.read_text())["total"] for p in runs.glob("*/runs/*/*/ledger.json")]
