@@ -135,6 +135,8 @@ def test_the_split_compare_suggests_is_an_option_it_has(toy_env: Path, served: s
     assert list((run / "eval").glob("compare-diagnostic-*.json"))
 
 
+# its report's cost figure has no role with a token (every call a cache hit): once a matplotlib warning
+@pytest.mark.filterwarnings("error::UserWarning")
 def test_a_run_that_ships_its_initial_skill_offers_no_comparison_with_itself(toy_env: Path, served: str) -> None:
     data = write_toy_questions(toy_env / "toy.jsonl")
     sets = ("splits={train: 4, probe: 2, solver_gate: 3, generator_gate: 3, test: 3}",)

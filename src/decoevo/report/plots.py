@@ -215,7 +215,8 @@ def cost_figure(key: str, title: str, table: CostTable) -> InlineFigure | None:
                       else "tokens per run (in+out, effective)")
         ax.set_xlim(0, max(float(left.max()) * 1.15, 1.2 if relative else 1.0))
         ax.grid(axis="y", visible=False)
-        fig.legend(loc="outside lower center", ncols=min(len(roles), 6) or 1, fontsize=8.5)
+        if roles:  # no role used a token (every call a cache hit): no legend, and no matplotlib warning
+            fig.legend(loc="outside lower center", ncols=min(len(roles), 6), fontsize=8.5)
         description = f"{title}: mean tokens per run by role" + \
             (f", relative to {method_label(table.baseline)}." if relative else ".")
         return _svg(fig, key, description)
