@@ -11,9 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from decoevo.cli import app
 from decoevo.cli import reproduce as cli_reproduce
 from decoevo.lm import UsageLedger
 from decoevo.lm.spend import (
@@ -27,7 +25,9 @@ from decoevo.lm.spend import (
     read_state,
 )
 
-PRICE = 50.0  # USD per million tokens, prompt and completion, both models of the experiment below
+from .test_reproduce_round3 import reproduce_small
+
+PRICE = 50.0  # USD per million tokens, prompt and completion, both models of reproduce_small's experiment
 CALL_USD = 2000 * PRICE / 1e6  # a call of 1000 prompt and 1000 completion tokens: $0.10
 
 
@@ -90,28 +90,10 @@ def test_one_cap_line_per_stop_not_one_per_refused_request(tmp_path):
 RUNS = Path("sweeps") / "healthbench" / "runs" / "healthbench"
 
 
-def _reproduce(out: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:
-    hb = tmp_path / "hb.jsonl"
-    gold = {"scheme": "weighted", "items": [{"text": "Gives a direct answer", "points": 2}]}
-    hb.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"question {i}?", "gold": gold}) + "\n"
-                          for i in range(30)))
-    med = tmp_path / "med.jsonl"
-    med.write_text("".join(json.dumps({"id": f"m{i}", "prompt": f"med {i}?", "gold": gold}) + "\n" for i in range(5)))
-    models = tmp_path / "models.yaml"
-    priced = {"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "input_price_per_mtok": PRICE,
-              "output_price_per_mtok": PRICE}
-    models.write_text(json.dumps({"solver": {**priced, "model": "sim"}, "grader": {**priced, "model": "g"}}))
-    result = CliRunner().invoke(app, ["reproduce", str(out), "--models", str(models), "--preset", "quick",
-                                      "--seeds", "0", "--benchmarks", "healthbench", "--tables", "1",
-                                      "--data", f"healthbench={hb}:jsonl", "--data", f"llmeval_med={med}:jsonl",
-                                      *extra])
-    return result.exit_code, " ".join(result.output.split())
-
-
 def _earlier(tmp_path: Path, name: str = "out") -> Path:
     """OUT of an earlier invocation: its plan, and runs whose records say what they paid."""
     out = tmp_path / name
-    _reproduce(out, tmp_path, "--plan-only")  # the models file written
+    reproduce_small(out, tmp_path, "--plan-only")  # the models file written
     out.mkdir()
     models = json.loads((tmp_path / "models.yaml").read_text())
     (out / "reproduce.yaml").write_text(json.dumps({"solver": models["solver"], "grader": models["grader"],
@@ -162,7 +144,7 @@ def test_emptying_the_log_and_the_ledgers_does_not_reset_the_spend(tmp_path, edi
     if edit == "calls.jsonl deleted too":
         for path in out.rglob("calls.jsonl"):
             path.unlink()
-    code, said = _reproduce(out, tmp_path, "--max-cost", "0.5")
+    code, said = reproduce_small(out, tmp_path, "--max-cost", "0.5")
     assert code == 2 and said.count("error:") == 1, said
     assert "call records" in said and f"at its cost cap, ${7 * CALL_USD:,.4f} spent" in said, said
 
@@ -172,7 +154,7 @@ def test_the_records_count_only_what_they_say_was_paid(tmp_path):
     above ($0.70, all three agreeing) is not at its cap and says $0.70 spent."""
     out = _earlier(tmp_path)
     _paid_runs(out)
-    code, said = _reproduce(out, tmp_path, "--max-cost", "1")
+    code, said = reproduce_small(out, tmp_path, "--max-cost", "1")
     assert code == 2 and "pass --yes" in said and "$0.70 spent so far" in said, said
 
 
@@ -182,7 +164,7 @@ def test_a_second_experiment_linking_the_first_ones_runs_is_refused(tmp_path):
     _paid_runs(first)
     second = _earlier(tmp_path, "out2")
     (second / "sweeps").symlink_to(first / "sweeps")
-    code, said = _reproduce(second, tmp_path, "--max-cost", "0.5", "--yes")
+    code, said = reproduce_small(second, tmp_path, "--max-cost", "0.5", "--yes")
     assert code == 2 and said.count("error:") == 1, said
     assert "out2/sweeps: is a symbolic link" in said and "spent so far" not in said, said
     assert not (second / "spend.log").exists()  # refused before anything was written
@@ -209,7 +191,7 @@ def test_a_log_deleted_or_replaced_while_reproduce_runs_stops_every_later_proces
         return [f"cell {i}: stopped" for i in range(4)]
 
     monkeypatch.setattr(cli_reproduce, "_run", run)
-    code, said = _reproduce(out, tmp_path, "--max-cost", "0.6", "--yes")
+    code, said = reproduce_small(out, tmp_path, "--max-cost", "0.6", "--yes")
     assert f"spend.log: was {how} while the experiment ran" in seen["child"], seen["child"][-2000:]
     assert code == 2 and said.count("error:") == 1 and "step(s) failed" not in said, said
     assert f"spend.log: was {how} while the experiment ran" in said, said

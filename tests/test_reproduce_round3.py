@@ -125,7 +125,9 @@ async def test_max_cost_of_a_run_is_a_hard_cap(tmp_path):
     await lm.aclose()
 
 
-def _reproduce(out: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:
+def reproduce_small(out: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:
+    """`decoevo reproduce` of Table 1 on 30 HealthBench-shaped questions, both models at $50 per million tokens
+    on a port nothing answers (a plan, or a refusal before any call)."""
     hb = tmp_path / "hb.jsonl"
     gold = {"scheme": "weighted", "items": [{"text": "Gives a direct answer", "points": 2}]}
     hb.write_text("".join(json.dumps({"id": f"q{i}", "prompt": f"question {i}?", "gold": gold}) + "\n"
@@ -146,7 +148,7 @@ def _reproduce(out: Path, tmp_path: Path, *extra: str) -> tuple[int, str]:
 def _earlier(tmp_path: Path) -> Path:
     """OUT of an earlier invocation: its plan (the flags are given again by `_reproduce`)."""
     out = tmp_path / "out"
-    _reproduce(out, tmp_path, "--plan-only")  # the models file written
+    reproduce_small(out, tmp_path, "--plan-only")  # the models file written
     out.mkdir()
     models = json.loads((tmp_path / "models.yaml").read_text())
     (out / "reproduce.yaml").write_text(json.dumps({"solver": models["solver"], "grader": models["grader"],
@@ -170,7 +172,7 @@ def test_a_spend_log_deleted_or_emptied_between_runs_does_not_reset_the_spend(tm
     _ledger(out / "sweeps" / "healthbench" / "runs" / "healthbench" / "skillopt-s0" / "ledger.json", 0.4)
     if how == "emptied":
         (out / "spend.log").write_text("")
-    code, said = _reproduce(out, tmp_path, "--max-cost", "0.5")
+    code, said = reproduce_small(out, tmp_path, "--max-cost", "0.5")
     assert code == 2 and "ledgers" in said and "at its cost cap, $0.7000 spent" in said, said
     assert said.count("error:") == 1
 
@@ -178,7 +180,7 @@ def test_a_spend_log_deleted_or_emptied_between_runs_does_not_reset_the_spend(tm
 def test_a_directory_at_the_spend_log_is_one_line(tmp_path):
     out = _earlier(tmp_path)
     (out / "spend.log").mkdir()
-    code, said = _reproduce(out, tmp_path, "--max-cost", "0.5")
+    code, said = reproduce_small(out, tmp_path, "--max-cost", "0.5")
     assert code == 2 and "spend.log: is not a regular file" in said and "Traceback" not in said, said
 
 
@@ -190,9 +192,9 @@ def test_a_transfer_whose_source_is_not_in_the_experiment_is_refused(tmp_path):
     the old code: the plan printed, exit 0)."""
     cw = tmp_path / "cw.jsonl"
     cw.write_text("")
-    code, said = _reproduce(tmp_path / "out", tmp_path, "--data", f"eqbench_cw={cw}:jsonl", "--plan-only")
+    code, said = reproduce_small(tmp_path / "out", tmp_path, "--data", f"eqbench_cw={cw}:jsonl", "--plan-only")
     assert code == 2 and "eqbench_cw is the transfer of writingbench" in said and said.count("error:") == 1, said
-    code, said = _reproduce(tmp_path / "out", tmp_path, "--data", f"writingbench={cw}:jsonl", "--plan-only")
+    code, said = reproduce_small(tmp_path / "out", tmp_path, "--data", f"writingbench={cw}:jsonl", "--plan-only")
     assert code == 2 and "writingbench is not in this experiment" in said, said
     assert not (tmp_path / "out").exists()
 
@@ -201,11 +203,11 @@ def test_a_transfer_without_table_1_is_refused(tmp_path):
     """Issue 46.2: transfers are evaluated for Table 1 only, so `--data llmeval_med=FILE --tables 2` would store
     the file and never read it. Refused in one line, nothing written (a mutant dropping the check went on to
     print the plan, exit 0); with Table 1 the same data is planned."""
-    code, said = _reproduce(tmp_path / "out", tmp_path, "--tables", "2", "--plan-only")
+    code, said = reproduce_small(tmp_path / "out", tmp_path, "--tables", "2", "--plan-only")
     assert code == 2 and said.count("error:") == 1, said
     assert "--data llmeval_med=...: transfers are evaluated for Table 1, which is not requested (--tables 2)" in said
     assert not (tmp_path / "out").exists()
-    code, said = _reproduce(tmp_path / "out", tmp_path, "--tables", "1,2", "--plan-only")
+    code, said = reproduce_small(tmp_path / "out", tmp_path, "--tables", "1,2", "--plan-only")
     assert code == 0 and "error:" not in said, said
 
 
@@ -340,7 +342,7 @@ def test_a_sweep_continued_with_a_changed_spec_is_refused_before_anything_is_rew
 
 def test_plan_only_projects_the_evaluation_when_the_data_are_passed(tmp_path):
     """`--plan-only` gave no evaluation projection even with every file passed (fails on the old code)."""
-    code, said = _reproduce(tmp_path / "out", tmp_path, "--plan-only")
+    code, said = reproduce_small(tmp_path / "out", tmp_path, "--plan-only")
     assert code == 0 and "projection from the data: 4 runs" in said, said
     assert "training +" in said and "evaluation" in said and not (tmp_path / "out").exists()
 
@@ -351,7 +353,7 @@ def test_a_resumed_plan_counts_the_runs_the_cap_stopped(tmp_path):
     from decoevo.lm.spend import CAP_STOP
     from decoevo.reproduce import DataChoice, ReproducePlan, plan_cells, post_tasks, project, transfer_sizes
 
-    _reproduce(tmp_path / "unused", tmp_path, "--plan-only")  # the data files written
+    reproduce_small(tmp_path / "unused", tmp_path, "--plan-only")  # the data files written
     rp = ReproducePlan(out=tmp_path / "out", solver=ModelSpec(), grader=ModelSpec(model="g"), tables=("1",),
                        benchmarks=("healthbench",), seeds=(0,), preset="quick",
                        data={"healthbench": DataChoice(str(tmp_path / "hb.jsonl"), "jsonl"),
