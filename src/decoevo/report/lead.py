@@ -145,8 +145,7 @@ class Lead:
         if p is None:
             return None
         total = p.steps_total
-        step = min(p.steps_done + 1, total) if total else p.steps_done + 1
-        parts = [f"step {step} of {total}" if total else f"step {step}"]
+        parts = [f"step {p.step} of {total}" if total else f"step {p.step}"]
         if p.phase:
             parts.append(f"working on {p.phase}")
         parts.append(f"{p.calls:,} model calls answered")

@@ -26,9 +26,14 @@ class LiveProgress:
     elapsed: float | None  # seconds since this process started or resumed the run
     eta: float | None  # seconds left at the pace of the steps this process finished; None before one
 
+    @property
+    def step(self) -> int:
+        """The step being worked on (1-based), the last one once every step is done."""
+        return min(self.steps_done + 1, self.steps_total or self.steps_done + 1)
+
     def describe(self) -> str:
         total = f"/{self.steps_total}" if self.steps_total is not None else ""
-        parts = [f"step {min(self.steps_done + 1, self.steps_total or self.steps_done + 1)}{total}"]
+        parts = [f"step {self.step}{total}"]
         if self.phase:
             parts.append(f"now: {self.phase}")
         parts.append(f"{self.calls:,} calls answered")
