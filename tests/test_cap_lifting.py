@@ -47,24 +47,27 @@ async def test_a_log_deleted_before_a_processs_first_read_is_refused_not_written
     spend.close()
 
 
-@pytest.mark.parametrize("how", ["deleted", "replaced"])
+@pytest.mark.parametrize("how", ["deleted", "replaced", "emptied"])
 def test_a_process_started_after_the_log_was_deleted_or_replaced_stops(tmp_path, how):
     """Before, a process started later (a later cell, the driver's evaluations) began a new log at $0: the
     experiment paid past its cap. Now the experiment's log is named by its identity (DECOEVO_SPEND_ID, set by
-    `decoevo reproduce`), and a process finding another file, or none, stops with one line naming it."""
+    `decoevo reproduce`), and a process finding another file, or none, stops with one line naming it; a log
+    emptied in place (the same file, truncated) is said to be emptied, not replaced."""
     path = tmp_path / "spend.log"
     path.write_text("0.75\n")  # $0.75 of a $1 cap already paid
     identity = begin(path)
-    path.unlink()
-    if how == "replaced":
-        path.write_text("")  # a fresh log: $0 spent
+    if how != "emptied":
+        path.unlink()
+    if how != "deleted":
+        path.write_text("0\n" if how == "replaced" else "")  # a fresh log, or the same one truncated: $0 spent
     script = ("import asyncio; from decoevo.lm.spend import SharedSpend\n"
               "asyncio.run(SharedSpend.from_env().reserve(0.5))\n")
     env = {**os.environ, FILE_ENV: str(path), CAP_ENV: "1.0", ID_ENV: identity}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "SpendLogCorrupt" in proc.stderr, proc.stderr[-2000:]
-    assert f"spend.log: was {how} while the experiment ran" in proc.stderr
-    assert path.exists() == (how == "replaced") and "r " not in (path.read_text() if path.exists() else "")
+    assert f"spend.log: was {how} " in proc.stderr and " while the experiment ran" in proc.stderr
+    assert path.exists() == (how != "deleted") and "r " not in (path.read_text() if path.exists() else "")
+    assert how != "emptied" or "replaced by an empty file" in proc.stderr  # the two cannot be told apart
 
 
 def test_one_cap_line_per_stop_not_one_per_refused_request(tmp_path):
@@ -183,7 +186,7 @@ def test_a_log_deleted_or_replaced_while_reproduce_runs_stops_every_later_proces
         spend = out_dir / "spend.log"
         spend.unlink(missing_ok=True)  # (the code before created it only at a first request)
         if how == "replaced":
-            spend.write_text("")
+            spend.write_text("0\n")  # a fresh log: $0 spent (an empty one is said to be emptied, tested above)
         script = ("import asyncio; from decoevo.lm.spend import SharedSpend\n"
                   "asyncio.run(SharedSpend.from_env().reserve(0.01))\n")
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

@@ -233,8 +233,9 @@ class SharedSpend:
                 if line.strip():
                     self._apply(line.split())
         if self._expected is not None and self._expected[3] not in self._tokens:
-            # the whole file read and no line of the experiment's beginning: a fresh file in its place
-            raise self._corrupt("was replaced while the experiment ran")
+            # the whole file read and no line of the experiment's beginning: emptied, or a fresh file in its place
+            raise self._corrupt("was emptied (or replaced by an empty file) while the experiment ran" if size == 0
+                                else "was replaced while the experiment ran")
 
     def _apply(self, f: list[bytes]) -> None:
         try:
