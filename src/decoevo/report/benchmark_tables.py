@@ -10,7 +10,7 @@ from ..analysis.costs import CostTable, cost_table
 from ..analysis.parity import ParityRow, parity_rows
 from ..analysis.stats import MeanStd, mean_std
 from .labels import BASELINE, PROPOSED, benchmark_order, method_order
-from .runs import RunRecord
+from .run_record import RunRecord
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from ..errors import CAP_STOP
 from .discover import SweepInfo
 from .labels import benchmark_label, benchmark_order
 from .paired import paired_scores
-from .runs import RunRecord
+from .run_record import RunRecord
 from .tables import Column, Evals, collect_scores, paired_averages, shared_columns
 
 ALIGNMENT = frozenset({"f1", "precision", "recall"})

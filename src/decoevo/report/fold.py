@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..analysis.claims import CONTRADICTED, SUPPORTED, ClaimResult
 from .hints import next_steps
-from .runs import RunRecord
+from .run_record import RunRecord
 from .tables import Section
 
 

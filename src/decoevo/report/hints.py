@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .runs import RunRecord
+from .run_record import RunRecord
 
 
 @dataclass(frozen=True)

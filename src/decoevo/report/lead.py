@@ -18,7 +18,7 @@ from ..rundir.progress import LiveProgress, clock_text
 from ..rundir.records import CompareFile, EvalFile
 from .grades import grade_text
 from .labels import benchmark_label
-from .runs import Incident, RunRecord
+from .run_record import Incident, RunRecord
 
 State = Literal["finished", "running", "stopped"]
 

@@ -16,7 +16,8 @@ from .fold import Fold, claims_fold, section_folds
 from .labels import benchmark_label, benchmark_order, is_tiny_embedded, method_order
 from .lead import Lead, lead
 from .plots import GatePoint, InlineFigure, RoundMark, cost_figure, dynamics_figure, gates_figure, scores_figure
-from .runs import RunRecord, load_run, transcripts_shown
+from .run_record import RunRecord
+from .runs import load_run, transcripts_shown
 from .tables import Section, sections
 
 TINY_MODEL_WARNING = (

@@ -10,13 +10,12 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..analysis.costs import RunUsage, RunUsageError, load_run_usage
-from ..analysis.discrimination import Discrimination, run_discrimination
+from ..analysis.costs import RunUsageError, load_run_usage
+from ..analysis.discrimination import run_discrimination
 from ..rundir import (
     BudgetStopEvent,
     InnerStepEvent,
@@ -33,9 +32,8 @@ from ..rundir import (
     TranscriptEntry,
     parse_skill_markdown,
 )
-from ..rundir.evalfiles import cut_short, foreign, results_of, shipped_comparison, short_model_name
-from ..rundir.outcomes import Outcome
-from ..rundir.progress import LiveProgress, live_progress
+from ..rundir.evalfiles import cut_short, foreign, results_of, short_model_name
+from ..rundir.progress import live_progress
 from ..rundir.records import (
     ALIGNMENT,
     DYNAMICS,
@@ -49,173 +47,21 @@ from ..rundir.records import (
     Provenance,
 )
 from .gold import has_test_gold
-from .labels import is_tiny_embedded
+from .run_record import (
+    AuditRound,
+    Candidate,
+    Incident,
+    InnerGate,
+    ModelUse,
+    OuterGate,
+    RunRecord,
+    SkillVersion,
+    as_map,
+)
 
 T = TypeVar("T")
 EMBEDDED_DEFAULT = "smollm2-135m-instruct-q4_1"  # ModelSpec's default label
 TRANSCRIPTS_SHOWN = 40  # requests shown per phase of a run in a report of that run alone
-
-
-@dataclass(frozen=True)
-class SkillVersion:
-    kind: str
-    version: int
-    parent: int | None
-    reason: str
-    text: str
-    diff: str | None  # unified diff against the parent; None for v000 or when there is no parent
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A candidate skill the gate rejected, with the diff it would have applied to its parent."""
-
-    kind: str
-    label: str
-    version: int | None
-    parent: int | None
-    reason: str
-    text: str
-    diff: str | None
-
-
-@dataclass(frozen=True)
-class InnerGate:
-    step: int
-    accepted: bool
-    j_incumbent: float | None
-    j_candidate: float | None
-    n: int | None
-    solver_version: int | None
-    note: str | None
-    outcome: Outcome  # accepted, rejected, invalid or no candidate (rundir/outcomes.py)
-
-    @property
-    def delta(self) -> float | None:
-        if self.j_incumbent is None or self.j_candidate is None:
-            return None
-        return self.j_candidate - self.j_incumbent
-
-
-@dataclass(frozen=True)
-class OuterGate:
-    round: int
-    structural_records: int
-    contrastive_records: int
-    accepted: bool | None  # None: no candidate was proposed (no records, or audits routed to the solver)
-    policy: str | None
-    reason: str | None
-    deltas: Mapping[str, float]
-    generator_version: int | None
-    outcome: Outcome  # accepted, rejected, invalid or no candidate (rundir/outcomes.py)
-    after_step: int | None = None  # the inner step the round followed (None: the log has no step before it)
-
-
-@dataclass(frozen=True)
-class Incident:
-    """A step or round that failed, a budget stop, a crash or a resume, from events.jsonl."""
-
-    event: str
-    where: str
-    category: str | None
-    role: str | None
-    message: str
-
-
-@dataclass(frozen=True)
-class AuditRound:
-    index: int
-    structural: tuple[Mapping[str, Any], ...]
-    contrastive: tuple[Mapping[str, Any], ...]
-    frozen_pairs: tuple[Mapping[str, Any], ...]
-    verification: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
-class ModelUse:
-    name: str  # the key in lm.models
-    label: str  # what the model is called (ModelSpec.model)
-    backend: str
-    roles: tuple[str, ...]  # roles routed to it; "default" means every other role
-
-    @property
-    def embedded_tiny(self) -> bool:
-        return is_tiny_embedded(self.label)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    path: Path
-    name: str
-    anchor: str
-    method: str
-    seed: int | None
-    benchmark: str
-    backbone: str
-    sweep: Path | None
-    config: Mapping[str, Any]
-    summary: Mapping[str, Any] | None
-    status: str  # finished | budget stop | parity budget reached | stopped (error) | incomplete
-    status_detail: str | None
-    models: tuple[ModelUse, ...]
-    judge_model: str
-    budget: Mapping[str, Any]
-    usage: RunUsage | None
-    ledger_total: Mapping[str, Any] | None
-    solver: tuple[SkillVersion, ...]
-    generator: tuple[SkillVersion, ...]
-    candidates: tuple[Candidate, ...]
-    inner_gates: tuple[InnerGate, ...]
-    outer_gates: tuple[OuterGate, ...]
-    incidents: tuple[Incident, ...]
-    audits: tuple[AuditRound, ...]
-    evals: Mapping[str, EvalFile]  # every grading under eval/, by file stem (any skill version and grader)
-    dynamics: DynamicsFile | None
-    alignment: AlignmentFile | None
-    # the run's own transcripts, by the phase that made them ("step 3", "outer 1"): what each gate saw;
-    # the first few of each phase (`transcripts_shown`), and how many the phase made
-    transcripts: Mapping[str, tuple[TranscriptEntry, ...]] = field(default_factory=dict)
-    transcript_counts: Mapping[str, int] = field(default_factory=dict)
-    problems: tuple[str, ...] = field(default=())
-    provenance: Provenance | None = None  # None for runs made before provenance.json existed
-    split_ids: Mapping[str, tuple[str, ...]] | None = None  # splits.json; None when absent or unreadable
-    test_gold: bool | None = None  # whether a test question has a gold rubric; None: data not readable here
-    shipped_version: int | None = None  # the solver version the run ships (None: no skill found)
-    comparisons: Mapping[str, CompareFile] = field(default_factory=dict)  # eval/compare-*.json, by file stem
-    progress: LiveProgress | None = None  # how far a run a live process is still writing has got
-    # an unfinished run's last checkpoint, where a resume continues: (steps completed, its solver version);
-    # None when no step completed (a resume starts over, the calls it paid for from the cache)
-    checkpoint: tuple[int, int | None] | None = None
-    discrimination: Discrimination | None = None  # whether its judge's scores can tell answers apart
-
-    @property
-    def finished(self) -> bool:
-        return self.summary is not None
-
-    @property
-    def data(self) -> Mapping[str, Any]:
-        """The config's data section (path, format, task), or {} when damaged."""
-        return _map(self.config.get("data"))
-
-    @property
-    def results(self) -> Mapping[str, EvalFile]:
-        """The run's results: per evaluation (test, transfer-…), the grading of the skill it ships. A grading
-        of another version (`eval --skill-version 0`) is shown labelled by its version, never as the result."""
-        return {name: self.evals[stem] for name, stem in results_of(self.evals, self.shipped_version).items()}
-
-    @property
-    def test_eval(self) -> EvalFile | None:
-        return self.results.get("test")
-
-    @property
-    def transfer_evals(self) -> tuple[EvalFile, ...]:
-        return tuple(e for e in self.results.values() if e.kind == "transfer")
-
-    @property
-    def comparison(self) -> CompareFile | None:
-        """The initial against the shipped skill on the test split (`decoevo compare`), if compared."""
-        stem = shipped_comparison(self.comparisons, self.shipped_version)
-        return self.comparisons[stem] if stem is not None else None
 
 
 # ---- pieces --------------------------------------------------------------------------------------
@@ -269,9 +115,6 @@ def _candidates(reader: RunReader, lineages: Mapping[str, tuple[SkillVersion, ..
     return tuple(out)
 
 
-def _map(v: Any) -> dict[str, Any]:
-    """A mapping from parsed YAML/JSON, or {} for anything else (a damaged file is reported elsewhere)."""
-    return v if isinstance(v, dict) else {}
 
 
 def _num(v: Any) -> float | None:
@@ -326,13 +169,13 @@ def _audits(reader: RunReader, problems: list[str]) -> tuple[AuditRound, ...]:
 
 def _models(config: Mapping[str, Any]) -> tuple[tuple[ModelUse, ...], str]:
     """The models a run used and which model judged (the proxy scorer)."""
-    lm = _map(config.get("lm"))
-    specs, roles = _map(lm.get("models")), _map(lm.get("roles"))
+    lm = as_map(config.get("lm"))
+    specs, roles = as_map(lm.get("models")), as_map(lm.get("roles"))
     if not specs:  # the engine's default: one embedded model
         specs = {"default": {"backend": "local", "model": EMBEDDED_DEFAULT}}
     uses = []
     for name, raw in specs.items():
-        spec = _map(raw)
+        spec = as_map(raw)
         routed = tuple(sorted(r for r, m in roles.items() if m == name))
         backend = str(spec.get("backend", "local"))
         # an embedded model by its GGUF's stem (its `model` is only a label), a served path-named one too
@@ -352,7 +195,7 @@ def _benchmark(config: Mapping[str, Any], hint: str | None, test: EvalFile | Non
         return hint
     if test is not None:
         return test.benchmark
-    data = _map(config.get("data"))
+    data = as_map(config.get("data"))
     if data.get("format") and data["format"] != "jsonl":
         return str(data["format"])
     if data.get("task"):
@@ -467,7 +310,7 @@ def _checkpoint(reader: RunReader, problems: list[str]) -> tuple[int, int | None
     point = _attempt(reader.checkpoint, problems, None)
     if point is None:
         return None
-    solver = _map(point.state.get("solver"))
+    solver = as_map(point.state.get("solver"))
     return _int(point.state.get("next_step")) or 0, _int(solver.get("version"))
 
 
@@ -512,7 +355,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
                                       split_ids).items()}
     shipped = _int((summary or {}).get("solver_version"))
     shipped = shipped if shipped is not None else lineages["solver"][-1].version if lineages["solver"] else None
-    budget = _map(config.get("budget"))
+    budget = as_map(config.get("budget"))
     status, detail = ("running", live.describe()) if live is not None else _status(summary, incidents, path, budget)
     entries: list[TranscriptEntry] = _attempt(reader.transcripts, problems, [])
     checkpoint = _checkpoint(reader, problems) if summary is None and live is None else None
@@ -536,7 +379,7 @@ def load_run(path: Path, *, name: str, anchor: str, sweep: Path | None = None,
         **_by_phase(entries, transcripts_shown),
         provenance=_attempt(lambda: reader.model(Provenance, PROVENANCE), problems, None)
         if reader.has(PROVENANCE) else None,
-        problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(_map(config.get("data")), splits),
+        problems=tuple(problems), split_ids=splits, test_gold=has_test_gold(as_map(config.get("data")), splits),
         shipped_version=shipped,
         comparisons=comparisons,
         progress=live, checkpoint=checkpoint,

@@ -43,7 +43,7 @@ from .labels import (
     transfer_label,
 )
 from .paired import common_scores, coverage, paired_scores
-from .runs import RunRecord
+from .run_record import RunRecord
 
 SeedKey = tuple[str, int | None]  # (method, seed)
 Evals = Mapping[SeedKey, Mapping["Column", EvalFile]]
