@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..aio import done, together
@@ -64,7 +64,10 @@ class OuterOutcome:
 
 
 async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generator: Skill,
-                     probe: list[QuestionView], generator_gate: list[QuestionView]) -> OuterOutcome:
+                     probe: list[QuestionView], generator_gate: list[QuestionView],
+                     more: Callable[[], bool] | None = None) -> OuterOutcome:
+    """One round. `more` (the co-evolution budget, engine/coevolution_budget.py): whether the generator's side
+    has token allowance left, asked between chunks of the blind audits; it reads token counts only."""
     m, h = ctx.method, ctx.hyper
     folder = f"audits/outer_{round_idx:03d}"
     first, gate_first = draw_starts(round_idx, solver, generator, h)  # probe's and V_g's (engine/audits.py)
@@ -77,8 +80,8 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     structural_first = uses_pairs and m.structural_audit and h.decision_shortcuts
 
     probe_seen, frozen_seen = AuditCoverage(), AuditCoverage()
-    probe_stop = AuditStop(h.probe_enough_pairs, round_idx)
-    frozen_stop = AuditStop(h.frozen_enough_pairs, round_idx)
+    probe_stop = AuditStop(h.probe_enough_pairs, round_idx, more)
+    frozen_stop = AuditStop(h.frozen_enough_pairs, round_idx, more)
 
     def gate_pairs(now: bool) -> Awaitable[list[AuditedPair] | None]:
         return (audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}", gate_first,
