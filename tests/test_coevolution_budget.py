@@ -74,6 +74,12 @@ async def test_a_small_share_cuts_the_rounds_and_their_audits_and_never_reads_th
     # what the round paid is the generator side's, and the state keeps it (a resume reads it back)
     assert 0 < tight_result.state.generator_tokens < tight_result.ledger.total().effective_tokens
     assert free_result.state.generator_tokens > tight_result.state.generator_tokens
+    # verification is sized too: Φ_str (and Γ) rest on V_g's first two questions, not all three, for both generators
+    record = json.loads((tight_result.run_dir / "audits/outer_000/verification.json").read_text())
+    assert len(record["budget_questions"]) == 2
+    assert len(record["incumbent_details"]["structural"]) == len(record["candidate_details"]["structural"]) == 2
+    free_record = json.loads((free_result.run_dir / "audits/outer_000/verification.json").read_text())
+    assert "budget_questions" not in free_record and len(free_record["incumbent_details"]["structural"]) == 3
 
 
 def test_the_bench_compares_every_variant_with_paper():
