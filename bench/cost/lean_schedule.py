@@ -18,6 +18,12 @@ bench/results/cost_lean_schedule.json, rewritten after every world (a stopped be
     .venv/bin/python -m bench.cost.lean_schedule --tables        # markdown from the results file
     # after a change to `lean` only its cells run (the others, same world, seed and schedule, are reused):
     nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --reuse bench/results/cost_lean_schedule.json
+    # more schedules in the same cells, each compared with paper (the co-evolution budget's curve, docs/cost.md):
+    nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --worlds 209-214 --variant share0.25:generator_share=0.25 \
+        --variant share0.5:generator_share=0.5 --out bench/results/lean_round7_heldout.json
+
+`--reuse` matches cells by world, seed and schedule only: after a change to the engine, reuse no cell it touches.
+Each cell records `outer_tokens`, the tokens paid inside outer rounds (the generator's side).
 """
 
 from __future__ import annotations
@@ -141,7 +147,13 @@ def compare(cells: list[dict[str, Any]]) -> dict[str, Any]:
 
     def one(label: str, ks: list[Any]) -> dict[str, Any]:
         ratios = [by[label][k]["tokens"] / base[k]["tokens"] for k in ks]
-        return {"tokens_ratio": _spread(ratios),
+        # the ratio's two factors, where the cell recorded its outer rounds' tokens: the solver loop (every inner
+        # step, what follows an accepted generator included) ÷ SkillOpt's run, and the generator's side ÷ that loop
+        cs = [(by[label][k], base[k]["tokens"]) for k in ks if "outer_tokens" in by[label][k]]
+        split = [(c["tokens"] - c["outer_tokens"], c["outer_tokens"], sk) for c, sk in cs]
+        factors = ({"loop_ratio": _spread([loop / sk for loop, _, sk in split]),
+                    "generator_per_loop": _spread([outer / loop for loop, outer, _ in split])} if split else {})
+        return {**factors, "tokens_ratio": _spread(ratios),
                 "outer_rounds": [by[label][k]["outer_rounds"] for k in ks],
                 "generator_accepts": [by[label][k]["generator_accepts"] for k in ks],
                 "gain": _ci({k: by[label][k]["gold"] for k in ks}, {k: base[k]["gold"] for k in ks}),
@@ -202,8 +214,10 @@ def tables(results: dict[str, Any]) -> str:
 
 def curve(results: dict[str, Any]) -> str:
     """Every schedule pooled, and per world: cost ratio against the loss in gain (the trade-off)."""
-    head = ("| schedule | worlds | tokens ÷ SkillOpt (min/median/max) | runs ≤ 1.5× | gain over SkillOpt (95% CI) "
-            "| − paper (95% CI) | non-inferior (−2) |\n|---|---|---|---:|---:|---:|---|")
+    head = ("| schedule | worlds | tokens ÷ SkillOpt (min/median/max) | runs ≤ 1.5× "
+            "| loop ÷ SkillOpt, generator ÷ loop (medians) | gain over SkillOpt (95% CI) | − paper (95% CI) "
+            "| non-inferior (−2) |\n"
+            "|---|---|---|---:|---|---:|---:|---|")
     rows = []
     summary = results["summary"]
     for name, r in [("pooled", summary["pooled"]), *summary["worlds"].items()]:
@@ -211,8 +225,10 @@ def curve(results: dict[str, Any]) -> str:
                      *((k, v, v["minus_paper"], v["non_inferior"]) for k, v in r.get("variants", {}).items())]
         for label, x, loss, verdict in schedules:
             t = x["tokens_ratio"]
+            factors = (f"{x['loop_ratio']['median']:.2f}, {x['generator_per_loop']['median']:.2f}"
+                       if "loop_ratio" in x else "—")
             rows.append(f"| {label} | {name} | {t['min']:.2f}/{t['median']:.2f}/{t['max']:.2f} "
-                        f"| {x['within_target']} of {len(t['each'])} | {_cell(x['gain'])} "
+                        f"| {x['within_target']} of {len(t['each'])} | {factors} | {_cell(x['gain'])} "
                         f"| {'—' if loss is None else _cell(loss)} "
                         f"| {'—' if loss is None else {True: 'yes', False: '**no**', None: 'n/a'}[verdict]} |")
     return "\n".join([head, *rows])
