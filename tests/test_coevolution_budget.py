@@ -74,6 +74,8 @@ async def test_a_small_share_cuts_the_rounds_and_their_audits_and_never_reads_th
     # what the round paid is the generator side's, and the state keeps it (a resume reads it back)
     assert 0 < tight_result.state.generator_tokens < tight_result.ledger.total().effective_tokens
     assert free_result.state.generator_tokens > tight_result.state.generator_tokens
+    checkpoint = json.loads((tight_result.run_dir / "checkpoint.json").read_text())
+    assert checkpoint["state"]["generator_tokens"] == tight_result.state.generator_tokens  # what a resume reads
     # verification is sized too: Φ_str (and Γ) rest on V_g's first two questions, not all three, for both generators
     record = json.loads((tight_result.run_dir / "audits/outer_000/verification.json").read_text())
     assert len(record["budget_questions"]) == 2
