@@ -70,6 +70,10 @@ async def test_a_small_share_cuts_the_rounds_and_their_audits_and_never_reads_th
     # without a budget a round follows every step; with 1 % of the loop's spend only the first round starts
     assert free_result.state.outer_rounds == 6 and tight_result.state.outer_rounds == 1
     (first,) = _rounds(tight_result.run_dir)
+    # the round says what the generator's side was allowed and has spent: all of it, so no second round started
+    assert first["generator_budget"]["spent"] == tight_result.state.generator_tokens
+    assert first["generator_budget"]["spent"] > first["generator_budget"]["allowance"] > 0
+    assert not any(r.get("generator_budget") for r in _rounds(free_result.run_dir))
     assert first["audits_stopped"]["probe"]["audited"] < first["audits_stopped"]["probe"]["of"]
     # what the round paid is the generator side's, and the state keeps it (a resume reads it back)
     assert 0 < tight_result.state.generator_tokens < tight_result.ledger.total().effective_tokens

@@ -396,7 +396,9 @@ class Engine:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
                                                  probe, gate_g, more)
                         state.generator_tokens += self.lm.ledger.total().effective_tokens - before
-                        self._after_outer(state, outer)
+                        held = ({"allowance": round(budget.allowance(self._spend(state, step + 1))),
+                                 "spent": state.generator_tokens} if budget.on else None)
+                        self._after_outer(state, outer, held)
                     except (ParseError, RefusalError) as exc:
                         state.generator_tokens += self.lm.ledger.total().effective_tokens - before
                         self._step_failed(state, "outer_round_failed", exc, round=state.outer_rounds)
@@ -486,9 +488,11 @@ class Engine:
         self._emit("invalid_candidate", state, skill=candidate.kind, problem=validity.problem,
                    reason=validity.reason, text=candidate.text[:2000], **where)
 
-    def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
+    def _after_outer(self, state: LoopState, outer: OuterOutcome, budget: dict[str, int] | None = None) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
                                 "contrastive_records": len(outer.contrastive)}
+        if budget is not None:  # the co-evolution budget: the generator side's allowance and spend after the round
+            data["generator_budget"] = budget
         if outer.coverage():  # a stop rule cut an audit short (the `lean` preset): what it covered
             data["audits_stopped"] = outer.coverage()
         if outer.decision is not None:
