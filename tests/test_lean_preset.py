@@ -110,3 +110,36 @@ def test_the_lean_bench_reads_non_inferiority_from_the_interval_of_the_loss():
     assert kept["lean"]["within_target"] == 3 and kept["paper"]["within_target"] == 0
     lost = compare(cells([47.0, 49.5, 49.0]))  # lean − paper: −3, −1.5, −3: a loss beyond the margin
     assert lost["non_inferior"] is False and lost["lean_minus_paper"]["mean"] == -2.5
+
+
+def test_decoevo_run_preset_lean_runs_on_the_toy_world(tmp_path):
+    """`decoevo run --preset lean` as users type it, against the toy world behind a local server (the preset's
+    sizes are the paper's, so the splits and steps are set down to the toy's): the run finishes with the lean
+    schedule in its configuration."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    from decoevo.testing.server import serve_app
+    from tests.test_kill_resume import toy_server
+
+    data = tmp_path / "toy.jsonl"
+    data.write_text("".join(json.dumps({"id": q.id, "prompt": q.turns[0].content}) + "\n" for q in toy_questions()))
+    with serve_app(toy_server().app()) as url:
+        done = subprocess.run(
+            [sys.executable, "-m", "decoevo", "run", "--preset", "lean", "--base-url", f"{url}/v1", "--model", "toy",
+             "--data", str(data), "--task", "healthbench", "--runs-root", str(tmp_path / "runs"), "--name", "lean",
+             "--set", "splits={pilot: 0, train: 6, probe: 2, solver_gate: 3, generator_gate: 3, diagnostic: 0, "
+                      "test: 0}",
+             "--set", "hyper={steps: 4, batch_size: 2, audit_every: 2}"],
+            env={**os.environ, "DECOEVO_CACHE": str(tmp_path / "cache.sqlite")}, capture_output=True, text=True,
+            timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = tmp_path / "runs" / "lean"
+    hyper = yaml.safe_load((run / "config.yaml").read_text())["hyper"]
+    assert {k: hyper[k] for k in lean_schedule() if k not in ("audit_every",)} == {
+        k: v for k, v in lean_schedule().items() if k != "audit_every"}
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "finished" and summary["steps_done"] == 4 and summary["outer_rounds"] >= 1

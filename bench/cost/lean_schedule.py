@@ -18,6 +18,12 @@ bench/results/cost_lean_schedule.json, rewritten after every world (a stopped be
     .venv/bin/python -m bench.cost.lean_schedule --tables        # markdown from the results file
     # after a change to `lean` only its cells run (the others, same world, seed and schedule, are reused):
     nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --reuse bench/results/cost_lean_schedule.json
+    # more schedules in the same cells, each compared with paper (the co-evolution budget's curve, docs/cost.md):
+    nice -n 19 .venv/bin/python -m bench.cost.lean_schedule --worlds 209-214 --variant share0.25:generator_share=0.25 \
+        --variant share0.5:generator_share=0.5 --out bench/results/lean_round7_heldout.json
+
+`--reuse` matches cells by world, seed and schedule only: after a change to the engine, reuse no cell it touches.
+Each cell records `outer_tokens`, the tokens paid inside outer rounds (the generator's side).
 """
 
 from __future__ import annotations
@@ -51,12 +57,36 @@ SIZES = {"steps", "batch_size", "concurrency", "max_criteria"}  # keys that size
 
 
 VARIANT: dict[str, Any] = {}  # `--lean KEY=VALUE,...`: a variant of lean's schedule to measure (not the preset)
+# `--variant NAME:KEY=VALUE,...` (repeatable): more DecoEvo schedules, each lean's with its keys applied, measured
+# in the same cells (same world, seed, SkillOpt and paper runs) and compared with paper like lean.
+VARIANTS: dict[str, dict[str, Any]] = {}
 
 
 def schedule(preset: str) -> dict[str, Any]:
-    """A preset's schedule: its hyper keys that are not sizes or token limits (lean's with `--lean` applied)."""
+    """A preset's schedule: its hyper keys that are not sizes or token limits (lean's with `--lean` applied; a
+    `--variant` name: lean's with the variant's keys)."""
+    if preset in VARIANTS:
+        return {**schedule("lean"), **VARIANTS[preset]}
     keys = {k: v for k, v in PRESETS[preset]["hyper"].items() if k not in SIZES and not k.startswith("max_tokens_")}
     return {**keys, **VARIANT} if preset == "lean" else keys
+
+
+def labels() -> list[str]:
+    """The DecoEvo schedules compared with paper: lean, then the variants."""
+    return ["lean", *VARIANTS]
+
+
+def outer_tokens(run_dir: Path) -> int:
+    """Tokens paid inside outer rounds (the generator's side), from the run's call log."""
+    path = run_dir / "calls.jsonl"
+    if not path.is_file():
+        return 0
+    total = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        c = json.loads(line)
+        if not c.get("cached") and str(c.get("phase", "")).startswith("outer"):
+            total += int(c["prompt_tokens"]) + int(c["completion_tokens"])
+    return total
 
 
 def _variant(text: str) -> dict[str, Any]:
@@ -76,7 +106,7 @@ def run_world(world: int, seeds: list[int], base: Path,
     for seed in seeds:
         work = base / f"w{world}-s{seed}"
         for label, method, preset in (("skillopt", "skillopt", "paper"), ("paper", "decoevo", "paper"),
-                                      ("lean", "decoevo", "lean")):
+                                      *((name, "decoevo", name) for name in labels())):
             kept = (earlier or {}).get((world, seed, label))
             if kept is not None and kept.get("hyper") == schedule(preset):  # the same run: a cell is deterministic
                 cells.append({**kept, "reused": True})
@@ -84,7 +114,7 @@ def run_world(world: int, seeds: list[int], base: Path,
             (work / label).mkdir(parents=True, exist_ok=True)
             cell = run_cell(method, seed, overrides, work / label, False, hyper=schedule(preset))
             cell.pop("decisions", None)
-            cell.update(world=world, label=label)
+            cell.update(world=world, label=label, outer_tokens=outer_tokens(work / label / f"{method}-s{seed}"))
             cells.append(cell)
             print(f"world {world} {label:8s} s{seed} gold {cell['gold']:6.2f} tokens {cell['tokens']:7d} "
                   f"rounds {cell['outer_rounds']}", flush=True)
@@ -105,25 +135,48 @@ def _spread(xs: list[float]) -> dict[str, Any]:
 
 
 def compare(cells: list[dict[str, Any]]) -> dict[str, Any]:
-    """Ratios, gains and the non-inferiority verdict for one set of cells (a world, or all of them pooled)."""
-    by: dict[str, dict[Any, dict[str, Any]]] = {"skillopt": {}, "paper": {}, "lean": {}}
+    """Ratios, gains and the non-inferiority verdict for one set of cells (a world, or all of them pooled): lean
+    against paper at the top level, every `--variant` likewise under "variants"."""
+    names = ["lean", *sorted({c["label"] for c in cells} - {"skillopt", "paper", "lean"})]
+    by: dict[str, dict[Any, dict[str, Any]]] = {label: {} for label in ("skillopt", "paper", *names)}
     for c in cells:
         by[c["label"]][(c["world"], c["seed"])] = c
     keys = sorted(set(by["skillopt"]) & set(by["paper"]) & set(by["lean"]))
     base = {k: by["skillopt"][k] for k in keys}
     out: dict[str, Any] = {"pairs": len(keys)}
+
+    def one(label: str, ks: list[Any]) -> dict[str, Any]:
+        ratios = [by[label][k]["tokens"] / base[k]["tokens"] for k in ks]
+        # the ratio's two factors, where the cell recorded its outer rounds' tokens: the solver loop (every inner
+        # step, what follows an accepted generator included) ÷ SkillOpt's run, and the generator's side ÷ that loop
+        cs = [(by[label][k], base[k]["tokens"]) for k in ks if "outer_tokens" in by[label][k]]
+        split = [(c["tokens"] - c["outer_tokens"], c["outer_tokens"], sk) for c, sk in cs]
+        factors = ({"loop_ratio": _spread([loop / sk for loop, _, sk in split]),
+                    "generator_per_loop": _spread([outer / loop for loop, outer, _ in split])} if split else {})
+        return {**factors, "tokens_ratio": _spread(ratios),
+                "outer_rounds": [by[label][k]["outer_rounds"] for k in ks],
+                "generator_accepts": [by[label][k]["generator_accepts"] for k in ks],
+                "gain": _ci({k: by[label][k]["gold"] for k in ks}, {k: base[k]["gold"] for k in ks}),
+                "within_target": sum(1 for r in ratios if r <= TARGET)}
+
+    def against_paper(label: str, ks: list[Any]) -> tuple[dict[str, Any], bool | None]:
+        loss = _ci({k: by[label][k]["gold"] for k in ks}, {k: by["paper"][k]["gold"] for k in ks})
+        low = loss["ci"][0]
+        return loss, (None if low is None else low > -MARGIN)
+
     for label in ("paper", "lean"):
-        ratios = [by[label][k]["tokens"] / base[k]["tokens"] for k in keys]
-        out[label] = {"tokens_ratio": _spread(ratios),
-                      "outer_rounds": [by[label][k]["outer_rounds"] for k in keys],
-                      "generator_accepts": [by[label][k]["generator_accepts"] for k in keys],
-                      "gain": _ci({k: by[label][k]["gold"] for k in keys}, {k: base[k]["gold"] for k in keys}),
-                      "within_target": sum(1 for r in ratios if r <= TARGET)}
-    loss = _ci({k: by["lean"][k]["gold"] for k in keys}, {k: by["paper"][k]["gold"] for k in keys})
-    low = loss["ci"][0]
-    out["lean_minus_paper"] = loss
-    out["non_inferior"] = None if low is None else low > -MARGIN
+        out[label] = one(label, keys)
+    out["lean_minus_paper"], out["non_inferior"] = against_paper("lean", keys)
     out["lean_ratio_median_within_target"] = out["lean"]["tokens_ratio"]["median"] <= TARGET
+    variants = {}
+    for name in names[1:]:
+        ks = [k for k in keys if k in by[name]]
+        if ks:
+            v = one(name, ks)
+            v["minus_paper"], v["non_inferior"] = against_paper(name, ks)
+            variants[name] = v
+    if variants:
+        out["variants"] = variants
     return out
 
 
@@ -156,6 +209,28 @@ def tables(results: dict[str, Any]) -> str:
         verdict = {True: "yes", False: "**no**", None: "n/a"}[r["non_inferior"]]
         rows.append(f"| {name} | {ratios(p)} | {ratios(lean)} | {rounds} | {_cell(p['gain'])} | {_cell(lean['gain'])} "
                     f"| {_cell(r['lean_minus_paper'])} | {verdict} |")
+    return "\n".join([head, *rows, "", curve(results)])
+
+
+def curve(results: dict[str, Any]) -> str:
+    """Every schedule pooled, and per world: cost ratio against the loss in gain (the trade-off)."""
+    head = ("| schedule | worlds | tokens ÷ SkillOpt (min/median/max) | runs ≤ 1.5× "
+            "| loop ÷ SkillOpt, generator ÷ loop (medians) | gain over SkillOpt (95% CI) | − paper (95% CI) "
+            "| non-inferior (−2) |\n"
+            "|---|---|---|---:|---|---:|---:|---|")
+    rows = []
+    summary = results["summary"]
+    for name, r in [("pooled", summary["pooled"]), *summary["worlds"].items()]:
+        schedules = [("paper", r["paper"], None, None), ("lean", r["lean"], r["lean_minus_paper"], r["non_inferior"]),
+                     *((k, v, v["minus_paper"], v["non_inferior"]) for k, v in r.get("variants", {}).items())]
+        for label, x, loss, verdict in schedules:
+            t = x["tokens_ratio"]
+            factors = (f"{x['loop_ratio']['median']:.2f}, {x['generator_per_loop']['median']:.2f}"
+                       if "loop_ratio" in x else "—")
+            rows.append(f"| {label} | {name} | {t['min']:.2f}/{t['median']:.2f}/{t['max']:.2f} "
+                        f"| {x['within_target']} of {len(t['each'])} | {factors} | {_cell(x['gain'])} "
+                        f"| {'—' if loss is None else _cell(loss)} "
+                        f"| {'—' if loss is None else {True: 'yes', False: '**no**', None: 'n/a'}[verdict]} |")
     return "\n".join([head, *rows])
 
 
@@ -175,8 +250,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reuse", type=Path, help="take cells from this earlier results file where it ran the same "
                     "world, seed and schedule (a cell is deterministic): after a change to `lean`, only its cells run")
     ap.add_argument("--lean", default="", help="measure a variant of lean's schedule: KEY=VALUE,... (use --out)")
+    ap.add_argument("--variant", action="append", default=[], help="NAME:KEY=VALUE,... another schedule (lean's "
+                    "with these keys) run in the same cells and compared with paper; repeatable")
     args = ap.parse_args(argv)
     VARIANT.update(_variant(args.lean))
+    for text in args.variant:
+        name, _, keys = text.partition(":")
+        VARIANTS[name.strip()] = _variant(keys)
     if args.tables:
         print(tables(json.loads(args.out.read_text(encoding="utf-8"))))
         return 0
@@ -190,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             cells += run_world(world, seeds, Path(tmp), earlier)
             results = {"bench": "cost_lean_schedule", "machine": machine(), "commit": commit(),
                        "worlds": sorted({c["world"] for c in cells}), "planned_worlds": worlds, "seeds": seeds,
-                       "splits": SPLITS, "hyper": HYPER, "schedules": {p: schedule(p) for p in ("paper", "lean")},
+                       "splits": SPLITS, "hyper": HYPER, "schedules": {p: schedule(p) for p in ("paper", *labels())},
                        "margin": MARGIN, "target": TARGET, "wall_s": round(time.time() - started, 1),
                        "summary": summarise(cells), "cells": cells}
             args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

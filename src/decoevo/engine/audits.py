@@ -11,6 +11,7 @@ when the skills have not changed, and a resumed round asks the same requests aga
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..aio import gather_all, together
@@ -90,10 +91,17 @@ async def _rollouts(ctx: EngineContext, q: QuestionView, solver: Skill, generato
 @dataclass(frozen=True)
 class AuditStop:
     """The stop rule of a blind audit (`Hyper.probe_enough_pairs`, `frozen_enough_pairs`): stop once `enough`
-    decided pairs are in hand (0: never), taking the questions in chunks from a start set by `rotate`."""
+    decided pairs are in hand (0: never), taking the questions in chunks from a start set by `rotate`. With
+    `more` (the co-evolution budget, engine/coevolution_budget.py) the next chunk is taken only while it says
+    so; it reads token counts, never a score."""
 
     enough: int = 0
     rotate: int = 0
+    more: Callable[[], bool] | None = None
+
+    @property
+    def chunked(self) -> bool:
+        return self.enough > 0 or self.more is not None
 
 
 @dataclass
@@ -111,10 +119,10 @@ class AuditCoverage:
 def audit_order(questions: list[QuestionView], stop: AuditStop, per_question: int) -> list[list[QuestionView]]:
     """The chunks a stopping audit takes its questions in: ⌈enough/H⌉ at a time (the fewest that can hold
     `enough` pairs), the order rotated by `stop.rotate` chunks so successive rounds start on other questions.
-    No stop rule: one chunk of every question, in order."""
-    if stop.enough <= 0 or not questions:
+    Only a budget: one question a chunk. No stop rule: one chunk of every question, in order."""
+    if not stop.chunked or not questions:
         return [questions]
-    size = max(1, -(-stop.enough // max(1, per_question)))
+    size = max(1, -(-stop.enough // max(1, per_question))) if stop.enough > 0 else 1
     start = (stop.rotate * size) % len(questions)
     ordered = questions[start:] + questions[:start]
     return [ordered[i:i + size] for i in range(0, len(ordered), size)]
@@ -152,6 +160,8 @@ async def audited_pairs(ctx: EngineContext, questions: list[QuestionView], solve
     found: list[AuditedPair] = []
     audited = 0
     for chunk in audit_order(questions, rule, h.pairs_per_question):
+        if audited and rule.more is not None and not rule.more():  # the generator side's allowance is spent
+            break
         found += [p for ps in await ctx.gather(one, chunk) for p in ps]
         audited += len(chunk)
         if rule.enough and len(found) >= rule.enough:

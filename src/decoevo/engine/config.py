@@ -109,6 +109,10 @@ class Hyper(BaseModel):
                                    "inner steps: fewer than N solver steps would remain to learn under the new "
                                    "generator (the final generator skill is then N steps less evolved; 0: rounds "
                                    "to the end, as the paper)")
+    generator_share: float = Field(0.0, ge=0, le=100, description="the co-evolution budget: the generator's "
+                                   "side (outer rounds) may spend this share of the solver loop's tokens, projected "
+                                   "to the planned steps; a round starts only while allowance is left and its blind "
+                                   "audits stop when it runs out (0: no budget, as the paper)")
     audit_schedule: Literal["fixed", "since_last_round"] = Field(
         "fixed", description="fixed: rounds after steps K, 2K, ... and after M stalls; since_last_round: K "
         "counts from the last round, so a stall-triggered round moves the next scheduled one")

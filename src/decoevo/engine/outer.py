@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..aio import done, together
@@ -22,6 +22,7 @@ from .audits import (
     AuditCoverage,
     AuditedPair,
     AuditStop,
+    audit_order,
     audited_pairs,
     contrastive_records,
     draw_starts,
@@ -32,6 +33,7 @@ from .validity import VALID, Shown, Validity, check_candidate
 from .verify import (
     FrozenPair,
     audit_objectives,
+    budgeted_structural_objectives,
     contrastive_objective,
     decided_by_structural,
     objectives,
@@ -64,7 +66,10 @@ class OuterOutcome:
 
 
 async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generator: Skill,
-                     probe: list[QuestionView], generator_gate: list[QuestionView]) -> OuterOutcome:
+                     probe: list[QuestionView], generator_gate: list[QuestionView],
+                     more: Callable[[], bool] | None = None) -> OuterOutcome:
+    """One round. `more` (the co-evolution budget, engine/coevolution_budget.py): whether the generator's side
+    has token allowance left, asked between chunks of the blind audits; it reads token counts only."""
     m, h = ctx.method, ctx.hyper
     folder = f"audits/outer_{round_idx:03d}"
     first, gate_first = draw_starts(round_idx, solver, generator, h)  # probe's and V_g's (engine/audits.py)
@@ -77,12 +82,12 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     structural_first = uses_pairs and m.structural_audit and h.decision_shortcuts
 
     probe_seen, frozen_seen = AuditCoverage(), AuditCoverage()
-    probe_stop = AuditStop(h.probe_enough_pairs, round_idx)
-    frozen_stop = AuditStop(h.frozen_enough_pairs, round_idx)
+    probe_stop = AuditStop(h.probe_enough_pairs, round_idx, more)
+    frozen_stop = AuditStop(h.frozen_enough_pairs, round_idx, more)
 
-    def gate_pairs(now: bool) -> Awaitable[list[AuditedPair] | None]:
-        return (audited_pairs(ctx, generator_gate, solver, generator, f"gate{round_idx}", gate_first,
-                              frozen_stop, frozen_seen) if now
+    def gate_pairs(now: bool, questions: list[QuestionView] | None = None) -> Awaitable[list[AuditedPair] | None]:
+        return (audited_pairs(ctx, generator_gate if questions is None else questions, solver, generator,
+                              f"gate{round_idx}", gate_first, frozen_stop, frozen_seen) if now
                 else done(None))
 
     # 1. Audit the current generator on the probe set.
@@ -137,20 +142,25 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
     else:
         policy = rule.policy(h)
 
-        async def frozen_set() -> list[FrozenPair]:
-            drawn = pairs if pairs is not None else await gate_pairs(True)
+        async def frozen_set(questions: list[QuestionView] | None = None) -> list[FrozenPair]:
+            drawn = pairs if pairs is not None else await gate_pairs(True, questions)
             out = [FrozenPair(p.question, p.plus.response, p.minus.response, p.rationale) for p in drawn or []]
             ctx.run.write_jsonl(f"{folder}/frozen_pairs.jsonl", [p.to_json() for p in out])
             return out
 
         record: dict[str, object]
         if structural_first:  # eq. 10 may be settled by Φ_str alone: then Γ is never drawn (docs/cost.md)
-            s_old, s_new = await together(structural_objective(ctx, generator_gate, generator),
-                                          structural_objective(ctx, generator_gate, candidate))
+            covered: list[QuestionView] | None = None  # V_g's questions both objectives rest on (None: all)
+            if more is not None and generator_gate:  # the budget: V_g two questions at a time while it lasts
+                s_old, s_new, covered = await budgeted_structural_objectives(
+                    ctx, audit_order(generator_gate, AuditStop(2, round_idx), 1), generator, candidate, more)
+            else:
+                s_old, s_new = await together(structural_objective(ctx, generator_gate, generator),
+                                              structural_objective(ctx, generator_gate, candidate))
             settled = decided_by_structural(policy, s_old.value, s_new.value)
             c_old = c_new = None
             if settled is None:
-                frozen = await frozen_set()
+                frozen = await frozen_set(covered)
                 c_old, c_new = await together(contrastive_objective(ctx, generator, frozen),
                                               contrastive_objective(ctx, candidate, frozen))
             old, new = objectives(s_old, c_old), objectives(s_new, c_new)
@@ -162,6 +172,8 @@ async def outer_step(ctx: EngineContext, round_idx: int, solver: Skill, generato
                                             **({"margins": c_new.details} if c_new and c_new.details else {})}}
             if settled is not None:
                 record["contrastive_not_computed"] = "the structural objective decided eq. 10"
+            if covered is not None:  # the budget sized V_g: the questions verification rests on
+                record["budget_questions"] = [q.id for q in covered]
         else:
             frozen = await frozen_set() if m.contrastive_audit else []
             (old, old_details), (new, new_details) = await together(

@@ -41,6 +41,7 @@ from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
 from ..tasks.splits import Splits, make_splits
 from ..userfiles import check_lm_files, read_user_text
+from .coevolution_budget import CoevolutionBudget, Spend
 from .config import RunConfig, with_backend_token_limits
 from .context import EngineContext
 from .estimate import estimate_calls, planned_steps
@@ -383,15 +384,23 @@ class Engine:
                 # `quiet_final_steps` (the `lean` preset): a round this late would leave the solver too few
                 # steps to learn under its generator; the paper rounds to the end (0).
                 late = step >= self.total_steps() - h.quiet_final_steps
+                budget = CoevolutionBudget(h.generator_share, self.total_steps())
                 if self.method.runs_audits and not late and should_audit(
-                        step, h.audit_every, state.consecutive_rejections, h.max_stalls, last_round=last_round):
+                        step, h.audit_every, state.consecutive_rejections, h.max_stalls, last_round=last_round
+                ) and budget.may_start_round(self._spend(state, step + 1)):
                     state.last_round_step = step
                     self.phase = f"outer {state.outer_rounds}"
+                    before = self.lm.ledger.total().effective_tokens
+                    more = self._allowance_left(budget, state, step + 1, before) if budget.on else None
                     try:
                         outer = await outer_step(self.ctx, state.outer_rounds, state.solver, state.generator,
-                                                 probe, gate_g)
-                        self._after_outer(state, outer)
+                                                 probe, gate_g, more)
+                        state.generator_tokens += self.lm.ledger.total().effective_tokens - before
+                        held = ({"allowance": round(budget.allowance(self._spend(state, step + 1))),
+                                 "spent": state.generator_tokens} if budget.on else None)
+                        self._after_outer(state, outer, held)
                     except (ParseError, RefusalError) as exc:
+                        state.generator_tokens += self.lm.ledger.total().effective_tokens - before
                         self._step_failed(state, "outer_round_failed", exc, round=state.outer_rounds)
                         state.outer_rounds += 1
                         state.consecutive_rejections = 0
@@ -431,6 +440,18 @@ class Engine:
         self._finish(state)
         return RunResult(self.run.path, state, self.lm.ledger)
 
+    def _allowance_left(self, budget: CoevolutionBudget, state: LoopState, steps_done: int,
+                        round_began: int) -> Callable[[], bool]:
+        """What a round's blind audits ask between chunks: has the generator's side allowance left?"""
+        return lambda: budget.may_continue(self._spend(state, steps_done, round_began))
+
+    def _spend(self, state: LoopState, steps_done: int, round_began: int | None = None) -> Spend:
+        """Tokens so far, split into the generator's side and the solver loop (the co-evolution budget). Inside
+        a round (`round_began`: the run's tokens when it began) what the round has paid so far is the generator's."""
+        total = self.lm.ledger.total().effective_tokens
+        in_round = 0 if round_began is None else total - round_began
+        return Spend(total=total, generator=state.generator_tokens + in_round, steps_done=steps_done)
+
     def _step_failed(self, state: LoopState, kind: str, exc: LMError, **where: Any) -> None:
         """A model output stayed unusable after bounded repair. Nothing is scored or accepted from the
         step; the incumbent skills stay, and the failure is logged with its category and role."""
@@ -467,9 +488,11 @@ class Engine:
         self._emit("invalid_candidate", state, skill=candidate.kind, problem=validity.problem,
                    reason=validity.reason, text=candidate.text[:2000], **where)
 
-    def _after_outer(self, state: LoopState, outer: OuterOutcome) -> None:
+    def _after_outer(self, state: LoopState, outer: OuterOutcome, budget: dict[str, int] | None = None) -> None:
         data: dict[str, Any] = {"round": outer.round, "structural_records": len(outer.structural),
                                 "contrastive_records": len(outer.contrastive)}
+        if budget is not None:  # the co-evolution budget: the generator side's allowance and spend after the round
+            data["generator_budget"] = budget
         if outer.coverage():  # a stop rule cut an audit short (the `lean` preset): what it covered
             data["audits_stopped"] = outer.coverage()
         if outer.decision is not None:

@@ -18,5 +18,6 @@ class LoopState(BaseModel):
     generator_accepts: int = 0
     audit_notes: list[str] = Field(default_factory=list)
     failed_steps: int = 0  # steps or rounds voided by an unusable model output (see events.jsonl)
+    generator_tokens: int = 0  # effective tokens paid inside outer rounds (the co-evolution budget reads it)
     idle_steps: int = 0  # steps of a topped-up run that spent nothing (engine/top_up.py): not counted to its cap
     stopped: str | None = None

@@ -8,12 +8,14 @@ baseline only and takes the solver skill explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from ..aio import done, together
 from ..domain import QuestionView, Response, Skill
 from ..policies import AuditObjectives, GeneratorDecision
+from ..roles.structural_audit import StructuralRecord
 from ..scoring import contrastive_resolution, mean_score, pair_margin, structural_adequacy
 from ..thresholds import reaches
 from .context import EngineContext
@@ -50,6 +52,30 @@ async def structural_objective(ctx: EngineContext, questions: list[QuestionView]
     records = await structural_records(ctx, questions, generator)
     return Objective(structural_adequacy([r.adequacy for r in records]),
                      {r.question_id: r.adequacy for r in records}, [r.model_dump() for r in records])
+
+
+async def budgeted_structural_objectives(ctx: EngineContext, chunks: list[list[QuestionView]], incumbent: Skill,
+                                        candidate: Skill, more: Callable[[], bool]
+                                        ) -> tuple[Objective, Objective, list[QuestionView]]:
+    """Φ_str of both generators under the co-evolution budget (engine/coevolution_budget.py): V_g a chunk at a
+    time, both generators on the same questions, the next chunk only while `more` (token counts, never a score)
+    says allowance is left. Returns both objectives and the questions they cover."""
+    from .audits import structural_records
+
+    covered: list[QuestionView] = []
+    old: list[StructuralRecord] = []
+    new: list[StructuralRecord] = []
+    for chunk in chunks:
+        if covered and not more():
+            break
+        a, b = await together(structural_records(ctx, chunk, incumbent), structural_records(ctx, chunk, candidate))
+        old, new, covered = old + a, new + b, covered + chunk
+
+    def objective(records: list[StructuralRecord]) -> Objective:
+        return Objective(structural_adequacy([r.adequacy for r in records]),
+                         {r.question_id: r.adequacy for r in records}, [r.model_dump() for r in records])
+
+    return objective(old), objective(new), covered
 
 
 async def contrastive_objective(ctx: EngineContext, generator: Skill, frozen: list[FrozenPair]) -> Objective:

@@ -76,6 +76,9 @@ class OuterRoundEvent(_Event):
     outcome: Outcome | None = None  # None in runs written before it was recorded: `candidate_outcome` derives it
     # the audits a stop rule cut short (`probe_enough_pairs`, `frozen_enough_pairs`): {"probe": {"audited": 2, "of": 6}}
     audits_stopped: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # the co-evolution budget (`generator_share`) after the round: {"allowance": tokens, "spent": tokens}; a round
+    # it held back is not run, so it has no event
+    generator_budget: dict[str, int] = Field(default_factory=dict)
 
     @property
     def candidate_outcome(self) -> Outcome:
