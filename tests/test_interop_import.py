@@ -84,6 +84,18 @@ def test_the_account_counts_every_assertion_type_and_names_the_tests_left_unchec
         "contains": 3, "icontains": 6, "javascript": 3, "latency (defaultTest)": 1, "test field 'options'": 9}
 
 
+@pytest.mark.parametrize(("n", "named", "more"), [(32, 8, ""), (36, 8, " and 1 more")])
+def test_the_account_names_eight_unchecked_tests_and_counts_every_one_past_them(tmp_path: Path, n: int, named: int,
+                                                                                 more: str) -> None:
+    """Issue 46.2: every test left without a check is accounted for; the ninth was dropped from the line
+    (no "and 1 more") when the count of those past the eight named was compared with 1 instead of 0."""
+    got = read_imported(_write(tmp_path, _config(_mixed_tests(n))), "promptfoo")
+    [line] = [x for x in got.account() if "have only assertions decoevo does not use" in x]
+    unchecked = n // 4
+    assert line.startswith(f"{unchecked} tests have only assertions decoevo does not use: t004 ")
+    assert line.count("promptfooconfig.yaml:") == named and line.endswith(f"'length {4 * named - 1}')" + more)
+
+
 def test_strict_refuses_anything_unused_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path, _config(_mixed_tests()))
     result = runner.invoke(app, ["run", "--data", str(path), "--format", "promptfoo", "--strict",
