@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from decoevo.cli import app
@@ -211,3 +213,66 @@ def test_only_a_file_of_rubrics_rows_counts_as_one_decoevo_wrote(tmp_path) -> No
         theirs.write_text(json.dumps({k: v for k, v in row.items() if k != key}) + "\n")
         with pytest.raises(ConfigError, match="is not a rubrics file decoevo wrote"):
             check_rubrics_output(theirs)
+
+
+def test_the_endpoint_given_is_the_one_every_exported_file_calls(run, tmp_path) -> None:
+    """Issue 46.2: `--base-url URL --model NAME --api-key-env VAR` is the endpoint the tool calls (a run on the
+    embedded model has no other), in the provider, the grader and the Inspect settings alike; the rubrics still
+    come from the run's own model. It was ignored (the run's endpoint written) when the override was mutated
+    away."""
+    run_dir, _ = run
+    given = ["--base-url", "http://models.example:8000/v1/", "--model", "served-model", "--api-key-env", "SERVED_KEY"]
+    assert invoke("export", run_dir, "--to", "promptfoo", tmp_path / "pf", *given)[0] == 0
+    config = yaml.safe_load((tmp_path / "pf" / "promptfooconfig.yaml").read_text())
+    (provider,) = config["providers"]
+    assert provider["id"] == "openai:chat:served-model"
+    assert provider["config"]["apiBaseUrl"] == "http://models.example:8000/v1"
+    assert provider["config"]["apiKeyEnvar"] == "SERVED_KEY"
+    grader = config["defaultTest"]["options"]["provider"]["config"]
+    assert grader["url"] == "http://models.example:8000/v1/chat/completions" and grader["body"]["model"] == "served-model"
+    assert "{{ env.SERVED_KEY }}" in grader["headers"]["Authorization"]
+    assert invoke("export", run_dir, "--to", "inspect", tmp_path / "inspect", *given)[0] == 0
+    settings = json.loads((tmp_path / "inspect" / "decoevo.json").read_text())
+    for role in ("solver", "judge"):
+        assert {k: settings[role][k] for k in ("base_url", "model", "api_key_env")} == {
+            "base_url": "http://models.example:8000/v1", "model": "served-model", "api_key_env": "SERVED_KEY"}
+
+
+def _run_copy(run_dir, tmp_path, *, model: dict | None = None, test_split: list | None = None):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    if model is not None:
+        config = yaml.safe_load((copy / "config.yaml").read_text())
+        config["lm"]["models"]["default"].update(model)
+        (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    if test_split is not None:
+        splits = json.loads((copy / "splits.json").read_text())
+        (copy / "splits.json").write_text(json.dumps({**splits, "test": test_split}))
+    return copy
+
+
+@pytest.mark.parametrize(("model", "named"), [
+    ({"backend": "local", "base_url": None}, "the embedded one"),
+    ({"backend": "litellm", "base_url": None, "model": "anthropic/claude-x"},
+     "'anthropic/claude-x' through LiteLLM with no base_url")])
+def test_a_run_on_a_model_no_tool_can_call_is_refused_before_anything_is_paid(run, tmp_path, model, named) -> None:
+    """Issue 46.2: a run on the embedded model, or on a LiteLLM provider's own API (no URL), gives a tool no
+    endpoint to call; the export says so and how to name one, and writes nothing. A LiteLLM run was exported
+    with a config naming no URL when the check was narrowed to `local and no URL`."""
+    copy = _run_copy(run[0], tmp_path, model=model)
+    code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf")
+    assert code == 2 and f"the run's solve model is {named}, which no eval tool can call" in said, said
+    assert "pass --base-url URL --model NAME" in said and not (tmp_path / "pf").exists()
+
+
+def test_a_run_without_a_test_split_is_exported_only_with_the_questions_given(run, tmp_path) -> None:
+    """Issue 46.2: a run whose test split is empty has no questions to export: refused in one line naming
+    --data (it wrote a config with no test when the check was mutated away); with --data it is exported."""
+    run_dir, data = run
+    copy = _run_copy(run_dir, tmp_path, test_split=[])
+    code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf")
+    assert code == 2 and "the run's test split is empty; pass --data FILE" in said, said
+    assert not (tmp_path / "pf").exists()
+    code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf", "--data", data)
+    assert code == 0, said
+    assert len(yaml.safe_load((tmp_path / "pf" / "tests.yaml").read_text())) == 16
