@@ -3,19 +3,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import hashlib
 import json
 import shutil
+import warnings
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 from decoevo.cli import app
+from decoevo.domain import Question, Turn
 from decoevo.errors import ConfigError
 from decoevo.evaluation.run_view import RunView
 from decoevo.interop.outdir import MANIFEST, OutDir
-from decoevo.interop.rubrics import RubricFailed, generator_rubrics
+from decoevo.interop.rubrics import RubricFailed, RubricSet, generator_rubrics
 from decoevo.lm import LM
 from decoevo.testing.scripted import ScriptedBackend
 from decoevo.testing.server import serve_app
@@ -276,3 +280,29 @@ def test_a_run_without_a_test_split_is_exported_only_with_the_questions_given(ru
     code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf", "--data", data)
     assert code == 0, said
     assert len(yaml.safe_load((tmp_path / "pf" / "tests.yaml").read_text())) == 16
+
+
+def test_rubric_generation_closes_the_model_it_opened_and_leaves_the_callers_open(run) -> None:
+    """Issue 46.2: `generator_rubrics` without an LM (`decoevo rubric`, `export --to`) opens the run's own and
+    closes it; left open, its HTTP session is reported as "Unclosed client session" on stderr when collected
+    (the close removed or skipped). Given the caller's LM it leaves it open for the caller's next request:
+    closed, that request is refused ("the backend was closed") when which LM is its own was inverted."""
+    view = RunView(run[0])
+    task = next(iter(view.questions().values())).task
+
+    def fresh(tag: str) -> Question:  # a question the run never asked: its rubric is a paid request
+        return Question(id=f"fresh-{tag}", task=task,
+                        turns=(Turn(role="user", content=f"My ankle hurts after a {tag} run. What should I do?"),))
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        asyncio.run(generator_rubrics(view, [fresh("long")]))
+        gc.collect()  # what a left-open session reports, it reports when collected
+    assert [str(w.message) for w in seen if "Unclosed" in str(w.message)] == []
+
+    async def twice() -> RubricSet:
+        async with LM(view.config.lm) as lm:
+            await generator_rubrics(view, [fresh("short")], lm=lm)
+            return await generator_rubrics(view, [fresh("hill")], lm=lm)  # a new request on the same LM
+
+    assert asyncio.run(twice()).rubrics["fresh-hill"].criteria
