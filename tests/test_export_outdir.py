@@ -233,7 +233,8 @@ def test_the_endpoint_given_is_the_one_every_exported_file_calls(run, tmp_path) 
     assert provider["config"]["apiBaseUrl"] == "http://models.example:8000/v1"
     assert provider["config"]["apiKeyEnvar"] == "SERVED_KEY"
     grader = config["defaultTest"]["options"]["provider"]["config"]
-    assert grader["url"] == "http://models.example:8000/v1/chat/completions" and grader["body"]["model"] == "served-model"
+    assert grader["url"] == "http://models.example:8000/v1/chat/completions"
+    assert grader["body"]["model"] == "served-model"
     assert "{{ env.SERVED_KEY }}" in grader["headers"]["Authorization"]
     assert invoke("export", run_dir, "--to", "inspect", tmp_path / "inspect", *given)[0] == 0
     settings = json.loads((tmp_path / "inspect" / "decoevo.json").read_text())
