@@ -239,7 +239,7 @@ def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_r
         "--set", "lm.models.default.max_retries=0"], env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
     said = " ".join(result.output.split())
     assert result.exit_code != 0 and "Permission denied" not in said and "Traceback" not in said, said
-    assert f"127.0.0.1:{dead}" in said, said  # the endpoint that failed is what the user reads
+    assert f"127.0.0.1:{dead}" in said and said.count("error:") == 1, said  # the endpoint that failed
     assert run.is_dir() and not any(run.iterdir())  # left empty: the same command runs again
 
 
