@@ -307,3 +307,19 @@ def test_rubric_generation_closes_the_model_it_opened_and_leaves_the_callers_ope
             return await generator_rubrics(view, [fresh("hill")], lm=lm)  # a new request on the same LM
 
     assert asyncio.run(twice()).rubrics["fresh-hill"].criteria
+
+
+def test_an_endpoint_is_checked_when_made_and_cannot_be_changed_after() -> None:
+    """An Endpoint's fields are written into tools' configs, checked in `__post_init__`; being frozen is what
+    makes "checked when made" hold for its whole life: a field is changed only by making a new one (`replace`),
+    which is checked again."""
+    import dataclasses
+
+    from decoevo.interop.bundle import Endpoint
+
+    made = Endpoint("http://127.0.0.1:8080/v1", "served", "MY_KEY")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.model = "{{ env.OTHER_KEY }}"  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="which no endpoint's model has"):
+        dataclasses.replace(made, model="{{ env.OTHER_KEY }}")
+    assert made.model == "served"
