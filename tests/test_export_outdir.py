@@ -323,3 +323,22 @@ def test_an_endpoint_is_checked_when_made_and_cannot_be_changed_after() -> None:
     with pytest.raises(ConfigError, match="which no endpoint's model has"):
         dataclasses.replace(made, model="{{ env.OTHER_KEY }}")
     assert made.model == "served"
+
+
+@pytest.mark.parametrize("theirs", ["judge_prompt.json", "tests.yaml", "prompts/shipped.json"])
+def test_a_users_file_in_the_folder_is_refused_before_any_rubric_is_paid(run, tmp_path, theirs) -> None:
+    """Issue 46.2: every file a promptfoo export writes is checked before the rubrics are generated: a user's
+    `judge_prompt.json` was refused only by the writer, after the export had paid the model for each new
+    question's rubric, when it was left out of the files checked first."""
+    server = toy_server()
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_text("".join(json.dumps({"id": f"n{i}", "prompt": f"My wrist hurts after climbing, day {i}. "
+                                         "What should I do?"}) + "\n" for i in range(2)), encoding="utf-8")
+    out = tmp_path / "pf"
+    (out / theirs).parent.mkdir(parents=True)
+    (out / theirs).write_text("mine\n")
+    with serve_app(server.app()) as url:
+        copy = _run_copy(run[0], tmp_path, model={"base_url": f"{url}/v1"})
+        code, said = invoke("export", copy, "--to", "promptfoo", out, "--data", fresh)
+    assert code == 2 and f"{theirs} was not written by decoevo" in said, said
+    assert server.requests == [] and (out / theirs).read_text() == "mine\n"
