@@ -451,6 +451,24 @@ def test_a_value_nested_within_the_bound_is_kept(tmp_path: Path) -> None:
     assert q.meta["promptfoo"]["vars"]["deep"] == deep
 
 
+def test_a_test_nested_64_levels_deep_is_kept_and_one_level_more_is_refused(tmp_path: Path) -> None:
+    """Issue 46.2: the bound is "more than 64 levels deep", counted from the test (the test 0, its `vars` 1, a
+    variable 2): a value 64 levels in is kept whole, 65 is refused naming the field. With `>=` for `>` the 64th
+    level was refused too."""
+    def config(levels: int) -> Path:
+        deep: Any = "x"
+        for _ in range(levels - 2):  # the variable's own level and `vars` above it
+            deep = {"k": deep}
+        path = tmp_path / f"p{levels}.json"
+        path.write_text(json.dumps({"prompts": ["{{query}}"], "tests": [{"vars": {"query": "a", "deep": deep}}]}))
+        return path
+
+    (q,) = read_imported(config(64), "promptfoo").questions
+    assert json.dumps(q.meta["promptfoo"]["vars"]["deep"]).count("{") == 62
+    with pytest.raises(DatasetError, match=r"field 'tests\[0\]\.vars\.deep(\.k){63}': is nested more than 64 levels"):
+        read_imported(config(65), "promptfoo")
+
+
 # the assertion types promptfoo's CSV reader (assertionFromString) knows, written out: what decoevo must read
 PROMPTFOO_CSV_TYPES = (
     "llm-rubric", "javascript", "python", "contains", "icontains", "contains-any", "contains-all", "icontains-any",
