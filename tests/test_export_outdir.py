@@ -3,17 +3,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import hashlib
 import json
+import shutil
+import warnings
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from decoevo.cli import app
+from decoevo.domain import Question, Turn
 from decoevo.errors import ConfigError
 from decoevo.evaluation.run_view import RunView
 from decoevo.interop.outdir import MANIFEST, OutDir
-from decoevo.interop.rubrics import RubricFailed, generator_rubrics
+from decoevo.interop.rubrics import RubricFailed, RubricSet, generator_rubrics
 from decoevo.lm import LM
 from decoevo.testing.scripted import ScriptedBackend
 from decoevo.testing.server import serve_app
@@ -211,3 +217,128 @@ def test_only_a_file_of_rubrics_rows_counts_as_one_decoevo_wrote(tmp_path) -> No
         theirs.write_text(json.dumps({k: v for k, v in row.items() if k != key}) + "\n")
         with pytest.raises(ConfigError, match="is not a rubrics file decoevo wrote"):
             check_rubrics_output(theirs)
+
+
+def test_the_endpoint_given_is_the_one_every_exported_file_calls(run, tmp_path) -> None:
+    """Issue 46.2: `--base-url URL --model NAME --api-key-env VAR` is the endpoint the tool calls (a run on the
+    embedded model has no other), in the provider, the grader and the Inspect settings alike; the rubrics still
+    come from the run's own model. It was ignored (the run's endpoint written) when the override was mutated
+    away."""
+    run_dir, _ = run
+    given = ["--base-url", "http://models.example:8000/v1/", "--model", "served-model", "--api-key-env", "SERVED_KEY"]
+    assert invoke("export", run_dir, "--to", "promptfoo", tmp_path / "pf", *given)[0] == 0
+    config = yaml.safe_load((tmp_path / "pf" / "promptfooconfig.yaml").read_text())
+    (provider,) = config["providers"]
+    assert provider["id"] == "openai:chat:served-model"
+    assert provider["config"]["apiBaseUrl"] == "http://models.example:8000/v1"
+    assert provider["config"]["apiKeyEnvar"] == "SERVED_KEY"
+    grader = config["defaultTest"]["options"]["provider"]["config"]
+    assert grader["url"] == "http://models.example:8000/v1/chat/completions"
+    assert grader["body"]["model"] == "served-model"
+    assert "{{ env.SERVED_KEY }}" in grader["headers"]["Authorization"]
+    assert invoke("export", run_dir, "--to", "inspect", tmp_path / "inspect", *given)[0] == 0
+    settings = json.loads((tmp_path / "inspect" / "decoevo.json").read_text())
+    for role in ("solver", "judge"):
+        assert {k: settings[role][k] for k in ("base_url", "model", "api_key_env")} == {
+            "base_url": "http://models.example:8000/v1", "model": "served-model", "api_key_env": "SERVED_KEY"}
+
+
+def _run_copy(run_dir, tmp_path, *, model: dict | None = None, test_split: list | None = None):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    if model is not None:
+        config = yaml.safe_load((copy / "config.yaml").read_text())
+        config["lm"]["models"]["default"].update(model)
+        (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    if test_split is not None:
+        splits = json.loads((copy / "splits.json").read_text())
+        (copy / "splits.json").write_text(json.dumps({**splits, "test": test_split}))
+    return copy
+
+
+@pytest.mark.parametrize(("model", "named"), [
+    ({"backend": "local", "base_url": None}, "the embedded one"),
+    ({"backend": "litellm", "base_url": None, "model": "anthropic/claude-x"},
+     "'anthropic/claude-x' through LiteLLM with no base_url")])
+def test_a_run_on_a_model_no_tool_can_call_is_refused_before_anything_is_paid(run, tmp_path, model, named) -> None:
+    """Issue 46.2: a run on the embedded model, or on a LiteLLM provider's own API (no URL), gives a tool no
+    endpoint to call; the export says so and how to name one, and writes nothing. A LiteLLM run was exported
+    with a config naming no URL when the check was narrowed to `local and no URL`."""
+    copy = _run_copy(run[0], tmp_path, model=model)
+    code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf")
+    assert code == 2 and f"the run's solve model is {named}, which no eval tool can call" in said, said
+    assert "pass --base-url URL --model NAME" in said and not (tmp_path / "pf").exists()
+
+
+def test_a_run_without_a_test_split_is_exported_only_with_the_questions_given(run, tmp_path) -> None:
+    """Issue 46.2: a run whose test split is empty has no questions to export: refused in one line naming
+    --data (it wrote a config with no test when the check was mutated away); with --data it is exported."""
+    run_dir, data = run
+    copy = _run_copy(run_dir, tmp_path, test_split=[])
+    code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf")
+    assert code == 2 and "the run's test split is empty; pass --data FILE" in said, said
+    assert not (tmp_path / "pf").exists()
+    code, said = invoke("export", copy, "--to", "promptfoo", tmp_path / "pf", "--data", data)
+    assert code == 0, said
+    assert len(yaml.safe_load((tmp_path / "pf" / "tests.yaml").read_text())) == 16
+
+
+def test_rubric_generation_closes_the_model_it_opened_and_leaves_the_callers_open(run) -> None:
+    """Issue 46.2: `generator_rubrics` without an LM (`decoevo rubric`, `export --to`) opens the run's own and
+    closes it; left open, its HTTP session is reported as "Unclosed client session" on stderr when collected
+    (the close removed or skipped). Given the caller's LM it leaves it open for the caller's next request:
+    closed, that request is refused ("the backend was closed") when which LM is its own was inverted."""
+    view = RunView(run[0])
+    task = next(iter(view.questions().values())).task
+
+    def fresh(tag: str) -> Question:  # a question the run never asked: its rubric is a paid request
+        return Question(id=f"fresh-{tag}", task=task,
+                        turns=(Turn(role="user", content=f"My ankle hurts after a {tag} run. What should I do?"),))
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        asyncio.run(generator_rubrics(view, [fresh("long")]))
+        gc.collect()  # what a left-open session reports, it reports when collected
+    assert [str(w.message) for w in seen if "Unclosed" in str(w.message)] == []
+
+    async def twice() -> RubricSet:
+        async with LM(view.config.lm) as lm:
+            await generator_rubrics(view, [fresh("short")], lm=lm)
+            return await generator_rubrics(view, [fresh("hill")], lm=lm)  # a new request on the same LM
+
+    assert asyncio.run(twice()).rubrics["fresh-hill"].criteria
+
+
+def test_an_endpoint_is_checked_when_made_and_cannot_be_changed_after() -> None:
+    """An Endpoint's fields are written into tools' configs, checked in `__post_init__`; being frozen is what
+    makes "checked when made" hold for its whole life: a field is changed only by making a new one (`replace`),
+    which is checked again."""
+    import dataclasses
+
+    from decoevo.interop.bundle import Endpoint
+
+    made = Endpoint("http://127.0.0.1:8080/v1", "served", "MY_KEY")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.model = "{{ env.OTHER_KEY }}"  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="which no endpoint's model has"):
+        dataclasses.replace(made, model="{{ env.OTHER_KEY }}")
+    assert made.model == "served"
+
+
+@pytest.mark.parametrize("theirs", ["judge_prompt.json", "tests.yaml", "prompts/shipped.json"])
+def test_a_users_file_in_the_folder_is_refused_before_any_rubric_is_paid(run, tmp_path, theirs) -> None:
+    """Issue 46.2: every file a promptfoo export writes is checked before the rubrics are generated: a user's
+    `judge_prompt.json` was refused only by the writer, after the export had paid the model for each new
+    question's rubric, when it was left out of the files checked first."""
+    server = toy_server()
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_text("".join(json.dumps({"id": f"n{i}", "prompt": f"My wrist hurts after climbing, day {i}. "
+                                         "What should I do?"}) + "\n" for i in range(2)), encoding="utf-8")
+    out = tmp_path / "pf"
+    (out / theirs).parent.mkdir(parents=True)
+    (out / theirs).write_text("mine\n")
+    with serve_app(server.app()) as url:
+        copy = _run_copy(run[0], tmp_path, model={"base_url": f"{url}/v1"})
+        code, said = invoke("export", copy, "--to", "promptfoo", out, "--data", fresh)
+    assert code == 2 and f"{theirs} was not written by decoevo" in said, said
+    assert server.requests == [] and (out / theirs).read_text() == "mine\n"

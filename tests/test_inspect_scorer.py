@@ -4,7 +4,9 @@ run's model, and the question the judge reads is the sample's question as decoev
 
 from __future__ import annotations
 
+import gc
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,28 @@ async def test_the_score_is_the_rubrics_weighted_mean_on_the_question_decoevo_re
     assert score.value == pytest.approx(3 / 4)  # weighted: (3·1 + 1·0) / 4, not the plain mean 0.5
     (request,) = server.requests
     assert "> first turn" in request["messages"][1]["content"]  # the whole conversation, quoted
+
+
+async def test_the_scorer_closes_the_judge_model_it_opens_for_each_sample(tmp_path, monkeypatch) -> None:
+    """Issue 46.2: each sample's judge LM is closed once its score is in; left open (the close removed), every
+    sample scored left an HTTP session that is reported as "Unclosed client session" when collected, a line
+    per sample in the user's `inspect eval` output."""
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "cache.sqlite"))
+    with serve_app(FakeOpenAI(verdicts).app()) as url:
+        lm = LMConfig.model_validate({"models": {"default": {"backend": "openai", "base_url": f"{url}/v1",
+                                                             "model": "judge"}}})
+        scorer = decoevo_judge({"judge": {"mode": "joint", "max_tokens": 200, "seed": 1},
+                                "lm": lm.model_dump(mode="json")})
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            for i in range(2):  # a paid judge request each: a session opened each
+                state = TaskState(model=ModelName("openai/x"), sample_id=f"q{i}", epoch=0, input=f"question {i}",
+                                  messages=[], output=ModelOutput.from_content("x", f"answer {i}"),
+                                  metadata={"rubric": [{"criterion": "Says A", "weight": 3},
+                                                       {"criterion": "Says B", "weight": 1}]})
+                assert (await scorer(state, Target(""))).value == pytest.approx(3 / 4)
+            gc.collect()  # a session left open is reported when collected
+    assert [str(w.message) for w in seen if "Unclosed" in str(w.message)] == []
 
 
 def _export_folder(tmp_path: Path) -> Path:

@@ -207,6 +207,42 @@ def test_a_promptfoo_config_runs_as_decoevo_input_and_a_failed_start_leaves_noth
     assert sum(1 for _ in (run / "questions.jsonl").open()) == 16
 
 
+def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_removed(tmp_path: Path,
+                                                                                        monkeypatch) -> None:
+    """Issue 46.2: a run that saved nothing removes its staged import, but that clean-up never hides why the run
+    failed: a folder that cannot be removed (its last rmdir refused, as a file still open on NFS does) is left
+    empty, and the one error said is the endpoint's. With the removal's errors raised, a second error
+    (the refused rmdir's "Permission denied") ended the output as if it were why the run failed."""
+    import os
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    run = tmp_path / "runs" / "pf"
+    real_rmdir = os.rmdir
+
+    def refused(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(path) == run:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_rmdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rmdir", refused)
+    questions = "".join(f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n"
+                        for i in range(16))
+    path = write_promptfoo(tmp_path, PROMPTFOO.split("tests:\n")[0] + "tests:\n" + questions)
+    result = CliRunner().invoke(app, [
+        "run", "--data", str(path), "--format", "promptfoo", "--model", "toy", "--any-model", "--preset", "default",
+        "--runs-root", str(tmp_path / "runs"), "--name", "pf", "--base-url", f"http://127.0.0.1:{dead}/v1",
+        "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",
+        "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 4}",
+        "--set", "lm.models.default.max_retries=0"], env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
+    said = " ".join(result.output.split())
+    assert result.exit_code != 0 and "Permission denied" not in said and "Traceback" not in said, said
+    assert f"127.0.0.1:{dead}" in said and said.count("error:") == 1, said  # the endpoint that failed
+    assert run.is_dir() and not any(run.iterdir())  # left empty: the same command runs again
+
+
 def test_an_unknown_format_or_a_question_variable_for_inspect_is_refused(tmp_path: Path) -> None:
     """The library's reader names the formats it reads, and --question-var only where it means something."""
     data = tmp_path / "d.jsonl"

@@ -84,6 +84,18 @@ def test_the_account_counts_every_assertion_type_and_names_the_tests_left_unchec
         "contains": 3, "icontains": 6, "javascript": 3, "latency (defaultTest)": 1, "test field 'options'": 9}
 
 
+@pytest.mark.parametrize(("n", "named", "more"), [(32, 8, ""), (36, 8, " and 1 more")])
+def test_the_account_names_eight_unchecked_tests_and_counts_every_one_past_them(tmp_path: Path, n: int, named: int,
+                                                                                 more: str) -> None:
+    """Issue 46.2: every test left without a check is accounted for; the ninth was dropped from the line
+    (no "and 1 more") when the count of those past the eight named was compared with 1 instead of 0."""
+    got = read_imported(_write(tmp_path, _config(_mixed_tests(n))), "promptfoo")
+    [line] = [x for x in got.account() if "have only assertions decoevo does not use" in x]
+    unchecked = n // 4
+    assert line.startswith(f"{unchecked} tests have only assertions decoevo does not use: t004 ")
+    assert line.count("promptfooconfig.yaml:") == named and line.endswith(f"'length {4 * named - 1}')" + more)
+
+
 def test_strict_refuses_anything_unused_in_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path, _config(_mixed_tests()))
     result = runner.invoke(app, ["run", "--data", str(path), "--format", "promptfoo", "--strict",
@@ -437,6 +449,24 @@ def test_a_value_nested_within_the_bound_is_kept(tmp_path: Path) -> None:
     config.write_text(json.dumps({"prompts": ["{{query}}"], "tests": [{"vars": {"query": "a", "deep": deep}}]}))
     (q,) = read_imported(config, "promptfoo").questions
     assert q.meta["promptfoo"]["vars"]["deep"] == deep
+
+
+def test_a_test_nested_64_levels_deep_is_kept_and_one_level_more_is_refused(tmp_path: Path) -> None:
+    """Issue 46.2: the bound is "more than 64 levels deep", counted from the test (the test 0, its `vars` 1, a
+    variable 2): a value 64 levels in is kept whole, 65 is refused naming the field. With `>=` for `>` the 64th
+    level was refused too."""
+    def config(levels: int) -> Path:
+        deep: Any = "x"
+        for _ in range(levels - 2):  # the variable's own level and `vars` above it
+            deep = {"k": deep}
+        path = tmp_path / f"p{levels}.json"
+        path.write_text(json.dumps({"prompts": ["{{query}}"], "tests": [{"vars": {"query": "a", "deep": deep}}]}))
+        return path
+
+    (q,) = read_imported(config(64), "promptfoo").questions
+    assert json.dumps(q.meta["promptfoo"]["vars"]["deep"]).count("{") == 62
+    with pytest.raises(DatasetError, match=r"field 'tests\[0\]\.vars\.deep(\.k){63}': is nested more than 64 levels"):
+        read_imported(config(65), "promptfoo")
 
 
 # the assertion types promptfoo's CSV reader (assertionFromString) knows, written out: what decoevo must read

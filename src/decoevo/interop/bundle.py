@@ -80,8 +80,9 @@ def endpoint(view: RunView, role: str, override: Endpoint | None) -> Endpoint:
         probe = spec.model_copy(update={"backend": "openai", "base_url": override.base_url, "model": override.model,
                                         "gguf_path": None})
         return replace(override, profile=negotiated(probe, view.config.lm.cache_path))
-    if spec.backend == "local" or not spec.base_url:
-        raise ConfigError(f"{view.path}: the run's {role} model is the embedded one, which no eval tool can call; "
+    if spec.backend == "local" or not spec.base_url:  # a LiteLLM provider's own API has no URL to write
+        what = "the embedded one" if spec.backend == "local" else f"{spec.model!r} through LiteLLM with no base_url"
+        raise ConfigError(f"{view.path}: the run's {role} model is {what}, which no eval tool can call; "
                           "serve a model over an OpenAI-compatible API and pass --base-url URL --model NAME")
     try:
         return Endpoint(spec.base_url.rstrip("/"), spec.model, spec.api_key_env,

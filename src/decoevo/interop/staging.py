@@ -5,12 +5,12 @@ RUN/import.json keeps what the file held that the run does not use (promptfoo's 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 from ..engine.config import RunConfig
 from ..fileio import atomic_write_text
+from ..rundir import RunWriter
 from ..rundir.records import CALLS, CHECKPOINT, QUESTIONS
 from .imported import Imported
 
@@ -21,11 +21,12 @@ IMPORT = "import.json"
 def staged_config(config: RunConfig, imported: Imported, run_dir: Path) -> RunConfig:
     """Write the imported questions (and task specification) into `run_dir`; the configuration reading them.
     What the user set keeps its value: a task_spec file, an initial solver skill, a task family, a limit."""
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # the user's questions verbatim (atomic_write_text makes the folder, which a pilot may have made already)
     atomic_write_text(run_dir / QUESTIONS, imported.jsonl())
-    record = {"source": imported.source, "format": imported.format, "account": imported.account(),
-              "kept": imported.kept}
-    atomic_write_text(run_dir / IMPORT, json.dumps(record, ensure_ascii=False, allow_nan=False, indent=1) + "\n")
+    # decoevo's own record, written as the run's other JSON records are (masked, never through a link);
+    # `kept` is plain JSON already (importfiles.plain: no NaN, text keys)
+    RunWriter(run_dir).write_json(IMPORT, {"source": imported.source, "format": imported.format,
+                                           "account": imported.account(), "kept": imported.kept})
     data = {"path": str((run_dir / QUESTIONS).resolve()), "format": "jsonl"}
     spec = imported.task_spec()
     if config.data.task_spec is None and spec is not None:
