@@ -64,6 +64,7 @@ def test_the_promptfoo_config_holds_both_skills_the_rubrics_and_the_key_by_name_
     shipped = json.loads(files[out / "prompts" / "shipped.json"])[0]["content"]
     assert "SAFETY" in shipped  # the toy world's learnt skill ships
     tests = yaml.safe_load(files[out / "tests.yaml"])
+    assert [t["threshold"] for t in tests] == [0.75] * len(tests)  # without --threshold: S >= 0.75 ("mostly met")
     rubrics = {json.loads(line)["id"]: json.loads(line) for line in (tmp / "r.jsonl").read_text().splitlines()}
     for test in tests:  # the same rubric `decoevo rubric` writes, criterion by criterion, weighted
         want = rubrics[test["metadata"]["decoevo_question_id"]]["rubric"]
@@ -170,3 +171,15 @@ def test_an_exported_promptfoo_test_opens_with_its_description_and_keeps_the_use
     assert list(test["vars"]) == ["tone", "age", "query", "question", "decoevo_judge_question"]
     config = yaml.safe_load((tmp_path / "promptfooconfig.yaml").read_text("utf-8"))
     assert list(config) == ["description", "prompts", "providers", "defaultTest", "tests"]
+
+
+@pytest.mark.parametrize("description", [42, "", None, ["a", "list"]])
+def test_a_promptfoo_test_without_a_text_description_is_exported_under_its_question_id(tmp_path, description) -> None:
+    """Issue 46.2: a test's description is the text promptfoo shows for it; an imported test whose description is
+    not text (a YAML number, a list, empty) is written under its question's id, as a test without one."""
+    own = {"question_var": "query", "vars": {}, "description": description}
+    question = Question.model_validate({"id": "t007", "turns": [{"role": "user", "content": "My knee hurts."}],
+                                        "meta": {"promptfoo": own}})
+    write_promptfoo(_bundle(question, "Ask first."), OutDir(tmp_path))
+    (test,) = yaml.safe_load((tmp_path / "tests.yaml").read_text("utf-8"))
+    assert test["description"] == "t007"
