@@ -7,6 +7,7 @@ import asyncio
 import gc
 import hashlib
 import json
+import re
 import shutil
 import warnings
 
@@ -342,3 +343,21 @@ def test_a_users_file_in_the_folder_is_refused_before_any_rubric_is_paid(run, tm
         code, said = invoke("export", copy, "--to", "promptfoo", out, "--data", fresh)
     assert code == 2 and f"{theirs} was not written by decoevo" in said, said
     assert server.requests == [] and (out / theirs).read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("to", ["promptfoo", "inspect"])
+def test_an_export_names_every_file_it_wrote_and_refuses_a_file_for_its_folder(run, tmp_path, to) -> None:
+    """Issue 46.2: the export says which files it wrote (one `wrote PATH` line each, the manifest apart), and
+    OUT_DIR naming a file is one line before anything is paid or written, the file left as it was."""
+    run_dir, _ = run
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["export", str(run_dir), "--to", to, str(out)])
+    assert result.exit_code == 0, result.output
+    files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MANIFEST)
+    wrote = re.findall(r"^wrote (.+)$", result.output, re.MULTILINE)  # each path whole on its line, to copy
+    assert sorted(w.removeprefix(f"{out}/") for w in wrote) == files
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine\n")
+    code, output = invoke("export", run_dir, "--to", to, mine)
+    assert code == 2 and f"{mine}: is a file; name a folder to write the export into" in output, output
+    assert output.count("error") == 1 and "Traceback" not in output and mine.read_text() == "mine\n"

@@ -14,7 +14,12 @@ import yaml
 from typer.testing import CliRunner
 
 from decoevo.cli import app
-from decoevo.interop.promptfoo_out import VERDICT_TRANSFORM
+from decoevo.domain import Criterion, Question, Rubric, Skill
+from decoevo.interop.bundle import Bundle, Endpoint, solver_system
+from decoevo.interop.inspect_out import write_inspect
+from decoevo.interop.outdir import OutDir
+from decoevo.interop.promptfoo_out import VERDICT_TRANSFORM, write_promptfoo
+from decoevo.lm import LMConfig
 from decoevo.roles.judge import SYSTEM as JUDGE_SYSTEM
 from decoevo.roles.judge import CriterionVerdict
 from decoevo.testing.server import serve_app
@@ -59,6 +64,7 @@ def test_the_promptfoo_config_holds_both_skills_the_rubrics_and_the_key_by_name_
     shipped = json.loads(files[out / "prompts" / "shipped.json"])[0]["content"]
     assert "SAFETY" in shipped  # the toy world's learnt skill ships
     tests = yaml.safe_load(files[out / "tests.yaml"])
+    assert [t["threshold"] for t in tests] == [0.75] * len(tests)  # without --threshold: S >= 0.75 ("mostly met")
     rubrics = {json.loads(line)["id"]: json.loads(line) for line in (tmp / "r.jsonl").read_text().splitlines()}
     for test in tests:  # the same rubric `decoevo rubric` writes, criterion by criterion, weighted
         want = rubrics[test["metadata"]["decoevo_question_id"]]["rubric"]
@@ -90,7 +96,6 @@ def test_the_graders_verdict_becomes_level_over_4(level: int) -> None:
 def test_a_multi_turn_question_is_exported_as_its_turns_and_a_single_one_as_its_text() -> None:
     """Inspect sends a sample's `input` to the solver: a conversation as its messages (never flattened into one
     text), a one-turn question as its text; the judge reads the question as decoevo's does either way."""
-    from decoevo.domain import Criterion, Question, Rubric
     from decoevo.interop.inspect_out import samples
 
     one = Question.from_text("q1", "Is it fine?")
@@ -119,3 +124,62 @@ def test_the_provider_takes_no_key_only_from_a_local_server_and_the_grader_asks_
     assert "apiKeyRequired" not in remote and remote["apiKeyEnvar"] == "MY_KEY"
     body = grader_body(bundle("http://127.0.0.1:8080/v1"))  # type: ignore[arg-type]
     assert body["temperature"] == 0 and body["seed"] == 3 and body["max_tokens"] == 50
+
+
+def _bundle(question: Question, skill: str) -> Bundle:
+    """A one-question export of a run whose shipped skill is `skill` (no run or server needed)."""
+    rubric = Rubric(question_id=question.id, generator_version=2, criteria=(Criterion(text="Says A", weight=2),))
+    endpoint = Endpoint(base_url="http://127.0.0.1:8080/v1", model="m", api_key_env="OPENAI_API_KEY")
+    return Bundle(run="runs/r", shipped=Skill(kind="solver", version=3, text=skill),
+                  initial=Skill(kind="solver", version=0, text=""),
+                  generator=Skill(kind="generator", version=2, text="g"),
+                  questions=(question,), rubrics={question.id: rubric}, solver=endpoint, judge=endpoint,
+                  judge_mode="per_criterion", seed=3, max_tokens_solve=100, max_tokens_judge=50, lm=LMConfig())
+
+
+def test_a_non_english_question_and_skill_are_written_as_text_in_the_inspect_and_promptfoo_exports(tmp_path) -> None:
+    """Issue 46.2: people read and edit the exported files (a question found by its words, the shipped skill read
+    in decoevo.json or a prompt file): text outside ASCII is written as itself, never as \\u escapes. (The tools
+    read the same values either way: checked here by parsing each file back.)"""
+    text, skill = "跑步后膝盖疼，该怎么办？", "先问清楚疼在哪里，再给建议。"
+    bundle = _bundle(Question.from_text("q1", text), skill)
+    write_inspect(bundle, OutDir(tmp_path / "inspect"))
+    write_promptfoo(bundle, OutDir(tmp_path / "promptfoo"))
+    inspect_files = {name: (tmp_path / "inspect" / name).read_text("utf-8")
+                     for name in ("dataset.jsonl", "decoevo.json")}
+    assert text in inspect_files["dataset.jsonl"] and json.loads(inspect_files["dataset.jsonl"])["input"] == text
+    assert skill in inspect_files["decoevo.json"]
+    assert json.loads(inspect_files["decoevo.json"])["skills"]["shipped"]["system"] == solver_system(bundle.shipped)
+    prompt = (tmp_path / "promptfoo" / "prompts" / "shipped.json").read_text("utf-8")
+    assert skill in prompt and json.loads(prompt)[0]["content"] == solver_system(bundle.shipped)
+    tests = (tmp_path / "promptfoo" / "tests.yaml").read_text("utf-8")
+    assert text in tests and yaml.safe_load(tests)[0]["vars"]["question"] == text
+
+
+def test_an_exported_promptfoo_test_opens_with_its_description_and_keeps_the_users_variables_first(tmp_path) -> None:
+    """Issue 46.2: tests.yaml is read in the order it is written: each test opens with its description (the case a
+    person looks for), and its variables are the user's, in the order they wrote them, then the question and
+    decoevo's judge's quote of it. promptfoo's results list the variables in the order it first meets them
+    (its evaluator's `setVars(Array.from(vars))`), so the user's own columns come first there too."""
+    own = {"question_var": "query", "description": "knee case", "vars": {"tone": "calm", "age": 40},
+           "assert": [{"type": "icontains", "value": "knee"}], "metadata": {"owner": "ana"}}
+    question = Question.model_validate({"id": "t001", "turns": [{"role": "user", "content": "My knee hurts."}],
+                                        "meta": {"promptfoo": own}})
+    write_promptfoo(_bundle(question, "Ask first."), OutDir(tmp_path))
+    (test,) = yaml.safe_load((tmp_path / "tests.yaml").read_text("utf-8"))
+    assert next(iter(test)) == "description" and test["description"] == "knee case"
+    assert list(test["vars"]) == ["tone", "age", "query", "question", "decoevo_judge_question"]
+    config = yaml.safe_load((tmp_path / "promptfooconfig.yaml").read_text("utf-8"))
+    assert list(config) == ["description", "prompts", "providers", "defaultTest", "tests"]
+
+
+@pytest.mark.parametrize("description", [42, "", None, ["a", "list"]])
+def test_a_promptfoo_test_without_a_text_description_is_exported_under_its_question_id(tmp_path, description) -> None:
+    """Issue 46.2: a test's description is the text promptfoo shows for it; an imported test whose description is
+    not text (a YAML number, a list, empty) is written under its question's id, as a test without one."""
+    own = {"question_var": "query", "vars": {}, "description": description}
+    question = Question.model_validate({"id": "t007", "turns": [{"role": "user", "content": "My knee hurts."}],
+                                        "meta": {"promptfoo": own}})
+    write_promptfoo(_bundle(question, "Ask first."), OutDir(tmp_path))
+    (test,) = yaml.safe_load((tmp_path / "tests.yaml").read_text("utf-8"))
+    assert test["description"] == "t007"

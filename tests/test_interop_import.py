@@ -288,6 +288,10 @@ def test_a_file_over_the_bound_is_refused_before_it_is_parsed(tmp_path: Path, mo
      r"line 5, field 'tests\[0\]\.assert\[0\]': must be a mapping"),  # a list's own line
     ("prompts: ['{{query}}']\ntests:\n  - vars:\n      query: a\n      n:\n        m: .nan\n",
      r"line 6, field 'tests\[0\]\.vars\.n\.m': is nan"),  # a nested mapping's own line
+    # a rubric of weight 0 counts for nothing: refused, never read as a requirement (or its reverse)
+    ("prompts: ['{{query}}']\ntests:\n  - vars: {query: a}\n    assert:\n"
+     "      - {type: llm-rubric, value: ok, weight: 0}\n",
+     r"line 5, field 'tests\[0\]\.assert\[0\]\.weight': must be a positive number"),
 ])
 def test_odd_promptfoo_files_are_refused_naming_the_line(tmp_path: Path, text: str, where: str) -> None:
     path = tmp_path / "c.yaml"
@@ -492,3 +496,28 @@ def test_every_csv_assertion_prefix_promptfoo_knows_is_read_as_its_type(tmp_path
     path.write_text("prompts: ['{{query}}']\ntests: file://tests.csv\n", encoding="utf-8")
     (q,) = read_imported(path, "promptfoo").questions
     assert [a["type"] for a in q.meta["promptfoo"]["assert"]] == types
+
+
+def test_a_jsonl_tests_file_is_read_line_by_line_and_a_blank_line_is_no_test(tmp_path: Path) -> None:
+    """Issue 46.2: `tests: file://tests.jsonl`, one test a line, blank lines skipped (promptfoo's own reading);
+    each test is named by its own line in the account."""
+    rows = [{"vars": {"query": "Knee pain?"}, "assert": [{"type": "llm-rubric", "value": "Suggests rest"}]},
+            {"description": "length", "vars": {"query": "Run through it?"},
+             "assert": [{"type": "javascript", "value": "output.length < 900"}]}]
+    (tmp_path / "tests.jsonl").write_text(f"{json.dumps(rows[0])}\n\n{json.dumps(rows[1])}\n", encoding="utf-8")
+    path = tmp_path / "c.yaml"
+    path.write_text("prompts: ['{{query}}']\ntests: file://tests.jsonl\n", encoding="utf-8")
+    got = read_imported(path, "promptfoo")
+    assert [q.as_text() for q in got.questions] == ["Knee pain?", "Run through it?"]
+    assert "1 tests have only assertions decoevo does not use: t002 (tests.jsonl:3 'length')" in got.account()
+
+
+def test_a_credential_in_a_test_and_one_in_the_providers_are_both_counted(tmp_path: Path) -> None:
+    """Issue 46.2: the account says how many keys written in the file were left out, those of every test and
+    those of the config's providers together (neither is kept)."""
+    test = {"vars": {"query": "Knee pain?"}, "assert": [{"type": "llm-rubric", "value": "Suggests rest"}],
+            "options": {"provider": {"id": "openai:chat:m", "config": {"apiKey": KEY}}}}
+    got = read_imported(_write(tmp_path, _config([test], PROVIDERS)), "promptfoo")
+    assert ("2 credential(s) written in the file (apiKey, ...) are not kept: decoevo never copies a key; it reads "
+            "keys from environment variables") in got.account()
+    assert KEY not in got.jsonl() and KEY not in json.dumps(got.kept)

@@ -87,7 +87,8 @@ def _export_to(run_dir: Path, to: str, out_dir: Path | None, data: str | None, f
     written = export_run(run_dir, to, out_dir, questions=source.questions if source else None, override=override,
                          threshold=threshold, force=force, inputs=inputs, kept=source.kept if source else None)
     for path in written:
-        err_console.print(f"wrote {path}", highlight=False)
+        # one line a path, as it is (never wrapped or read as markup): a path is copied from here
+        err_console.print(f"wrote {path}", highlight=False, soft_wrap=True, markup=False)
     if to == "promptfoo":
         from ..interop.promptfoo_out import PROMPTFOO_VERSION
 

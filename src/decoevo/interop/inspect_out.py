@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from .bundle import Bundle, solver_system
-from .outdir import OutDir
+from .outdir import OutDir, json_text
 
 # The task file is the same for every export: nothing of the run (a path, a name, a skill) is written into
 # Python source; what differs lives in decoevo.json and dataset.jsonl, which the task reads as data.
@@ -70,6 +70,6 @@ def settings(bundle: Bundle) -> dict[str, object]:
 def write_inspect(bundle: Bundle, out: OutDir) -> list[Path]:
     return out.write({
         "dataset.jsonl": "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in samples(bundle)),
-        "decoevo.json": json.dumps(settings(bundle), indent=2, ensure_ascii=False) + "\n",
+        "decoevo.json": json_text(settings(bundle)),
         "task.py": TASK_PY,
     })

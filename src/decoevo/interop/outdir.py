@@ -23,13 +23,29 @@ from ..fileio import atomic_write_text
 MANIFEST = "decoevo-export.json"
 
 
-def _sha256(path: Path) -> str | None:
+def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None when it is missing, not a file, or a link (never followed)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        try:
+            return f.read()
+        except OSError:  # a folder opens, but does not read
+            return None
+
+
+def _sha256(path: Path) -> str | None:
+    data = _read(path)
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def json_text(value: Any) -> str:
+    """A JSON file of an export, as a person reads (and edits) it: indented, text outside ASCII as itself (not
+    \\u escapes), one final newline. The tools read the same values from any layout; this is the one place the
+    layout is chosen."""
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
 
 
 class OutDir:
@@ -46,12 +62,12 @@ class OutDir:
         return ConfigError(f"{self.root}: {problem}")
 
     def _manifest(self) -> dict[str, str]:
-        path = self.root / MANIFEST
-        if path.is_symlink() or not path.is_file():
-            return {}
+        """What the last export listed; nothing when the manifest is missing, damaged or a link (which `check`
+        refuses anyway: it is read the same way as every file it lists, never through a link)."""
+        data = _read(self.root / MANIFEST)
         try:
-            files = json.loads(path.read_text(encoding="utf-8")).get("files", {})
-        except (OSError, ValueError, AttributeError):
+            files = json.loads(data or b"{}").get("files", {})
+        except (ValueError, AttributeError):
             return {}
         return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
 
@@ -92,5 +108,5 @@ class OutDir:
             written.append(path)
         manifest = {**self.about, "files": {name: hashlib.sha256(text.encode("utf-8")).hexdigest()
                                             for name, text in files.items()}}
-        atomic_write_text(self.root / MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(self.root / MANIFEST, json_text(manifest))
         return written

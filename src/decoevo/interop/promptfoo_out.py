@@ -20,7 +20,6 @@ rubric; a test passes when S reaches its threshold (default 0.75, `--threshold`)
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +33,7 @@ from ..roles.common import MARGIN, data_block, one_line
 from ..roles.judge import SYSTEM as JUDGE_SYSTEM
 from ..roles.judge import CriterionVerdict
 from .bundle import Bundle, solver_system
-from .outdir import OutDir
+from .outdir import OutDir, json_text
 from .promptfoo_text import display_text, template_text, var_ref, var_value
 
 #: the promptfoo release these configs are written for and tested with (tools/versions.env agrees: a test)
@@ -54,8 +53,8 @@ VERDICT_TRANSFORM = ("(json) => { const v = JSON.parse(json.choices[0].message.c
 
 
 def chat_prompt(system: str) -> str:
-    return json.dumps([{"role": "system", "content": template_text(system)},
-                       {"role": "user", "content": var_ref(QUESTION_VAR)}], ensure_ascii=False, indent=2)
+    return json_text([{"role": "system", "content": template_text(system)},
+                      {"role": "user", "content": var_ref(QUESTION_VAR)}])
 
 
 def judge_system(bundle: Bundle) -> str:
@@ -72,8 +71,8 @@ def judge_prompt(bundle: Bundle) -> str:
     response = f"<response>\n{MARGIN}{{{{ output | replace(\"\\n\", \"\\n{MARGIN}\") }}}}\n</response>"
     user = (f"{var_ref(JUDGE_QUESTION_VAR)}\n\n{response}\n\n"
             "Criterion: {{ rubric }}\n\nReturn JSON with the fields rationale and level.")
-    return json.dumps([{"role": "system", "content": template_text(judge_system(bundle))},
-                       {"role": "user", "content": user}], ensure_ascii=False, indent=2)
+    return json_text([{"role": "system", "content": template_text(judge_system(bundle))},
+                      {"role": "user", "content": user}])
 
 
 def _openai_provider(bundle: Bundle) -> dict[str, Any]:
@@ -198,9 +197,9 @@ def write_promptfoo(bundle: Bundle, out: OutDir, threshold: float = DEFAULT_THRE
     """Write the config and its files under `out`; returns the paths written. `user_default`: the imported
     config's own defaultTest, kept (its assertions run on every test, beside the co-evolved rubric)."""
     return out.write({
-        "prompts/shipped.json": chat_prompt(solver_system(bundle.shipped)) + "\n",
-        "prompts/initial.json": chat_prompt(solver_system(bundle.initial)) + "\n",
-        "judge_prompt.json": judge_prompt(bundle) + "\n",
+        "prompts/shipped.json": chat_prompt(solver_system(bundle.shipped)),
+        "prompts/initial.json": chat_prompt(solver_system(bundle.initial)),
+        "judge_prompt.json": judge_prompt(bundle),
         "tests.yaml": _yaml(tests(bundle, threshold)),
         "promptfooconfig.yaml": header(bundle) + _yaml(config(bundle, user_default)),
     })
