@@ -243,6 +243,30 @@ def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_r
     assert run.is_dir() and not any(run.iterdir())  # left empty: the same command runs again
 
 
+def test_a_failed_import_run_that_saved_nothing_says_run_again_not_resume_a_removed_folder(tmp_path: Path) -> None:
+    """Issue 46: a `run --format promptfoo` whose first call failed removed its staged folder but still said
+    "continue with `decoevo resume RUN`", naming a folder that no longer existed."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    run = tmp_path / "runs" / "pf"
+    questions = "".join(f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n"
+                        for i in range(16))
+    path = write_promptfoo(tmp_path, PROMPTFOO.split("tests:\n")[0] + "tests:\n" + questions)
+    result = CliRunner().invoke(app, [
+        "run", "--data", str(path), "--format", "promptfoo", "--model", "toy", "--any-model", "--preset", "default",
+        "--runs-root", str(tmp_path / "runs"), "--name", "pf", "--base-url", f"http://127.0.0.1:{dead}/v1",
+        "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",
+        "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 4}",
+        "--set", "lm.models.default.max_retries=0"], env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
+    said = " ".join(result.output.split())
+    assert result.exit_code != 0 and said.count("error:") == 1 and "Traceback" not in said, said
+    assert not run.exists()  # nothing saved: the staged import was removed
+    assert "decoevo resume" not in said and "run the same command again" in said, said
+
+
 def test_an_unknown_format_or_a_question_variable_for_inspect_is_refused(tmp_path: Path) -> None:
     """The library's reader names the formats it reads, and --question-var only where it means something."""
     data = tmp_path / "d.jsonl"

@@ -43,7 +43,9 @@ IMPORT_PANEL = "promptfoo configs and Inspect datasets (--format promptfoo|inspe
 
 
 def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
-             accept_changed_config: bool = False, as_json: bool = False) -> None:
+             accept_changed_config: bool = False, as_json: bool = False, staged: bool = False) -> None:
+    """`staged`: `run_dir` holds only a staged import (interop/staging.py), removed if the run saves nothing,
+    so a failure says to run the same command again, not to resume a folder that is gone."""
     from ..rundir import RunReader
     from ..tracking import where_logged
     from .run_progress import run_with_progress
@@ -64,14 +66,16 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
             summary = RunReader(run_dir).summary()
             print_json({"run_dir": str(run_dir), **(summary.model_dump(mode="json") if summary else {})})
     except LMError as exc:
+        kept = _discard_unstarted(run_dir) if staged else run_dir.exists()
         then = (f"Everything up to the last completed step is saved; fix the cause and continue with "
-                f"`decoevo resume {run_dir}`." if run_dir.exists() or resume else
+                f"`decoevo resume {run_dir}`." if kept or resume else
                 "Nothing was saved; fix the cause and run the same command again.")
         fail(f"a model call failed ({failure_label(exc)}): {str(exc).rstrip('.')}. {then}",
              code=1 if exc.category != "infrastructure" else 2)
     except KeyboardInterrupt:
         how, code = ("stopped by SIGTERM", 143) if stop.signal == "SIGTERM" else ("interrupted", 130)
-        if not run_dir.exists():  # nothing was worth keeping (api.run_config_async removed it)
+        # nothing was worth keeping: api.run_config_async removed a new run's folder, a staged import goes too
+        if not (_discard_unstarted(run_dir) if staged else run_dir.exists()):
             fail(f"{how} before anything was saved; run the same command again (paid calls come from the cache)",
                  code)
         fail(f"{how} {where_stopped(run_dir)}; continue with `decoevo resume {run_dir}` (completed steps and paid "
@@ -176,16 +180,25 @@ def _run(flags: Any, runs_root: Path, name: str | None, track: tuple[str | None,
         check_new_run_dir(run_dir)
         made = not run_dir.exists()
         if imported is not None:
-            from ..interop.staging import discard_unstarted, staged_config
+            from ..interop.staging import staged_config
 
             config = staged_config(config, imported, run_dir)
+        staged = imported is not None and made
         try:
-            _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json)
+            _execute(config, run_dir, resume=False, tracker=tracker, as_json=as_json, staged=staged)
         except SplitsTooLarge as exc:
             raise ConfigError(with_smaller_preset(str(exc), chosen.name)) from None
         finally:  # a run that saved nothing leaves no staged import behind: the same command can run again
-            if imported is not None and made:
-                discard_unstarted(run_dir)
+            if staged:
+                _discard_unstarted(run_dir)
+
+
+def _discard_unstarted(run_dir: Path) -> bool:
+    """Remove a staged run that saved nothing; True when something was saved (and kept, for a resume)."""
+    from ..interop.staging import discard_unstarted, saved_anything
+
+    discard_unstarted(run_dir)
+    return run_dir.is_dir() and saved_anything(run_dir)
 
 def resume(
     run_dir: Path = typer.Argument(..., help="A run directory made by `decoevo run`."),

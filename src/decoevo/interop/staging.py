@@ -42,5 +42,10 @@ def staged_config(config: RunConfig, imported: Imported, run_dir: Path) -> RunCo
 def discard_unstarted(run_dir: Path) -> None:
     """Remove a run directory made for an import when the run saved nothing (no checkpoint, no answered
     call), as a failed new run leaves none; one that got further is kept for `decoevo resume`."""
-    if run_dir.is_dir() and not any((run_dir / f).exists() for f in (CHECKPOINT, CALLS)):
+    if run_dir.is_dir() and not saved_anything(run_dir):
         shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def saved_anything(run_dir: Path) -> bool:
+    """Whether a run got far enough to be resumed: a checkpoint or an answered call."""
+    return any((run_dir / f).exists() for f in (CHECKPOINT, CALLS))
