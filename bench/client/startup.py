@@ -40,7 +40,8 @@ from bench._common import RESULTS, machine
 ROOT = Path(__file__).resolve().parents[2]
 
 # Run inside the measured process: at the first chat-completion request it sends (its first paid call; a check
-# of the server's model list before it does not count), record the CPU and the loaded modules, then stop.
+# of the server's model list before it does not count), or on the embedded model as the first call starts loading
+# llama_cpp, record the CPU and the loaded modules, then stop.
 PROBE = """
 import json, os, runpy, socket, sys, time
 def _record():
@@ -57,6 +58,16 @@ def _watch(name):
     setattr(socket.socket, name, watched)
 for _name in ("send", "sendall", "sendmsg"):
     _watch(_name)
+class _AtEmbedded:  # the embedded model's first call imports llama_cpp to load the weights (a find_spec does not)
+    def find_spec(self, name, path=None, target=None):
+        if name != "llama_cpp":
+            return None
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader.exec_module = lambda module: _record()
+        return spec
+sys.meta_path.insert(0, _AtEmbedded())
 sys.argv = ["decoevo", *json.loads(os.environ["STARTUP_PROBE_ARGV"])]
 runpy.run_module("decoevo", run_name="__main__", alter_sys=True)
 """
