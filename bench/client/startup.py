@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="d8d906b", help="git revision of the tree to compare against")
     parser.add_argument("--baseline-src", help="a src/ directory to compare against instead of --baseline")
     parser.add_argument("--out", type=Path, default=RESULTS / "startup.json")
+    parser.add_argument("--cases", default="", help="comma-separated case names to measure (default: all)")
     parser.add_argument("--no-embedded", dest="embedded", action="store_false",
                         help="leave out the default run on the embedded model (measured when it is installed)")
     args = parser.parse_args(argv)
@@ -208,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
             cases[f"run ({path}): imports"] = lambda name, path=path: imports(path, name)
             cases[f"run ({path}): first call"] = \
                 lambda name, argv=path_argv: first_call(run_envs[name], argv, runs)[:2]
+        if args.cases:
+            wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
+            unknown = [c for c in wanted if c not in cases]
+            if unknown:
+                parser.error(f"unknown case(s) {unknown}; choose from {list(cases)}")
+            cases = {c: cases[c] for c in wanted}
         load_before = os.getloadavg()
         samples: dict[str, dict[str, dict[str, list[float]]]] = {
             case: {name: {"wall_s": [], "cpu_s": []} for name in trees} for case in cases}
