@@ -87,14 +87,19 @@ def test_listing_every_benchmark_still_sees_each_record():
     assert all(b.source is not None for b in registry.BENCHMARKS.values() if b.name != "jsonl")
 
 
-def test_a_replaced_record_is_what_lookups_return(monkeypatch):
-    """Setting a key replaces the record (tests swap a benchmark's data source that way), and is undone."""
+def test_a_replaced_or_added_record_is_what_lookups_return(monkeypatch):
+    """Setting a key replaces the record (tests swap a benchmark's data source that way) or adds one, which is then
+    listed like the others; both are undone."""
     original = registry.BENCHMARKS["healthbench"]
     swapped = replace(original, label="HealthBench (test)")
     monkeypatch.setitem(registry.BENCHMARKS, "healthbench", swapped)
+    monkeypatch.setitem(registry.BENCHMARKS, "extra", replace(original, name="extra"))
     assert registry.get_benchmark("healthbench") is swapped and registry.find("healthbench") is swapped
+    assert list(registry.BENCHMARKS)[-1] == "extra" and len(registry.BENCHMARKS) == len(registry.ENTRIES) + 1
+    assert registry.get_benchmark("extra").name == "extra"
     monkeypatch.undo()
     assert registry.get_benchmark("healthbench") is original
+    assert "extra" not in registry.BENCHMARKS and list(registry.BENCHMARKS) == list(registry.ENTRIES)
 
 
 def test_an_unknown_name_is_refused_with_the_known_ones():

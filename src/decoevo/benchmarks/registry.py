@@ -102,10 +102,6 @@ def get_benchmark(name: str) -> Benchmark:
     return BENCHMARKS[name]
 
 
-def for_scheme(scheme: str) -> Benchmark | None:
-    return BY_SCHEME.get(scheme)
-
-
 def find(name: str) -> Benchmark | None:
     """By format name or by gold scheme (reports show either)."""
     return BENCHMARKS.get(name) or BY_SCHEME.get(name)
