@@ -61,6 +61,14 @@ def test_a_folder_whose_record_disagrees_is_refused(monkeypatch):
         registry._load("writingbench")
 
 
+def test_graders_are_known_by_scheme_without_loading_them():
+    from decoevo.benchmarks.graders import GRADER_ROLES, GRADERS
+
+    assert "weighted" in GRADERS and "jsonl" not in GRADERS and "nothing" not in GRADERS
+    assert list(GRADERS) == list(registry.BY_SCHEME) and len(GRADERS) == len(registry.ENTRIES) == len(GRADER_ROLES)
+    assert GRADERS.get("nothing") is None and GRADERS["healthbench"] is registry.BENCHMARKS["healthbench"].grade
+
+
 def test_importing_the_registry_imports_no_benchmark_folder_but_users_own():
     """Users' own data (`jsonl`) is the default format, so its loader is imported with the package; the six
     published benchmarks' folders are not, and listing the names imports none of them."""

@@ -98,7 +98,8 @@ MODULES: dict[str, list[str]] = {
     # start-up (round seven, issue 47.2): the lazy benchmark registry (its data against every folder's record, a
     # folder loaded when its benchmark is used) and the analysis package's names loaded on first use
     "benchmarks/registry.py": ["test_benchmarks_registry.py", "test_benchmarks.py", "test_compare_ranges.py"],
-    "benchmarks/graders.py": ["test_benchmarks_registry.py", "test_grading.py", "test_compare_ranges.py"],
+    "benchmarks/graders.py": ["test_benchmarks_registry.py", "test_grading.py", "test_writingbench_official.py",
+                              "test_eqbench_official.py", "test_compare_ranges.py"],
     "analysis/__init__.py": ["test_startup.py", "test_analysis_stats.py", "-k",
                              "analysis_package or scipy or coverage or graded_in_both"],
     # run-directory writes, resume classification
