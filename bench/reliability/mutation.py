@@ -95,6 +95,13 @@ MODULES: dict[str, list[str]] = {
     "lm/bounded_body.py": ["test_reply_body_limit.py", "test_transport_bounds.py"],
     "benchmarks/download.py": ["test_download_protocol.py", "test_data_downloads.py", "test_adversary_round3.py",
                                "-k", "not test_adversary_round3 or user_and_password"],
+    # start-up (round seven, issue 47.2): the lazy benchmark registry (its data against every folder's record, a
+    # folder loaded when its benchmark is used) and the analysis package's names loaded on first use
+    "benchmarks/registry.py": ["test_benchmarks_registry.py", "test_benchmarks.py", "test_compare_ranges.py"],
+    "benchmarks/graders.py": ["test_benchmarks_registry.py", "test_grading.py", "test_writingbench_official.py",
+                              "test_eqbench_official.py", "test_compare_ranges.py"],
+    "analysis/__init__.py": ["test_startup.py", "test_analysis_stats.py", "-k",
+                             "analysis_package or scipy or coverage or graded_in_both"],
     # run-directory writes, resume classification
     "fileio.py": ["test_fileio.py", "test_adversary_round3.py", "test_rundir.py", "-k",
                   "not test_adversary_round3 or write_that_fails"],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from ..domain import Question
 from ..grading.base import role_name
@@ -13,7 +13,25 @@ from ..lm.errors import ConfigError
 from .record import Grader, OfficialPrompts, mean_score
 from .registry import BY_SCHEME
 
-GRADERS: dict[str, Grader] = {scheme: b.grade for scheme, b in BY_SCHEME.items()}
+
+class _Graders(Mapping[str, Grader]):
+    """Gold scheme -> its benchmark's grader; the benchmark's folder is imported when its grader is looked up
+    (the registry's docstring says why)."""
+
+    def __getitem__(self, scheme: str) -> Grader:
+        return BY_SCHEME[scheme].grade
+
+    def __contains__(self, scheme: object) -> bool:
+        return scheme in BY_SCHEME
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(BY_SCHEME)
+
+    def __len__(self) -> int:
+        return len(BY_SCHEME)
+
+
+GRADERS: Mapping[str, Grader] = _Graders()
 
 # One LM role per gold scheme, so `LMConfig.roles` can route a benchmark's grader to its own model.
 GRADER_ROLES: tuple[str, ...] = tuple(role_name(s) for s in GRADERS)

@@ -28,7 +28,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from pydantic import BaseModel, Field
 
 from .config import ModelSpec
@@ -129,6 +128,8 @@ SLOT_SOURCES = {"/props": "llama.cpp's /props", "/slots": "llama.cpp's /slots",
 async def read_slots(spec: ModelSpec) -> Capacity | None:
     """The slots the server states: llama.cpp's `/props` (`total_slots`), else its `/slots`; llama-cpp-python's
     server states none, but names itself in its `/openapi.json` and always has one. None: nothing found."""
+    import aiohttp  # here, not at the top: a run on the embedded model imports this module and never aiohttp
+
     from .openai_backend import request_headers
 
     assert spec.base_url is not None

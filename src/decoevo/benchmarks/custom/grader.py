@@ -17,7 +17,6 @@ from ...grading.base import RATIONALE_MAX, grade_per_item
 from ...grading.result import GradeResult, ItemGrade, UnknownPolicy
 from ...lm import LM, GenParams, Message
 from ...roles.common import UNTRUSTED_NOTE, data_block, question_block
-from ..healthbench import rules
 
 SCHEME = "weighted"
 POLICY = UnknownPolicy(min_coverage=None)
@@ -46,6 +45,10 @@ def messages(question: Question, response: str, item: GoldItem) -> list[Message]
 
 
 def _compute(scored: list[ItemGrade]) -> tuple[float | None, dict[str, Any]]:
+    # HealthBench's ratio, imported when a question is graded: importing it imports HealthBench's whole folder,
+    # which a run on users' own data does not need before its first call (benchmarks/registry.py)
+    from ..healthbench import rules
+
     fraction = rules.healthbench_fraction([i.points for i in scored], [i.value == 1.0 for i in scored])
     if fraction is None:
         return None, {"reason": "the rubric has no positive points"}
