@@ -102,3 +102,25 @@ def test_every_keys_own_page_fits_80_columns_presets_line_included():
         code, out = invoke("config", key)
         assert code == 0, out
         assert max(len(line) for line in out.splitlines()) <= 80, (key, out)
+
+
+LONG_UNKNOWN_KEY = "not a key of any section at all, and it goes on for quite a while longer"
+
+
+@pytest.mark.parametrize("command", [["config", "budget.match_on"], ["config", LONG_UNKNOWN_KEY]])
+def test_a_console_made_under_other_columns_follows_columns_as_it_is_now(monkeypatch, command):
+    """The CLI's consoles are made when a command's module is first imported; one made while COLUMNS was 200
+    (a test's CliRunner, a notebook's earlier cell) kept 200: `config KEY` then drew 100-column lines under
+    COLUMNS=80 (seen as a test-order failure). Widths are read from COLUMNS as it is when drawing."""
+    from rich.console import Console
+
+    import decoevo.cli.common as common
+    import decoevo.cli.config as config_command
+
+    wide = Console(_environ={"COLUMNS": "200"})
+    monkeypatch.setattr(config_command, "console", wide)
+    monkeypatch.setattr(common, "console", wide)
+    monkeypatch.setattr(common, "err_console", Console(stderr=True, _environ={"COLUMNS": "200"}))
+    code, out = invoke(*command)
+    assert code == (0 if command[1] != LONG_UNKNOWN_KEY else 2) and out.strip(), out
+    assert max(len(line) for line in out.splitlines()) <= 80, out

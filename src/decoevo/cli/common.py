@@ -20,6 +20,19 @@ console = Console(log_path=False)
 err_console = Console(stderr=True)
 
 
+def columns_now() -> int | None:
+    """COLUMNS as the environment says now (None when unset or not a width)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def current_width(console: Console) -> int:
+    """COLUMNS as it is now, else the console's width: a console made at import keeps the COLUMNS of then
+    (the module-level consoles are made when a command's module is first imported, in a library's process
+    perhaps long before)."""
+    return columns_now() or console.width
+
+
 def wrap_message(text: str, width: int) -> list[str]:
     """`text` cut into lines at most `width` cells wide, at spaces outside backticks: a quoted command
     (`decoevo resume runs/x`) is never split, so a copied one still runs. A span wider than `width`
@@ -47,7 +60,7 @@ def wrap_message(text: str, width: int) -> list[str]:
 
 def _print_labelled(label: str, style: str, message: str) -> None:
     # wrapped here, printed with soft_wrap: Rich's own wrapping breaks at any space, inside commands too
-    lines = wrap_message(f"{label} {printable(shortened(message))}", max(err_console.width, 20))
+    lines = wrap_message(f"{label} {printable(shortened(message))}", max(current_width(err_console), 20))
     body = "\n".join(escape(line) for line in lines)[len(label):]  # escape: keep the message's [..]
     err_console.print(f"[{style}]{label}[/]{body}", highlight=False, soft_wrap=True)
 

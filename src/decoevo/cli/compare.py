@@ -17,7 +17,7 @@ from rich.markup import escape
 from ..errors import ConfigError
 from ..rundir.evalfiles import short_model_name
 from .boundary import printable
-from .common import JsonOption, console, err_console, fail, guarded, warn
+from .common import JsonOption, console, current_width, err_console, fail, guarded, warn
 from .data import choose_data
 from .eval import Force, GraderBaseUrl, GraderModel, RunDirs, _each_run, _grader_spec, _saved, questions_in
 from .settings import refuse_empty
@@ -189,7 +189,7 @@ def compare(
         except ConfigError as exc:
             fail(str(exc))
         target = {"path": path, "format": path_fmt or "jsonl", "limit": limit}
-    width = min(console.width, 100)
+    width = min(current_width(console), 100)
     guard_failed: list[str] = []
 
     def job(run_dir: Path, tick: Any) -> tuple[str, bool, dict[str, Any]]:

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ..engine.config_reference import Row, lookup, nearest_key, sections
 from ..presets import PRESETS
-from .common import JsonOption, console, fail, guarded
+from .common import JsonOption, console, current_width, fail, guarded
 from .display import print_json
 
 
@@ -23,7 +23,7 @@ def _say(line: str = "") -> None:
 
 
 def _wrapped(text: str, indent: str = "    ") -> list[str]:
-    width = max(40, min(console.width, 100))
+    width = max(40, min(current_width(console), 100))
     return textwrap.wrap(_plain(text), width=width, initial_indent=indent, subsequent_indent=indent,
                          break_on_hyphens=False, break_long_words=False) or [indent.rstrip()]
 

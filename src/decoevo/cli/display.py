@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import sys
 import textwrap
@@ -21,6 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+
+from .common import columns_now, current_width
 
 _EMPTY = {"", "0", "0.0", "-", "$0.0000"}
 
@@ -98,12 +99,10 @@ def vertical(table: Table, width: int, keys: int = 1) -> str:
 
 
 def width_of(console: Console) -> int | None:
-    """The width a table must fit: a terminal's, COLUMNS, or the console's own; None for a file or pipe
+    """The width a table must fit: COLUMNS, a terminal's, or the console's own; None for a file or pipe
     given no width (rich would assume 80 there)."""
     given = getattr(console, "_width", None) is not None  # Console(width=...), or COLUMNS when it was made
-    if console.is_terminal or given or os.environ.get("COLUMNS", "").strip().isdigit():
-        return console.width
-    return None
+    return current_width(console) if console.is_terminal or given or columns_now() else None
 
 
 def show_table(console: Console, table: Table, keys: int = 1) -> None:
