@@ -1,0 +1,122 @@
+"""Issue 47.1, round seven: the per-call work a run does is done by C code where Python did it, and what
+it protects stays protected.
+
+- a reply body's secret check is one C-encoded text scanned once, not a Python walk of its strings; a
+  secret JSON would escape (a quote, a backslash, a control character) still takes the walk and is masked;
+- the run directory's indented files (checkpoint, ledger, gate records) are written by the C encoder, not
+  json's pure-Python one, and read back as the same value."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+
+from decoevo import redact
+from decoevo.redact import MASK, PARTIAL, mask_tree, register_secret
+from decoevo.rundir import files
+from decoevo.rundir.files import dumps_indented
+from decoevo.rundir.writer import RunWriter
+
+
+def _fresh(n: int) -> str:
+    return secrets.token_hex(n)[:n]
+
+
+def test_a_reply_body_is_checked_for_secrets_without_walking_its_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = _fresh(32)
+    register_secret(key)
+
+    def walked(*_: object) -> None:
+        raise AssertionError("the body's strings were walked one by one")
+
+    body = {"id": "c1", "choices": [{"message": {"role": "assistant", "content": "a plain answer"}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 4}}
+    monkeypatch.setattr(redact, "_strings", walked)
+    assert mask_tree(body) is body  # nothing to mask: the very object, found by one scan
+    monkeypatch.undo()
+    leaked = {"choices": [{"message": {"content": f"the key is {key}"}}], key[:PARTIAL + 3]: 1}
+    masked = mask_tree(leaked)
+    assert masked == {"choices": [{"message": {"content": f"the key is {MASK}"}}], MASK: 1}
+
+
+@pytest.mark.parametrize("odd", ['"', "\\", "\n", "\x01"])
+def test_a_secret_json_would_escape_is_still_masked_in_a_reply_body(odd: str) -> None:
+    """JSON writes `"`, `\\` and control characters escaped, so such a secret never appears in the encoded
+    body as it is: its check walks the strings instead, and every copy is masked."""
+    key = f"{_fresh(6)}{odd}{_fresh(20)}"
+    register_secret(key)
+    body = {"choices": [{"message": {"content": f"echo {key} end"}}], "deep": [[{"x": f"{key[:PARTIAL + 1]}"}]]}
+    masked = mask_tree(body)
+    assert masked["choices"][0]["message"]["content"] == f"echo {MASK} end"
+    assert masked["deep"] == [[{"x": MASK}]]
+    assert key not in json.dumps(masked)
+
+
+def test_a_value_that_is_not_json_is_still_masked() -> None:
+    key = _fresh(30)
+    register_secret(key)
+    body = {"a": [f"x {key}", object()], "b": {1: key}}  # an object the encoder refuses: the walk
+    masked = mask_tree(body)
+    assert masked["a"][0] == f"x {MASK}" and masked["b"] == {1: MASK}
+
+
+def test_indented_run_files_use_no_pure_python_encoder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """json.dumps(indent=2) runs json's pure-Python encoder, which a checkpoint of thousands of scores made a
+    visible share of a run's CPU; the writer's indented files are C-encoded and read back as the same value."""
+    import json.encoder
+
+    def slow(*_: object, **__: object) -> None:
+        raise AssertionError("the pure-Python JSON encoder was used")
+
+    state = {"scores": {f"q{i}": [i / 7, None, True, "é\"\\"] for i in range(50)}, "empty": {}, "none": [],
+             "nested": {"a": {"b": {"c": [1, {"d": 2}]}}}, "odd": float("inf")}
+    monkeypatch.setattr(json.encoder, "_make_iterencode", slow)
+    writer = RunWriter(tmp_path / "run")
+    writer.write_json("state.json", state)
+    text = (tmp_path / "run" / "state.json").read_text(encoding="utf-8")
+    monkeypatch.undo()
+    assert json.loads(text) == state
+    assert text.startswith('{\n  "scores": {\n    "q0": [0.0, null, true, "é\\"\\\\"],')  # two levels laid out
+    assert text.endswith("\n}\n")
+
+
+def test_indented_text_is_json_dumps_indent_2_to_the_depth_it_lays_out() -> None:
+    value = {"a": [1, {"b": [2, 3], "c": {}}, []], "d": "x\ud800", "e": {"f": None}, "g": ()}
+    assert dumps_indented(value, depth=99) == json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    assert json.loads(dumps_indented(value).encode("utf-8", "surrogatepass")) == json.loads(
+        json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
+def test_a_log_line_under_a_linked_folder_is_still_refused(tmp_path: Path) -> None:
+    """The folder check of an appended line now compares strings: a file below the run directory's own
+    folder (RUN/eval/...) is still checked for a link on its way, and one directly in it is not walked."""
+    root = tmp_path / "run"
+    root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / "eval").symlink_to(elsewhere)
+    with pytest.raises(files.UnsafeRunPath):
+        files.append_line(root, root / "eval" / "calls.jsonl", "{}")
+    assert not (elsewhere / "calls.jsonl").exists()
+    files.append_line(root, root / "calls.jsonl", "{}")
+    assert (root / "calls.jsonl").read_text() == "{}\n"
+
+
+async def test_a_call_without_a_cost_cap_does_not_compute_its_worst_case(make_lm, monkeypatch: pytest.MonkeyPatch
+                                                                        ) -> None:
+    """The worst-case bill of a request (every message's UTF-8 bytes, the schema's JSON) is read only under
+    `budget.max_cost` or an experiment's spend file: without either it is not computed on every call."""
+    from decoevo.lm import client
+    from decoevo.lm.types import Message
+
+    def bound(*_: object) -> None:
+        raise AssertionError("request_bound computed with no cap to read it")
+
+    monkeypatch.setattr(client, "request_bound", bound)
+    monkeypatch.delenv("DECOEVO_SPEND_FILE", raising=False)
+    lm, backend = make_lm(lambda r: "hello")
+    result = await lm.complete([Message("user", "hi")], role="solve")
+    assert result.text == "hello" and len(backend.calls) == 1
