@@ -152,3 +152,45 @@ def test_a_cli_run_tunes_the_garbage_collector_before_its_calls(monkeypatch: pyt
         gc.set_threshold(*before)
         gc.unfreeze()
     assert seen and seen[0][0] == cli_run.GC_YOUNG and seen[0][1] > 0
+
+
+# ---- what the writer must keep while its paths and encoders changed (the mutation bench's writer.py survivors)
+def test_the_writer_fsyncs_events_not_call_lines_and_checkpoints_after_syncing_both_logs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An event is fsynced (few, and a resume cuts the log back to them); a call line is not (one per answered
+    request, ~2 ms each) and is flushed at the next checkpoint, with the request log, before the checkpoint
+    that counts it is written."""
+    from decoevo.rundir import writer as writer_module
+    from decoevo.rundir.records import CALLS, CHECKPOINT, REQUESTS, CallLine
+
+    fsynced: list[int] = []
+    real_fsync = files.os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (fsynced.append(fd), real_fsync(fd))[1])
+    run = RunWriter(tmp_path / "run")
+    run.event("start", method="decoevo", seed=0, run_id="r1")
+    run.event("start", method="decoevo", seed=0, run_id="r1")  # a second event into the same folder
+    assert len(fsynced) == 2 and len((tmp_path / "run" / "events.jsonl").read_text().splitlines()) == 2
+    run.record_call(CallLine(role="solve", model="m", key="k", cached=False, prompt_tokens=1, completion_tokens=1))
+    assert len(fsynced) == 2  # not fsynced: flushed at the checkpoint
+    order: list[str] = []
+    real_sync = writer_module.sync
+    monkeypatch.setattr(writer_module, "sync", lambda root, path: (order.append(path.name), real_sync(root, path)))
+    real_write = writer_module.RunWriter.write_model
+    monkeypatch.setattr(writer_module.RunWriter, "write_model",
+                        lambda self, rel, record: (order.append(rel), real_write(self, rel, record)))
+    run.checkpoint({"next_step": 1}, {"rows": []})
+    assert order.index(CALLS) < order.index(CHECKPOINT) and REQUESTS in order[:order.index(CHECKPOINT)]
+
+
+def test_a_skill_with_a_parent_is_saved_with_its_diff(tmp_path: Path) -> None:
+    from decoevo.domain import Skill
+
+    run = RunWriter(tmp_path / "run")
+    old = Skill(kind="solver", version=0, text="Be brief.")
+    new = Skill(kind="solver", version=1, text="Be brief.\nCite sources.", parent=0, reason="accepted")
+    run.save_skill(old, None)
+    run.save_skill(new, old)
+    skills = tmp_path / "run" / "skills" / "solver"
+    assert not (skills / "v000.diff").exists()
+    diff = (skills / "v001.diff").read_text(encoding="utf-8")
+    assert diff.startswith("--- v000\n+++ v001") and "+Cite sources." in diff
