@@ -194,3 +194,31 @@ def test_a_skill_with_a_parent_is_saved_with_its_diff(tmp_path: Path) -> None:
     assert not (skills / "v000.diff").exists()
     diff = (skills / "v001.diff").read_text(encoding="utf-8")
     assert diff.startswith("--- v000\n+++ v001") and "+Cite sources." in diff
+
+
+def test_a_header_secret_of_exactly_the_minimum_length_is_masked_in_a_backends_messages() -> None:
+    """The Redactor of a request keeps every credential header's value of MIN_SECRET characters or more (the
+    mutation bench's backend_secrets.py boundary survivor): one of exactly that length is masked too."""
+    from decoevo.lm.backend_secrets import Redactor
+    from decoevo.redact import MIN_SECRET
+
+    value = _fresh(MIN_SECRET)  # registered nowhere else: only the Redactor knows it
+    redactor = Redactor.for_request({"X-Custom-Key": "x", "api-key": value})
+    assert value in redactor.secrets
+    assert redactor.text(f"server said: {value} is wrong") == f"server said: {MASK} is wrong"
+    assert redactor.body({"echo": value}) == {"echo": MASK}
+
+
+async def test_a_model_that_shares_no_slots_is_called_without_one(make_lm, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a sweep (DECOEVO_SHARED_SLOTS set) an embedded model is the process's own: it takes no shared slot
+    (its pool is None) and is called directly (the mutation bench's lm/client.py survivor at `pool is None`)."""
+    from decoevo.lm.shared_slots import ENV
+    from decoevo.lm.types import Message
+
+    monkeypatch.setenv(ENV, str(tmp_path / "slots"))
+    lm, backend = make_lm(lambda r: "hello")  # its "default" model is the embedded (local) one
+    assert lm._shared is not None
+    result = await lm.complete([Message("user", "hi")], role="solve")
+    assert result.text == "hello" and len(backend.calls) == 1 and lm._slot_pools == {"default": None}
+    await lm.aclose()
