@@ -222,3 +222,38 @@ async def test_a_model_that_shares_no_slots_is_called_without_one(make_lm, tmp_p
     result = await lm.complete([Message("user", "hi")], role="solve")
     assert result.text == "hello" and len(backend.calls) == 1 and lm._slot_pools == {"default": None}
     await lm.aclose()
+
+
+# ---- the request cache, whose key encoder changed (the mutation bench's lm/cache.py survivors)
+def test_the_cache_path_comes_from_decoevo_cache_when_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from decoevo.lm.cache import default_cache_path
+
+    monkeypatch.setenv("DECOEVO_CACHE", str(tmp_path / "mine.sqlite"))
+    assert default_cache_path() == tmp_path / "mine.sqlite"
+    monkeypatch.delenv("DECOEVO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_path() == tmp_path / "xdg" / "decoevo" / "requests.sqlite"
+
+
+def test_a_lease_taken_over_from_an_expired_holder_is_not_taken_again_while_it_lives(tmp_path: Path) -> None:
+    """Nothing is paid twice: a handle that takes over a stale lease holds it for its own ttl, so a third
+    handle sharing the cache waits instead of paying the same request too."""
+    from decoevo.lm.cache import RequestCache
+
+    first, second, third = (RequestCache(tmp_path / "cache.sqlite") for _ in range(3))
+    assert first.claim("k", -1.0)  # a lease that has already expired (its holder hung)
+    assert second.claim("k", 900.0)  # taken over
+    assert not third.claim("k", 900.0) and third.held_elsewhere("k")
+    for cache in (first, second, third):
+        cache.close()
+
+
+def test_closing_the_cache_closes_its_connection(tmp_path: Path) -> None:
+    from decoevo.lm.cache import RequestCache
+
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    conn = cache._conn()
+    cache.close()
+    assert getattr(cache._local, "conn", None) is None
+    with pytest.raises(Exception, match="closed"):
+        conn.execute("SELECT 1")
