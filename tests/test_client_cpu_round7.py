@@ -172,6 +172,8 @@ def test_the_writer_fsyncs_events_not_call_lines_and_checkpoints_after_syncing_b
     assert len(fsynced) == 2 and len((tmp_path / "run" / "events.jsonl").read_text().splitlines()) == 2
     run.record_call(CallLine(role="solve", model="m", key="k", cached=False, prompt_tokens=1, completion_tokens=1))
     assert len(fsynced) == 2  # not fsynced: flushed at the checkpoint
+    RunWriter(tmp_path / "runs" / "new" / "run").event("start", method="decoevo", seed=0, run_id="r2")
+    assert (tmp_path / "runs" / "new" / "run" / "events.jsonl").is_file()  # its folders made as needed
     order: list[str] = []
     real_sync = writer_module.sync
     monkeypatch.setattr(writer_module, "sync", lambda root, path: (order.append(path.name), real_sync(root, path)))
