@@ -296,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", help="measure this git revision's src/ instead of the working tree's (a fixed "
                         "snapshot: editing the tree meanwhile changes nothing measured)")
     parser.add_argument("--profile", action="store_true", help="one more run per tree and latency, under cProfile")
+    parser.add_argument("--profile-dir", type=Path, help="keep the --profile runs' cProfile files here")
     parser.add_argument("--out", type=Path, default=RESULTS / "run_cpu.json")
     args = parser.parse_args(argv)
     if args.critical:
@@ -339,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                         cell = measure_cell(tree, src, url, data, tmp, seeds[0], args.concurrency,
                                             latency_ms / 1000, startup[tree], profile=path)
                         layers = by_layer(path)
+                        if args.profile_dir is not None:
+                            args.profile_dir.mkdir(parents=True, exist_ok=True)
+                            shutil.copy(path, args.profile_dir / f"{latency_ms:g}ms-{tree}.prof")
                         total = sum(layers.values())
                         profiles[tree] = {
                             "paid_calls": cell["paid_calls"], "profiled_cpu_s": round(total, 3),

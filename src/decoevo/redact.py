@@ -14,6 +14,7 @@ This module imports nothing of decoevo, so every layer (the run directory's writ
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -198,11 +199,35 @@ def mask_tree(value: Any, extra: Iterable[str] = ()) -> Any:
     string it holds, keys included. Returns `value` itself when nothing needed masking (found by one scan
     of all its strings together: a reply body is masked once, not string by string)."""
     secrets = _with_extra(extra)
-    texts: list[str] = []
-    _strings(value, texts)
-    if not _holds_any(texts, secrets):
+    if not _tree_holds_any(value, secrets):
         return value
     return _mask_tree(value, secrets)
+
+
+# A JSON value's strings, keys included, written out by the C encoder: each string appears in the text
+# whole, its characters unchanged except those JSON escapes (`"`, `\\`, control characters).
+_TREE_TEXT = json.JSONEncoder(ensure_ascii=False, check_circular=False)
+_JSON_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
+def _tree_holds_any(value: Any, secrets: tuple[str, ...]) -> bool:
+    """`_holds_any` of every string in `value`. A reply body is one C-encoded text scanned once, not a
+    Python walk of its strings (about 30 a reply): a secret's first PARTIAL characters, when JSON escapes
+    none of them, appear in that text wherever a string holds them (a match across two strings is a false
+    alarm: then each string is masked on its own). A secret with such a character, or a value that is no
+    JSON (an object of another type), takes the walk."""
+    if not secrets:
+        return False
+    if not any(_JSON_ESCAPED.search(secret[:PARTIAL]) for secret in secrets):
+        try:
+            text = _TREE_TEXT.encode(value)
+        except (TypeError, ValueError, RecursionError):
+            text = None
+        if text is not None:
+            return any(secret[:PARTIAL] in text for secret in secrets)
+    texts: list[str] = []
+    _strings(value, texts)
+    return _holds_any(texts, secrets)
 
 
 def mask_all(texts: list[str], extra: Iterable[str] = ()) -> list[str] | None:

@@ -57,8 +57,9 @@ STATUS_MARGIN = 3  # columns kept free for a longer ETA or timer than when the s
 # which are few, and the end of the run always remake it, so the last state shown is the final one.
 REDRAW_S = 0.1
 # rich's redraw of the line (its own thread): ~1 ms of CPU each, rich's default 10 a second cost more than the
-# run's calls did over a long run; the timer and the ETA count seconds, which 4 a second show on time
-REDRAWS_PER_S = 4
+# run's calls did over a long run (4 a second still cost ~4 ms of CPU a second of waiting); the timer and the
+# ETA count seconds, which 2 a second show on time
+REDRAWS_PER_S = 2
 
 
 def fit(parts: Sequence[str], width: int, sep: str) -> str:

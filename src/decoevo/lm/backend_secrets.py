@@ -20,12 +20,16 @@ from .errors import LMError
 __all__ = ["MASK", "SENSITIVE_HEADERS", "Redactor", "mask_fields", "redact_url"]
 
 D = TypeVar("D")
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, by type
 
 
 def mask_fields(record: D, extra: Iterable[str] = ()) -> D:
     """A dataclass (a Completion) with the secrets masked in each of its string fields; itself when
     none held one."""
-    names = [f.name for f in fields(record) if isinstance(getattr(record, f.name), str)]  # type: ignore[arg-type]
+    every = _FIELDS.get(type(record))
+    if every is None:  # `fields()` walks the class each time: once a type
+        every = _FIELDS[type(record)] = tuple(f.name for f in fields(record))  # type: ignore[arg-type]
+    names = [name for name in every if isinstance(getattr(record, name), str)]
     masked = mask_all([getattr(record, name) for name in names], extra)  # one scan of every field
     if masked is None:
         return record

@@ -72,6 +72,10 @@ def default_cache_path() -> Path:
     return Path(base) / "decoevo" / "requests.sqlite"
 
 
+# Made once: json.dumps with options makes a new encoder on every call (a key is made for every call).
+_KEY_TEXT = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def request_key(model_identity: str, request: BackendRequest) -> str:
     payload: dict[str, Any] = {
         "model": model_identity,
@@ -86,7 +90,7 @@ def request_key(model_identity: str, request: BackendRequest) -> str:
         payload["min_p"] = request.params.min_p
     if request.params.whole_content:  # another text of the same reply: another key (older keys unchanged)
         payload["whole_content"] = True
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    blob = _KEY_TEXT.encode(payload)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -365,7 +365,9 @@ class LM:
                     self._paying += 1  # no await since the check: no other call passes it meanwhile
                     reserved = True
                 try:  # every attempt reserves its worst case under the run's and the experiment's caps
-                    worst = self.cost_of(model_name, *request_bound(request))
+                    # the bound (every message's UTF-8 bytes, the schema's JSON) only where a cap reads it
+                    capped = self.budget.max_cost is not None or self._spend is not None
+                    worst = self.cost_of(model_name, *request_bound(request)) if capped else None
                     if self.budget.max_cost is not None and worst:
                         held = await self._cost_hold.reserve(self.ledger, self.budget.max_cost, worst)
                     hold = await self._spend.reserve(worst) if self._spend is not None else None

@@ -98,6 +98,9 @@ def error_message(body: bytes) -> str:
     return json.dumps(data)[:300]
 
 
+# Compact UTF-8, made once (json.dumps with options makes a new encoder on every call).
+_BODY_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
 #: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
 SERVER_CONCURRENCY = 64
 
@@ -196,7 +199,7 @@ class OpenAIBackend:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "output", "schema": schema, "strict": False}}
         # Compact UTF-8, byte for byte what the openai SDK sent (tests/test_faults.py draws faults by body hash).
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return _BODY_TEXT.encode(body).encode("utf-8")
 
     async def complete(self, request: BackendRequest) -> Completion:
         try:

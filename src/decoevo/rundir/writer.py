@@ -8,7 +8,6 @@ The engine owns one `RunWriter` per run, under the run's lock.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 from ..domain import Skill
 from ..redact import mask_secrets
 from .events import RunEvent, make_event
-from .files import UnsafeRunPath, append_line, atomic_write, dumps_line, sync
+from .files import UnsafeRunPath, append_line, atomic_write, dumps_indented, dumps_line, sync
 from .records import (
     CALLS,
     CHECKPOINT,
@@ -41,13 +40,14 @@ class RunWriter:
         if self.path.is_symlink():
             raise UnsafeRunPath(f"{self.path}: is a symbolic link (to {self.path.resolve()}); decoevo does not "
                                 "write through links it did not make; replace it with a directory")
+        self._calls, self._events = self.path / CALLS, self.path / EVENTS  # made once: a line each call
 
     # ---- whole files -----------------------------------------------------------------------------
     def write_text(self, rel: str, text: str) -> None:
         atomic_write(self.path, self.path / rel, mask_secrets(text))
 
     def write_json(self, rel: str, obj: Any) -> None:
-        text = json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+        text = dumps_indented(obj)
         self.write_text(rel, text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
 
     def write_jsonl(self, rel: str, records: list[dict[str, Any]]) -> None:
@@ -60,7 +60,7 @@ class RunWriter:
     # ---- logs ------------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        append_line(self.path, self.path / EVENTS, mask_secrets(dumps_line(event.model_dump(mode="json"))))
+        append_line(self.path, self._events, mask_secrets(dumps_line(event.model_dump(mode="json"))))
 
     def event(self, kind: str, **data: Any) -> RunEvent:
         """Validate `data` as the `kind` event, append it, and return the typed event."""
@@ -69,7 +69,7 @@ class RunWriter:
         return event
 
     def record_call(self, line: CallLine) -> None:
-        append_line(self.path, self.path / CALLS, mask_secrets(dumps_line(line.model_dump(mode="json"))), fsync=False)
+        append_line(self.path, self._calls, mask_secrets(dumps_line(line.model_dump(mode="json"))), fsync=False)
 
     def record_transcript(self, entry: TranscriptEntry) -> None:
         append_transcript(self.path, entry)
