@@ -146,11 +146,13 @@ def test_a_cli_run_tunes_the_garbage_collector_before_its_calls(monkeypatch: pyt
         def model_copy(self, update: dict[str, object]) -> Config:
             return self
 
+    frozen = gc.get_freeze_count()
     try:
         cli_run._execute(Config(), Path("unused"), resume=False)
+        # and put back after: a process calling the command in-process (a test, a notebook) keeps its own
+        assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
     finally:
         gc.set_threshold(*before)
-        gc.unfreeze()
     assert seen and seen[0][0] == cli_run.GC_YOUNG and seen[0][1] > 0
 
 

@@ -3,7 +3,9 @@ configurations are assembled in `settings`, the work is in the library)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +52,20 @@ IMPORT_PANEL = "promptfoo configs and Inspect datasets (--format promptfoo|inspe
 GC_YOUNG = 7000
 
 
-def quiet_gc() -> None:
-    """Tune the collector for the run this process is about to make (see GC_YOUNG)."""
+@contextlib.contextmanager
+def quiet_gc() -> Iterator[None]:
+    """Tune the collector for the run this process is about to make (see GC_YOUNG), and put it back after:
+    a process that calls the command in-process (a test, a notebook) keeps its own settings."""
     import gc
 
+    before = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(GC_YOUNG, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, accept_changed_data: bool = False,
@@ -75,9 +85,10 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
             # what the servers can take, before the first call (max_concurrency, timeouts; lines say what was set)
             config = config.model_copy(update={"lm": fit_to_servers(config.lm, lambda line: out.print(
                 line, highlight=False))})
-            quiet_gc()
-            run_with_progress(config, run_dir, resume=resume, console=out, callbacks=callbacks,
-                              accept_changed_data=accept_changed_data, accept_changed_config=accept_changed_config)
+            with quiet_gc():
+                run_with_progress(config, run_dir, resume=resume, console=out, callbacks=callbacks,
+                                  accept_changed_data=accept_changed_data,
+                                  accept_changed_config=accept_changed_config)
         ended = "FINISHED"
         if as_json:
             summary = RunReader(run_dir).summary()
