@@ -20,6 +20,7 @@ from decoevo.testing.toy_server import toy_reply, toy_run_args, write_toy_questi
 def test_a_lease_is_exclusive_and_ends_with_its_holder(tmp_path: Path) -> None:
     a, b = RequestCache(tmp_path / "c.sqlite"), RequestCache(tmp_path / "c.sqlite")
     assert a.claim("k", 60) and a.claim("k", 60)  # its own lease, again
+    assert not a.held_elsewhere("k")  # its own lease is not another process's
     assert not b.claim("k", 60) and b.held_elsewhere("k")
     a.release("k")
     assert not b.held_elsewhere("k") and b.claim("k", 60)
@@ -29,6 +30,24 @@ def test_a_lease_is_exclusive_and_ends_with_its_holder(tmp_path: Path) -> None:
     conn = a._conn()
     conn.execute("INSERT INTO request_leases VALUES ('orphan', 'x', ?, ?, ?)", (a.host, dead.pid, time.time() + 600))
     assert not b.held_elsewhere("orphan") and b.claim("orphan", 60)  # its holder died: taken over at once
+
+
+def test_a_lease_released_while_a_claim_looks_at_it_is_claimed_at_once(tmp_path: Path) -> None:
+    """`claim` is True whenever no other process's live lease holds the key: one released between the
+    claim's insert and its look at the holder is taken then, not refused for a later round."""
+    a, b = RequestCache(tmp_path / "c.sqlite"), RequestCache(tmp_path / "c.sqlite")
+    assert a.claim("k", 60)
+    conn = b._conn()
+
+    class ReleasedInBetween:  # the holder releases just as b looks at who holds the key
+        def execute(self, sql: str, *args: object) -> object:
+            if sql.startswith("SELECT owner"):
+                a.release("k")
+            return conn.execute(sql, *args)
+
+    b._conn = ReleasedInBetween  # type: ignore[method-assign, assignment]
+    assert b.claim("k", 60)
+    assert not a.claim("k", 60) and a.held_elsewhere("k")  # b holds it now
 
 
 def test_an_answer_stored_with_release_ends_the_lease_in_the_same_write(tmp_path: Path) -> None:

@@ -21,8 +21,9 @@ import pytest
 from pydantic import BaseModel
 
 from decoevo.lm import LM, LMConfig, LMError, Message, ModelSpec
-from decoevo.lm.backend_secrets import MASK, Redactor, redact_url
+from decoevo.lm.backend_secrets import Redactor
 from decoevo.lm.cache import RequestCache
+from decoevo.redact import MASK, redact_url
 from decoevo.testing import world
 from decoevo.testing.toy_server import toy_run_args, write_toy_questions
 

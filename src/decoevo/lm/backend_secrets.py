@@ -14,10 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 
-from ..redact import MASK, MIN_SECRET, SENSITIVE_HEADERS, mask_all, mask_secrets, mask_tree, redact, redact_url
+from ..redact import MIN_SECRET, SENSITIVE_HEADERS, mask_all, mask_secrets, mask_tree, redact
 from .errors import LMError
-
-__all__ = ["MASK", "SENSITIVE_HEADERS", "Redactor", "mask_fields", "redact_url"]
 
 D = TypeVar("D")
 _FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, by type
@@ -42,7 +40,7 @@ class Redactor:
     """Masks the given secret values (and every registered one) and, in messages, the generic
     credential shapes."""
 
-    secrets: tuple[str, ...] = ()
+    secrets: frozenset[str] = frozenset()  # no order: each masking function takes the longest first
 
     @classmethod
     def for_request(cls, headers: Mapping[str, str], extra: Iterable[str] = ()) -> Redactor:
@@ -50,8 +48,7 @@ class Redactor:
         # The bare token too: a server may echo the key without its "Bearer " prefix.
         values += [v.split(None, 1)[1] for v in values if v.lower().startswith("bearer ") and " " in v]
         values += list(extra)
-        unique = {v for v in values if len(v) >= MIN_SECRET}
-        return cls(tuple(sorted(unique, key=len, reverse=True)))  # longest first: no partial leftovers
+        return cls(frozenset(v for v in values if len(v) >= MIN_SECRET))
 
     def secret_values(self, text: str) -> str:
         """Only the exact secrets masked: for model output, where the generic shapes (a URL with

@@ -15,7 +15,8 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from .backend_secrets import Redactor, redact_url
+from ..redact import redact_url
+from .backend_secrets import Redactor
 from .bounded_body import MAX_REPLY_BYTES as OPENAI_MAX_REPLY_BYTES
 from .config import ModelSpec
 from .endpoint import credential_hint, hint_for_status, is_local, schema_instruction, server_schema, with_instruction
@@ -90,7 +91,7 @@ class LiteLLMBackend:
         explicit = bool(spec.api_key_file) or "api_key_env" in spec.model_fields_set
         self._variables = () if explicit else provider_variables(self._litellm, spec)
         self._key = api_key(spec, provider_has_key=not self._variables)
-        self._redactor = Redactor(tuple(k for k in (self._key,) if k and len(k) >= 8))
+        self._redactor = Redactor(frozenset(k for k in (self._key,) if k and len(k) >= 8))
         self._where = redact_url(spec.base_url) if spec.base_url else spec.model.split("/", 1)[0]
         self._progress = progress_of(f"litellm:{spec.base_url or spec.model.split('/', 1)[0]}")
         # Providers differ in structured output; LiteLLM translates json_schema where it can. A server that

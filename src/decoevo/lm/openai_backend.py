@@ -22,7 +22,8 @@ from typing import Any
 import aiohttp
 
 from .. import __version__
-from .backend_secrets import Redactor, redact_url
+from ..redact import redact_url
+from .backend_secrets import Redactor
 from .bounded_body import ACCEPT_ENCODING, MAX_REPLY_BYTES, read_bounded
 from .config import ModelSpec
 from .endpoint import (
