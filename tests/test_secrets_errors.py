@@ -180,6 +180,20 @@ def test_redactor_masks_headers_keys_and_url_credentials() -> None:
     assert r.secret_values("a bearer of news at http://x@y") == "a bearer of news at http://x@y"
 
 
+def test_an_errors_raw_reply_and_a_bare_credential_holding_a_space_are_masked() -> None:
+    """A parse error keeps the model's raw reply (`ParseError.raw`, shown in events and the report): a server
+    echoing the key there is masked like the message. A credential holding a space (a custom scheme's
+    `Bearer part one`) is masked whole when echoed without its prefix, not only up to the space."""
+    from decoevo.lm.errors import ParseError
+
+    key, spaced = fake_key(), f"{fake_key()} {fake_key()}"
+    r = Redactor.for_request({"Authorization": f"Bearer {key}", "Proxy-Authorization": f"Bearer {spaced}"})
+    error = r.error(ParseError(f"no JSON in {key}", raw=f"the key is {key}"))
+    assert key not in str(error) and key not in error.raw and MASK in error.raw
+    echoed = r.secret_values(f"you sent {spaced}.")
+    assert not any(part in echoed for part in spaced.split()), echoed
+
+
 def test_a_base_url_with_credentials_is_refused() -> None:
     with pytest.raises(ValueError, match="must not carry credentials"):
         ModelSpec(backend="openai", model="m", base_url="https://user:sk-abc@api.example/v1")
