@@ -26,6 +26,9 @@ def _fresh(n: int) -> str:
 
 
 def test_a_reply_body_is_checked_for_secrets_without_walking_its_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the process's registry as a user's run has it: other tests register hostile secrets (a quote, a
+    # backslash) that rightly send every body down the walk
+    monkeypatch.setattr(redact, "_known", ())
     key = _fresh(32)
     register_secret(key)
 
@@ -34,10 +37,10 @@ def test_a_reply_body_is_checked_for_secrets_without_walking_its_strings(monkeyp
 
     body = {"id": "c1", "choices": [{"message": {"role": "assistant", "content": "a plain answer"}}],
             "usage": {"prompt_tokens": 3, "completion_tokens": 4}}
-    monkeypatch.setattr(redact, "_strings", walked)
-    monkeypatch.setattr(redact, "_mask_tree", walked)  # nor masked string by string: nothing there to mask
-    assert mask_tree(body) is body  # nothing to mask: the very object, found by one scan
-    monkeypatch.undo()
+    with monkeypatch.context() as patched:
+        patched.setattr(redact, "_strings", walked)
+        patched.setattr(redact, "_mask_tree", walked)  # nor masked string by string: nothing there to mask
+        assert mask_tree(body) is body  # nothing to mask: the very object, found by one scan
     leaked = {"choices": [{"message": {"content": f"the key is {key}"}}], key[:PARTIAL + 3]: 1}
     masked = mask_tree(leaked)
     assert masked == {"choices": [{"message": {"content": f"the key is {MASK}"}}], MASK: 1}

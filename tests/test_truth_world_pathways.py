@@ -248,10 +248,11 @@ def _audit_on_generator_gate(monkeypatch: pytest.MonkeyPatch, which: str = "both
     real = run_module.outer_step
     gate: list[Any] = []
 
-    async def on_gate(ctx: Any, round_idx: int, solver: Any, generator: Any, probe: Any, generator_gate: Any) -> Any:
+    async def on_gate(ctx: Any, round_idx: int, solver: Any, generator: Any, probe: Any, generator_gate: Any,
+                      *rest: Any) -> Any:
         gate[:] = generator_gate
         return await real(ctx, round_idx, solver, generator, generator_gate if which == "both" else probe,
-                          generator_gate)
+                          generator_gate, *rest)
 
     monkeypatch.setattr(run_module, "outer_step", on_gate)
     if which == "structural":

@@ -21,7 +21,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .common import columns_now, current_width
+from .common import columns_now
 
 _EMPTY = {"", "0", "0.0", "-", "$0.0000"}
 
@@ -102,7 +102,9 @@ def width_of(console: Console) -> int | None:
     """The width a table must fit: COLUMNS, a terminal's, or the console's own; None for a file or pipe
     given no width (rich would assume 80 there)."""
     given = getattr(console, "_width", None) is not None  # Console(width=...), or COLUMNS when it was made
-    return current_width(console) if console.is_terminal or given or columns_now() else None
+    if console.is_terminal or given or columns_now():
+        return console.width  # a console's own width wins: the table is drawn on it
+    return None
 
 
 def show_table(console: Console, table: Table, keys: int = 1) -> None:
