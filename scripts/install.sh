@@ -42,8 +42,11 @@ if [[ "${1:-}" == "--dev" ]]; then
     want=$(sed -n 's/^PROMPTFOO=//p' tools/versions.env)
     have=$(node -p "require('./tools/promptfoo/node_modules/promptfoo/package.json').version" 2>/dev/null || true)
     if [[ "$have" != "$want" ]]; then
-      echo "installing promptfoo $want into tools/promptfoo (npm ci, about 3 minutes)..."
-      (cd tools/promptfoo && PROMPTFOO_DISABLE_TELEMETRY=1 npm ci --no-audit --no-fund --loglevel=error)
+      echo "installing promptfoo $want into tools/promptfoo (npm ci, 1-3 minutes)..."
+      # --prefer-offline: packages already in npm's cache are not revalidated (the lockfile pins each one
+      # with its integrity hash): 46 s instead of 111 s with a warm cache here; a cold cache fetches as before
+      (cd tools/promptfoo && PROMPTFOO_DISABLE_TELEMETRY=1 npm ci --prefer-offline --no-audit --no-fund \
+        --loglevel=error)
     fi
   else
     echo "note: node/npm not found; promptfoo is not installed and its interop test is skipped" >&2
