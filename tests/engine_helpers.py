@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +36,19 @@ def toy_engine(tmp_path: Path, method: str, backend: ScriptedBackend | None = No
     questions = [Question(**q.model_dump()) for q in toy_questions()]
     engine = Engine(toy_config(method, **hyper), tmp_path / (run_name or method), lm=lm, questions=questions)
     return engine, backend
+
+
+def outer_round_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's `outer_round` events, in order."""
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    return [e for e in events if e["event"] == "outer_round"]
+
+
+def forbid_solver_score(monkeypatch: Any) -> None:
+    """Fail the test if the generator's acceptance ever computes the solver's aggregate score."""
+    from decoevo.engine import outer as outer_module
+
+    async def forbidden(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the generator acceptance looked at the solver's aggregate score")
+
+    monkeypatch.setattr(outer_module, "solver_score_objective", forbidden)

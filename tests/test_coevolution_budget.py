@@ -8,17 +8,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from decoevo.domain import Question
-from decoevo.engine import outer as outer_module
 from decoevo.engine.audits import AuditStop, audit_order
 from decoevo.engine.coevolution_budget import CoevolutionBudget, Spend
 from decoevo.engine.config import Hyper
-from tests.engine_helpers import toy_engine
+from tests.engine_helpers import forbid_solver_score, outer_round_events, toy_engine
 
 
 def test_the_allowance_is_a_share_of_the_solver_loops_spend_projected_to_the_planned_steps():
@@ -51,17 +48,9 @@ def test_a_budgeted_audit_takes_one_question_at_a_time_and_asks_before_each_furt
     assert [[q.id for q in c] for c in with_enough] == [["q0", "q1"], ["q2"]]
 
 
-def _rounds(run_dir: Path) -> list[dict[str, Any]]:
-    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
-    return [e for e in events if e["event"] == "outer_round"]
-
-
 async def test_a_small_share_cuts_the_rounds_and_their_audits_and_never_reads_the_solver_score(tmp_path,
                                                                                               monkeypatch):
-    async def forbidden(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("the generator acceptance looked at the solver's aggregate score")
-
-    monkeypatch.setattr(outer_module, "solver_score_objective", forbidden)
+    forbid_solver_score(monkeypatch)
     shape = {"steps": 6, "audit_every": 1, "max_stalls": 2}
     free, _ = toy_engine(tmp_path / "free", "decoevo", **shape)
     tight, _ = toy_engine(tmp_path / "tight", "decoevo", generator_share=0.01, **shape)
@@ -69,11 +58,11 @@ async def test_a_small_share_cuts_the_rounds_and_their_audits_and_never_reads_th
     assert free_result.state.next_step == tight_result.state.next_step == 6  # both runs completed
     # without a budget a round follows every step; with 1 % of the loop's spend only the first round starts
     assert free_result.state.outer_rounds == 6 and tight_result.state.outer_rounds == 1
-    (first,) = _rounds(tight_result.run_dir)
+    (first,) = outer_round_events(tight_result.run_dir)
     # the round says what the generator's side was allowed and has spent: all of it, so no second round started
     assert first["generator_budget"]["spent"] == tight_result.state.generator_tokens
     assert first["generator_budget"]["spent"] > first["generator_budget"]["allowance"] > 0
-    assert not any(r.get("generator_budget") for r in _rounds(free_result.run_dir))
+    assert not any(r.get("generator_budget") for r in outer_round_events(free_result.run_dir))
     assert first["audits_stopped"]["probe"]["audited"] < first["audits_stopped"]["probe"]["of"]
     # what the round paid is the generator side's, and the state keeps it (a resume reads it back)
     assert 0 < tight_result.state.generator_tokens < tight_result.ledger.total().effective_tokens

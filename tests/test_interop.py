@@ -207,6 +207,26 @@ def test_a_promptfoo_config_runs_as_decoevo_input_and_a_failed_start_leaves_noth
     assert sum(1 for _ in (run / "questions.jsonl").open()) == 16
 
 
+def _import_run_at_a_dead_port(tmp_path: Path) -> tuple[int, str, int]:
+    """`run --format promptfoo` of 16 questions against a port nothing listens on, named `pf` under
+    tmp_path/runs: (exit code, the output on one line, the port)."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    questions = "".join(f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n"
+                        for i in range(16))
+    path = write_promptfoo(tmp_path, PROMPTFOO.split("tests:\n")[0] + "tests:\n" + questions)
+    result = CliRunner().invoke(app, [
+        "run", "--data", str(path), "--format", "promptfoo", "--model", "toy", "--any-model", "--preset", "default",
+        "--runs-root", str(tmp_path / "runs"), "--name", "pf", "--base-url", f"http://127.0.0.1:{dead}/v1",
+        "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",
+        "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 4}",
+        "--set", "lm.models.default.max_retries=0"], env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
+    return result.exit_code, " ".join(result.output.split()), dead
+
+
 def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_removed(tmp_path: Path,
                                                                                         monkeypatch) -> None:
     """Issue 46.2: a run that saved nothing removes its staged import, but that clean-up never hides why the run
@@ -214,11 +234,7 @@ def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_r
     empty, and the one error said is the endpoint's. With the removal's errors raised, a second error
     (the refused rmdir's "Permission denied") ended the output as if it were why the run failed."""
     import os
-    import socket
 
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
     run = tmp_path / "runs" / "pf"
     real_rmdir = os.rmdir
 
@@ -228,17 +244,8 @@ def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_r
         return real_rmdir(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "rmdir", refused)
-    questions = "".join(f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n"
-                        for i in range(16))
-    path = write_promptfoo(tmp_path, PROMPTFOO.split("tests:\n")[0] + "tests:\n" + questions)
-    result = CliRunner().invoke(app, [
-        "run", "--data", str(path), "--format", "promptfoo", "--model", "toy", "--any-model", "--preset", "default",
-        "--runs-root", str(tmp_path / "runs"), "--name", "pf", "--base-url", f"http://127.0.0.1:{dead}/v1",
-        "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",
-        "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 4}",
-        "--set", "lm.models.default.max_retries=0"], env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
-    said = " ".join(result.output.split())
-    assert result.exit_code != 0 and "Permission denied" not in said and "Traceback" not in said, said
+    code, said, dead = _import_run_at_a_dead_port(tmp_path)
+    assert code != 0 and "Permission denied" not in said and "Traceback" not in said, said
     assert f"127.0.0.1:{dead}" in said and said.count("error:") == 1, said  # the endpoint that failed
     assert run.is_dir() and not any(run.iterdir())  # left empty: the same command runs again
 
@@ -246,24 +253,9 @@ def test_a_failed_start_says_the_runs_own_error_even_when_its_folder_cannot_be_r
 def test_a_failed_import_run_that_saved_nothing_says_run_again_not_resume_a_removed_folder(tmp_path: Path) -> None:
     """Issue 46: a `run --format promptfoo` whose first call failed removed its staged folder but still said
     "continue with `decoevo resume RUN`", naming a folder that no longer existed."""
-    import socket
-
-    with socket.socket() as s:  # a port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        dead = s.getsockname()[1]
-    run = tmp_path / "runs" / "pf"
-    questions = "".join(f"  - vars:\n      query: My knee hurts after running, case {i}. What should I do?\n"
-                        for i in range(16))
-    path = write_promptfoo(tmp_path, PROMPTFOO.split("tests:\n")[0] + "tests:\n" + questions)
-    result = CliRunner().invoke(app, [
-        "run", "--data", str(path), "--format", "promptfoo", "--model", "toy", "--any-model", "--preset", "default",
-        "--runs-root", str(tmp_path / "runs"), "--name", "pf", "--base-url", f"http://127.0.0.1:{dead}/v1",
-        "--set", "splits={train: 6, probe: 2, solver_gate: 3, generator_gate: 3, test: 2}",
-        "--set", "hyper={steps: 1, batch_size: 2, audit_every: 1, rollouts: 4}",
-        "--set", "lm.models.default.max_retries=0"], env={"DECOEVO_CACHE": str(tmp_path / "c.sqlite")})
-    said = " ".join(result.output.split())
-    assert result.exit_code != 0 and said.count("error:") == 1 and "Traceback" not in said, said
-    assert not run.exists()  # nothing saved: the staged import was removed
+    code, said, _ = _import_run_at_a_dead_port(tmp_path)
+    assert code != 0 and said.count("error:") == 1 and "Traceback" not in said, said
+    assert not (tmp_path / "runs" / "pf").exists()  # nothing saved: the staged import was removed
     assert "decoevo resume" not in said and "run the same command again" in said, said
 
 

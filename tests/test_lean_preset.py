@@ -5,16 +5,14 @@ solver's aggregate score."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from decoevo.api import build_config
 from decoevo.domain import Question
-from decoevo.engine import outer as outer_module
 from decoevo.engine.audits import AuditStop, audit_order
 from decoevo.engine.config import Hyper
 from decoevo.presets import PRESETS
-from tests.engine_helpers import toy_engine, toy_questions
+from tests.engine_helpers import forbid_solver_score, outer_round_events, toy_engine, toy_questions
 
 SIZES = {"steps", "batch_size", "concurrency", "max_criteria"}
 
@@ -50,21 +48,13 @@ def test_a_stopping_audit_takes_its_questions_in_rotating_chunks():
     assert audit_order([], AuditStop(enough=3), 2) == [[]]
 
 
-def _rounds(run_dir: Path) -> list[dict[str, Any]]:
-    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
-    return [e for e in events if e["event"] == "outer_round"]
-
-
 async def test_lean_on_the_toy_world_stops_its_blind_audits_and_never_reads_the_solver_score(tmp_path,
                                                                                            monkeypatch):
-    async def forbidden(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("the generator acceptance looked at the solver's aggregate score")
-
-    monkeypatch.setattr(outer_module, "solver_score_objective", forbidden)
+    forbid_solver_score(monkeypatch)
     schedule = {**lean_schedule(), "probe_enough_pairs": 1, "frozen_enough_pairs": 1}  # the toy has 2 probe qs
     engine, _ = toy_engine(tmp_path, "decoevo", **{**schedule, "steps": 6, "audit_every": 2, "max_stalls": 2})
     result = await engine.run_async()
-    rounds = _rounds(result.run_dir)
+    rounds = outer_round_events(result.run_dir)
     assert result.state.outer_rounds >= 1 and result.state.next_step == 6  # the run completed
     stopped = [r["audits_stopped"] for r in rounds if r.get("audits_stopped")]
     assert stopped, "the stop rule never fired"
@@ -79,7 +69,7 @@ async def test_without_the_stop_rule_every_probe_question_is_audited(tmp_path):
     engine, _ = toy_engine(tmp_path, "decoevo", steps=6, audit_every=2, max_stalls=2)
     result = await engine.run_async()
     assert result.state.outer_rounds >= 1
-    assert not any(r.get("audits_stopped") for r in _rounds(result.run_dir))
+    assert not any(r.get("audits_stopped") for r in outer_round_events(result.run_dir))
 
 
 async def test_quiet_final_steps_leaves_out_the_rounds_no_solver_step_could_use(tmp_path):
