@@ -12,8 +12,15 @@ extras="server"
 # uv installs the package and its dependencies: it resolves and downloads in parallel and keeps a cache of
 # unpacked wheels, where pip looked each of ~250 packages up in turn (about 3 minutes of a clean clone's set-up
 # here, against ~20 s; docs/performance.md, "Suite time"). pip stays for llama-cpp-python's one build below.
-.venv/bin/python -m pip install -q "uv>=0.9,<1"
-uv_install() { .venv/bin/uv pip install -q --python .venv/bin/python "$@"; }
+# uv reads its own settings, not pip's: where it cannot install (an index only pip is configured for, uv not
+# installable), pip installs the same requirements, as before.
+uv_install() {
+  if [[ -x .venv/bin/uv ]] || .venv/bin/python -m pip install -q "uv>=0.9,<1"; then
+    .venv/bin/uv pip install -q --python .venv/bin/python "$@" && return
+    echo "note: uv could not install $*; installing with pip instead" >&2
+  fi
+  .venv/bin/python -m pip install -q "$@"
+}
 
 # llama-cpp-python ships only as an sdist. A default (native) build enables AMX and segfaults at the
 # first matmul on these CPUs; a portable AVX2 build is safe. pip caches the built wheel, so only the
