@@ -106,56 +106,61 @@ class AppendFiles:
     events), each opened once and kept open until `close()`, instead of an `open` and a `close` for every
     line (three files a paid call, thousands a run).
 
-    What an open per line guaranteed is kept: the open refuses a link at the file (O_NOFOLLOW), and the
-    folders between the directory and a file in a subfolder are checked before every line, as before. A
-    file deleted or replaced (by a link, say) since it was opened has no name left for its descriptor
-    (`st_nlink` 0, one `fstat` a line): it is opened again, so a deleted log is made again and a link put in
-    its place is refused at the next line; no line goes to a file no longer in the directory. Each line is
-    one `write` to the kernel, as before: a kill (even SIGKILL) loses at most the line being written.
-    Descriptors are closed by `close()` (the writer's owner at a checkpoint and at the end) or, for an
-    owner that never calls it, when the object is collected."""
+    What an open per line guaranteed is kept: the open refuses a link at the file (O_NOFOLLOW), and before
+    every line the name is looked up without following a link (one `lstat`, cheaper than an open and a
+    close) and must still be the file the descriptor holds; the folders between the directory and a file
+    in a subfolder are checked too, as before. A log deleted, renamed or replaced (by a link, say) since it
+    was opened is opened again by its name: a deleted one is made again, a link put in its place is refused
+    at the next line, and no line goes to a file no longer in the directory. Each line is one `write` to the
+    kernel, as before: a kill (even SIGKILL) loses at most the line being written. Descriptors are closed
+    by `close()` (the run's end) or, for an owner that never calls it, when the object is collected."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._fds: dict[str, int] = {}
+        self._open: dict[str, tuple[int, int, int]] = {}  # path -> (descriptor, its inode, its device)
         self._root_str = os.fspath(root)
-        weakref.finalize(self, _close_fds, self._fds)
+        weakref.finalize(self, _close_fds, self._open)
 
     def append(self, path: Path, data: bytes, *, fsync: bool = False) -> None:
         key = os.fspath(path)
-        fd = self._fds.get(key)
-        if fd is not None:
+        held = self._open.get(key)
+        if held is not None:
             try:
                 if os.path.dirname(key) != self._root_str:  # a folder on the way swapped for a link
                     _check_no_links(self.root, path.parent)
-                gone = os.fstat(fd).st_nlink == 0
+                now = os.lstat(key)
+                same = now.st_ino == held[1] and now.st_dev == held[2]
+            except FileNotFoundError:
+                same = False
             except BaseException:
                 self._drop(key)
                 raise
-            if gone:  # deleted or replaced since the open: the name is opened again (a link there: refused)
+            if not same:  # not the file opened (deleted, moved, a link): the name is opened again
                 self._drop(key)
-                fd = None
-        if fd is None:
-            fd = self._fds[key] = open_append(self.root, path)
-        write_all(fd, data, path)
+                held = None
+        if held is None:
+            fd = open_append(self.root, path)
+            st = os.fstat(fd)
+            held = self._open[key] = (fd, st.st_ino, st.st_dev)
+        write_all(held[0], data, path)
         if fsync:
             try:
-                os.fsync(fd)
+                os.fsync(held[0])
             except OSError as exc:
                 raise named(exc, path) from None
 
     def _drop(self, key: str) -> None:
-        fd = self._fds.pop(key, None)
-        if fd is not None:
-            os.close(fd)
+        held = self._open.pop(key, None)
+        if held is not None:
+            os.close(held[0])
 
     def close(self) -> None:
-        _close_fds(self._fds)
+        _close_fds(self._open)
 
 
-def _close_fds(fds: dict[str, int]) -> None:
-    while fds:
-        _key, fd = fds.popitem()
+def _close_fds(held: dict[str, tuple[int, int, int]]) -> None:
+    while held:
+        _key, (fd, _ino, _dev) = held.popitem()
         with contextlib.suppress(OSError):
             os.close(fd)
 
