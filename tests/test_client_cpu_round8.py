@@ -128,21 +128,44 @@ def test_a_kept_open_log_replaced_by_a_link_is_refused_and_a_deleted_one_is_made
     journal.close()
 
 
-def test_a_kept_open_log_in_a_folder_swapped_for_a_link_is_refused(tmp_path: Path) -> None:
-    """RUN/eval/calls.jsonl kept open, then RUN/eval moved away and a link to elsewhere put in its place:
-    the next line is refused, as with an open per line (the folders on the way are checked every line)."""
-    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+@pytest.mark.parametrize("target", ["elsewhere", "the moved folder"])
+def test_a_kept_open_log_in_a_folder_swapped_for_a_link_is_refused(tmp_path: Path, target: str) -> None:
+    """RUN/eval/calls.jsonl kept open, then RUN/eval moved away and a link put in its place: the next line is
+    refused, as with an open per line (the folders on the way are checked every line), even when the link
+    leads back to the very file the descriptor holds."""
+    run, elsewhere, moved = tmp_path / "run", tmp_path / "elsewhere", tmp_path / "moved"
     elsewhere.mkdir()
     logs = AppendFiles(run)
     logs.append(run / "eval" / "calls.jsonl", b"{}\n")
-    (run / "eval").rename(tmp_path / "moved")
-    (run / "eval").symlink_to(elsewhere, target_is_directory=True)
+    (run / "eval").rename(moved)
+    (run / "eval").symlink_to(elsewhere if target == "elsewhere" else moved, target_is_directory=True)
     with pytest.raises(UnsafeRunPath, match="eval: is a symbolic link"):
         logs.append(run / "eval" / "calls.jsonl", b"{}\n")
     assert list(elsewhere.iterdir()) == []
-    assert (tmp_path / "moved" / "calls.jsonl").read_bytes() == b"{}\n"
+    assert (moved / "calls.jsonl").read_bytes() == b"{}\n"
     logs.close()
     assert _open_fds(tmp_path) == []
+
+
+def test_the_events_are_fsynced_line_by_line_and_the_call_log_is_not(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guards the kept-open writer's fsyncs (as `append_line`'s): events.jsonl survives a power loss line by
+    line; the call log, the journal and the transcripts are flushed at each checkpoint instead."""
+    synced: list[str] = []
+    def fsync(fd: int) -> None:
+        synced.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    writer, journal = RunWriter(tmp_path), RequestLog(tmp_path)
+    journal.sent("k", "solve", "m", 3, 8)
+    writer.record_call(_line())
+    writer.record_transcript(_entry())
+    assert synced == []
+    writer.event("finish", method="m", seed=0, steps_done=1, solver_version=0, generator_version=0)
+    writer.event("finish", method="m", seed=0, steps_done=2, solver_version=0, generator_version=0)
+    assert synced == ["events.jsonl", "events.jsonl"]
+    writer.close()
+    journal.close()
 
 
 _KILLED = """
