@@ -11,6 +11,7 @@ line protected stays protected.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import subprocess
@@ -115,6 +116,9 @@ def test_a_kept_open_log_replaced_by_a_link_is_refused_and_a_deleted_one_is_made
     if change == "deleted":
         write(1)
         assert count() == 1  # made again, with the line written after the deletion
+        assert not [t for t in _open_fds(tmp_path) if "(deleted)" in t]  # the old descriptor closed, not leaked
+        writer.close()
+        journal.close()
         return
     (run / log).symlink_to(elsewhere)
     with pytest.raises(UnsafeRunPath, match=f"{log}: is a symbolic link"):
@@ -143,6 +147,7 @@ def test_a_kept_open_log_in_a_folder_swapped_for_a_link_is_refused(tmp_path: Pat
         logs.append(run / "eval" / "calls.jsonl", b"{}\n")
     assert list(elsewhere.iterdir()) == []
     assert (moved / "calls.jsonl").read_bytes() == b"{}\n"
+    assert _open_fds(tmp_path) == []  # the refused file's descriptor closed at the refusal, not kept
     logs.close()
     assert _open_fds(tmp_path) == []
 
@@ -164,6 +169,13 @@ def test_the_events_are_fsynced_line_by_line_and_the_call_log_is_not(tmp_path: P
     writer.event("finish", method="m", seed=0, steps_done=1, solver_version=0, generator_version=0)
     writer.event("finish", method="m", seed=0, steps_done=2, solver_version=0, generator_version=0)
     assert synced == ["events.jsonl", "events.jsonl"]
+
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(files.os, "fsync", failing)  # a disk that fails: an error naming the file, not silence
+    with pytest.raises(OSError, match=r"events\.jsonl"):
+        writer.event("finish", method="m", seed=0, steps_done=3, solver_version=0, generator_version=0)
     writer.close()
     journal.close()
 
