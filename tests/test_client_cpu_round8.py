@@ -289,3 +289,26 @@ def test_the_event_loop_falls_back_to_asyncios_and_can_be_chosen(monkeypatch: py
 
 async def _answer() -> int:
     return 42
+
+
+def test_a_dead_sessions_lock_file_is_removed_once_old_and_a_fresh_one_is_kept(tmp_path: Path) -> None:
+    """Guards `live_sessions`' litter rule (a mutation survivor of rundir/requests.py, passes on df0097a): the
+    lock file of a session that ended without closing is removed once older than STALE_LIVE_S, never a just
+    made one (its session may be about to lock it); a live session's is kept whatever its age."""
+    import time
+
+    from decoevo.rundir.requests import LIVE, STALE_LIVE_S, live_sessions
+
+    live = RequestLog(tmp_path)
+    live.sent("k", "solve", "m", 1, 1)  # holds its lock file
+    folder = tmp_path / LIVE
+    old, fresh = folder / "deadbeef", folder / "cafebabe"
+    old.write_text("")
+    fresh.write_text("")
+    past = time.time() - STALE_LIVE_S - 60
+    for path in (old, folder / live.session):
+        os.utime(path, (past, past))
+    assert live_sessions(tmp_path) == {live.session}
+    assert not old.exists()
+    assert fresh.exists() and (folder / live.session).exists()
+    live.close()
