@@ -242,55 +242,6 @@ def test_the_engines_transcript_entry_is_a_transcript_entry_mapping() -> None:
     assert dumps_line(entry) == dumps_line(TranscriptEntry.model_validate(entry).model_dump(mode="json"))
 
 
-def test_a_run_is_on_uvloops_loop_when_it_is_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`decoevo run` (in process, on the toy server) runs its loop from `cli.event_loop`: uvloop's when it is
-    installed (the extra `decoevo[fast]`), asyncio's otherwise."""
-    import asyncio
-
-    from typer.testing import CliRunner
-
-    from decoevo.cli import app, event_loop
-    from decoevo.testing.server import serve_app
-    from decoevo.testing.toy_server import toy_run_args, toy_server, write_toy_questions
-
-    made: list[asyncio.AbstractEventLoop] = []
-    chosen = event_loop.loop_factory()
-
-    def recording() -> asyncio.AbstractEventLoop:
-        loop = (chosen or asyncio.new_event_loop)()
-        made.append(loop)
-        return loop
-
-    monkeypatch.setattr(event_loop, "loop_factory", lambda: recording)
-    data = write_toy_questions(tmp_path / "toy.jsonl")
-    with serve_app(toy_server().app()) as url:
-        result = CliRunner().invoke(app, toy_run_args(f"{url}/v1", data, tmp_path / "runs", "a", steps=1))
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "runs" / "a" / "summary.json").is_file()
-    assert len(made) == 1
-    try:
-        import uvloop
-    except ImportError:
-        assert chosen is None
-    else:
-        assert isinstance(made[0], uvloop.Loop)
-
-
-def test_the_event_loop_falls_back_to_asyncios_and_can_be_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
-    from decoevo.cli import event_loop
-
-    monkeypatch.setitem(sys.modules, "uvloop", None)  # not installed: `import uvloop` raises ImportError
-    assert event_loop.loop_factory() is None
-    assert event_loop.run(_answer()) == 42  # asyncio's own loop
-    monkeypatch.delitem(sys.modules, "uvloop")
-    monkeypatch.setenv("DECOEVO_EVENT_LOOP", "asyncio")
-    assert event_loop.loop_factory() is None
-
-
-async def _answer() -> int:
-    return 42
-
-
 def test_a_dead_sessions_lock_file_is_removed_once_old_and_a_fresh_one_is_kept(tmp_path: Path) -> None:
     """Guards `live_sessions`' litter rule (a mutation survivor of rundir/requests.py, passes on df0097a): the
     lock file of a session that ended without closing is removed once older than STALE_LIVE_S, never a just

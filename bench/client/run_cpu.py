@@ -271,9 +271,6 @@ def measure_startup(src: Path, url: str, data: Path, tmp: Path, concurrency: int
     env = tree_env(src)
     env["PYTHONPATH"] = f"{src}{os.pathsep}{ROOT}"
     env["OPENAI_API_KEY"] = API_KEY
-    # the probe sees the first request in Python's socket methods, which uvloop's transports (C) never call: the
-    # start-up is measured on asyncio's loop, the same work but uvloop's import (~0.01 s, then counted per call)
-    env["DECOEVO_EVENT_LOOP"] = "asyncio"
     walls, cpus = [], []
     for i in range(repeats):
         work = tmp / f"startup-{i}-{time.monotonic_ns()}"

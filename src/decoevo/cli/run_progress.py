@@ -5,6 +5,7 @@ run`/`resume` and sweep cells show."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +32,6 @@ from ..rundir import (
     StartEvent,
 )
 from ..rundir.outcomes import STYLE, Outcome, label
-from . import event_loop
 from .display import show_table
 from .shipped import closing_lines
 
@@ -413,9 +413,9 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
                 holder["bar"].on_call(record)
 
     try:
-        result = event_loop.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
-                                                 engine_hook=attach, accept_changed_data=accept_changed_data,
-                                                 accept_changed_config=accept_changed_config))
+        result = asyncio.run(run_config_async(config, run_dir, resume=resume, callbacks=[Relay(), *callbacks],
+                                              engine_hook=attach, accept_changed_data=accept_changed_data,
+                                              accept_changed_config=accept_changed_config))
         if "bar" in holder:
             holder["bar"].finish()
     finally:
