@@ -110,10 +110,14 @@ MODULES: dict[str, list[str]] = {
     # run-directory writes, resume classification
     "fileio.py": ["test_fileio.py", "test_adversary_round3.py", "test_rundir.py", "-k",
                   "not test_adversary_round3 or write_that_fails"],
-    "rundir/files.py": ["test_run_file_links.py", "test_client_cpu_round7.py", "test_rundir.py",
-                        "test_report_reader.py", "test_hardening_round5.py",
+    "rundir/files.py": ["test_run_file_links.py", "test_client_cpu_round7.py", "test_client_cpu_round8.py",
+                        "test_rundir.py", "test_report_reader.py", "test_hardening_round5.py",
                         "-k", "not test_hardening_round5 or linked_folder"],
-    "rundir/writer.py": ["test_rundir.py", "test_client_cpu_round7.py"],
+    "rundir/writer.py": ["test_rundir.py", "test_client_cpu_round7.py", "test_client_cpu_round8.py"],
+    # round eight (issue 47.1): the request journal and the transcripts append to files kept open
+    "rundir/requests.py": ["test_client_cpu_round8.py", "test_billed_everywhere.py", "test_hardening_round4.py",
+                           "test_boundary_values.py"],
+    "rundir/transcripts.py": ["test_client_cpu_round8.py", "test_run_file_links.py", "test_rundir.py"],
     "rundir/lock.py": ["test_rundir.py"],
     "engine/resume_config.py": ["test_resume_changes.py", "test_hardening_round5.py", "-k",
                                 "not test_hardening_round5 or every_leaf_of_a_default"],

@@ -121,6 +121,7 @@ async def run_pilot_async(config: RunConfig, out_dir: Path | str, *, grid: Pilot
         scores = await rollout_scores(ctx, pilot, state.solver, state.generator)
         deltas = await candidate_deltas(ctx, pilot, state.solver, state.generator, steps)
     finally:
+        writer.close()  # the call log it kept open
         if journal is not None:
             journal.close()
             # Every pilot measured into OUT, killed ones included, from the settled call log: one process's

@@ -30,7 +30,6 @@ from ..rundir import (
     RunWriter,
     StartEvent,
     Summary,
-    TranscriptEntry,
     checkpoint_to_resume,
     prepare_resume,
 )
@@ -76,16 +75,17 @@ def call_line(record: CallRecord, phase: str | None = None) -> CallLine:
                     request=record.request_id, estimated=record.estimated)
 
 
-def transcript_entry(record: CallRecord, phase: str | None) -> TranscriptEntry | None:
+def transcript_entry(record: CallRecord, phase: str | None) -> dict[str, Any] | None:
+    """The transcript entry of a paid call: the fields of a `TranscriptEntry`, in its order, built as the
+    mapping the file holds (a model built and dumped back per paid call cost more than the JSON line)."""
     request = record.request
     if request is None or record.reply is None:
         return None
     p = request.params
-    return TranscriptEntry(key=record.key, role=record.role, model=record.model, phase=phase,
-                           messages=[m.as_dict() for m in request.messages],
-                           params={"temperature": p.temperature, "max_tokens": p.max_tokens,
-                                   "sample_index": p.sample_index},
-                           structured=request.json_schema is not None, reply=record.reply)
+    return {"key": record.key, "role": record.role, "model": record.model, "phase": phase,
+            "messages": [m.as_dict() for m in request.messages],
+            "params": {"temperature": p.temperature, "max_tokens": p.max_tokens, "sample_index": p.sample_index},
+            "structured": request.json_schema is not None, "reply": record.reply}
 
 
 def checked_checkpoint(run_dir: Path) -> tuple[LoopState, UsageLedger] | None:
@@ -356,6 +356,7 @@ class Engine:
         finally:
             if isinstance(self.lm.journal, RequestLog):
                 self.lm.journal.close()  # its requests all ended: nothing of this session left to settle
+            self.run.close()  # the logs it kept open
             if self._owns_lm:
                 await self.lm.aclose()
 

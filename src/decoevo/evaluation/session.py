@@ -132,6 +132,7 @@ class EvalSession:
         in flight billed as estimates). Each ledger-<name>.json holds only its own evaluation's calls; an
         evaluation that saved no result (stopped at a cost cap, failed, or graded less than the one kept) writes
         its paid calls to ledger-unsaved-<time>.json, so the per-evaluation ledgers sum to what was paid too."""
+        self.writer.close()  # the call log it kept open (a later line opens it again)
         if self.journal is None:
             return
         self.journal.close()

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import RunReadError, append_line, dumps_line, make_parent
+from .files import AppendFiles, RunReadError, dumps_line, make_parent
 from .records import MAX_TOKENS_RECORDED, REQUESTS, CallLine
 
 
@@ -59,6 +59,7 @@ class RequestLog:
         self._session = uuid.uuid4().hex[:8]
         self._numbers = itertools.count()
         self._live: int | None = None  # held from the first request on: before it there is nothing to settle
+        self._log = AppendFiles(self.root)  # requests.jsonl, opened once for the session (files.py: what is checked)
 
     def _hold(self, path: Path) -> int:
         make_parent(self.root, path)
@@ -71,6 +72,7 @@ class RequestLog:
         return self._session
 
     def close(self) -> None:
+        self._log.close()
         if self._live is not None:
             with contextlib.suppress(OSError):
                 (self.root / LIVE / self._session).unlink()
@@ -81,25 +83,16 @@ class RequestLog:
         if self._live is None:
             self._live = self._hold(self.root / LIVE / self._session)
         request_id = f"{self._session}-{next(self._numbers)}"
-        append_line(
-            self.root,
-            self.path,
-            dumps_line(
-                {
-                    "sent": request_id,
-                    "key": key,
-                    "role": role,
-                    "model": model,
-                    "prompt_tokens": prompt_tokens,
-                    "max_tokens": max_tokens,
-                }
-            ),
-            fsync=False,
-        )
+        self._append({"sent": request_id, "key": key, "role": role, "model": model,
+                      "prompt_tokens": prompt_tokens, "max_tokens": max_tokens})
         return request_id
 
     def settled(self, request_id: str) -> None:
-        append_line(self.root, self.path, dumps_line({"settled": request_id}), fsync=False)
+        self._append({"settled": request_id})
+
+    def _append(self, record: dict[str, Any]) -> None:
+        """One line, not fsynced (flushed at each checkpoint, with the call log)."""
+        self._log.append(self.path, (dumps_line(record) + "\n").encode("utf-8", "surrogatepass"))
 
 
 def _not_a_number(path: Path, line: int, name: str) -> Any:

@@ -96,8 +96,11 @@ def _settle(root: Path) -> tuple[CallLine, ...]:
     lost = unanswered(root, parse_call_lines(data, calls_path), live)
     if lost:
         writer = RunWriter(root)
-        for line in lost:
-            writer.record_call(line)
+        try:
+            for line in lost:
+                writer.record_call(line)
+        finally:
+            writer.close()
     return tuple(lost)
 
 

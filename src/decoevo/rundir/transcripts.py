@@ -12,7 +12,7 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +38,22 @@ class TranscriptEntry(BaseModel):
     reply: str = ""
 
 
-def append_transcript(root: Path, entry: TranscriptEntry) -> None:
-    path = root / TRANSCRIPTS
-    line = mask_secrets(dumps_line(entry.model_dump(mode="json")))  # requests and replies: no secret kept
+def transcript_member(entry: TranscriptEntry | Mapping[str, Any]) -> bytes:
+    """One entry as the gzip member appended to the file: its JSON line with every secret masked (once, on
+    the whole line: requests and replies keep none). An entry may come as the mapping of a
+    `TranscriptEntry`'s fields (the engine builds it so: a model made and dumped again per paid call cost
+    more than the line's JSON)."""
+    record = entry.model_dump(mode="json") if isinstance(entry, TranscriptEntry) else entry
+    line = mask_secrets(dumps_line(record))
     # level 1: a member (an entry, ~7 KiB of JSON) compressed at gzip's default 9 took ~0.2 ms, the largest
     # single cost of recording a paid call; level 1 takes half that, for files about a third larger
-    member = gzip.compress((line + "\n").encode("utf-8"), compresslevel=1, mtime=0)
+    return gzip.compress((line + "\n").encode("utf-8"), compresslevel=1, mtime=0)
+
+
+def append_transcript(root: Path, entry: TranscriptEntry | Mapping[str, Any]) -> None:
+    """One entry appended with a file opened for it (`RunWriter` keeps its file open instead)."""
+    path = root / TRANSCRIPTS
+    member = transcript_member(entry)
     fd = open_append(root, path)  # never through a link (the file or a folder on its way)
     try:
         write_all(fd, member, path)  # not fsynced: a transcript is for reading; the call log is the record

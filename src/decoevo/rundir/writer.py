@@ -15,7 +15,7 @@ from typing import Any
 from ..domain import Skill
 from ..redact import mask_secrets
 from .events import RunEvent, make_event
-from .files import UnsafeRunPath, append_line, atomic_write, dumps_indented, dumps_line, sync
+from .files import AppendFiles, UnsafeRunPath, atomic_write, dumps_indented, dumps_line, sync
 from .records import (
     CALLS,
     CHECKPOINT,
@@ -29,7 +29,7 @@ from .records import (
     Summary,
 )
 from .skills import skill_markdown, skill_path
-from .transcripts import TranscriptEntry, append_transcript
+from .transcripts import TRANSCRIPTS, TranscriptEntry, transcript_member
 
 
 class RunWriter:
@@ -41,6 +41,12 @@ class RunWriter:
             raise UnsafeRunPath(f"{self.path}: is a symbolic link (to {self.path.resolve()}); decoevo does not "
                                 "write through links it did not make; replace it with a directory")
         self._calls, self._events = self.path / CALLS, self.path / EVENTS  # made once: a line each call
+        self._transcripts = self.path / TRANSCRIPTS
+        self._logs = AppendFiles(self.path)  # the logs, each opened once (files.py says what is still checked)
+
+    def close(self) -> None:
+        """Close the logs kept open (the run's end); a later line opens its file again."""
+        self._logs.close()
 
     # ---- whole files -----------------------------------------------------------------------------
     def write_text(self, rel: str, text: str) -> None:
@@ -60,7 +66,8 @@ class RunWriter:
     # ---- logs ------------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        append_line(self.path, self._events, mask_secrets(dumps_line(event.model_dump(mode="json"))))
+        line = mask_secrets(dumps_line(event.model_dump(mode="json")))
+        self._logs.append(self._events, (line + "\n").encode("utf-8", "surrogatepass"), fsync=True)
 
     def event(self, kind: str, **data: Any) -> RunEvent:
         """Validate `data` as the `kind` event, append it, and return the typed event."""
@@ -69,10 +76,12 @@ class RunWriter:
         return event
 
     def record_call(self, line: CallLine) -> None:
-        append_line(self.path, self._calls, mask_secrets(dumps_line(line.model_dump(mode="json"))), fsync=False)
+        text = mask_secrets(dumps_line(line.model_dump(mode="json")))
+        self._logs.append(self._calls, (text + "\n").encode("utf-8", "surrogatepass"))  # fsynced at checkpoints
 
-    def record_transcript(self, entry: TranscriptEntry) -> None:
-        append_transcript(self.path, entry)
+    def record_transcript(self, entry: TranscriptEntry | Mapping[str, Any]) -> None:
+        """Not fsynced: a transcript is for reading; the call log is the record."""
+        self._logs.append(self._transcripts, transcript_member(entry))
 
     # ---- skills ----------------------------------------------------------------------------------
     def save_skill(self, skill: Skill, parent: Skill | None) -> None:
