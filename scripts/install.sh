@@ -13,10 +13,12 @@ extras="server"
 # unpacked wheels, where pip looked each of ~250 packages up in turn (about 3 minutes of a clean clone's set-up
 # here, against ~20 s; docs/performance.md, "Suite time"). pip stays for llama-cpp-python's one build below.
 # uv reads its own settings, not pip's: where it cannot install (an index only pip is configured for, uv not
-# installable), pip installs the same requirements, as before.
+# installable), pip installs the same requirements, as before. --compile-bytecode: pip writes each module's
+# bytecode at install and uv does not; without it, where PYTHONDONTWRITEBYTECODE is set, every process (a run,
+# each test's subprocess) compiles every library it imports again (the suite took ~25 % more CPU).
 uv_install() {
   if [[ -x .venv/bin/uv ]] || .venv/bin/python -m pip install -q "uv>=0.9,<1"; then
-    .venv/bin/uv pip install -q --python .venv/bin/python "$@" && return
+    .venv/bin/uv pip install -q --compile-bytecode --python .venv/bin/python "$@" && return
     echo "note: uv could not install $*; installing with pip instead" >&2
   fi
   .venv/bin/python -m pip install -q "$@"
