@@ -27,6 +27,7 @@ from decoevo.rundir.requests import RequestLog
 from decoevo.rundir.transcripts import TranscriptEntry, read_transcripts, transcript_member
 from decoevo.rundir.writer import RunWriter
 from tests.engine_helpers import toy_engine
+from tests.fd_helpers import descriptors_under
 
 
 def _line(n: int = 0) -> CallLine:
@@ -38,18 +39,6 @@ def _entry(n: int = 0) -> dict[str, object]:
             "messages": [{"role": "user", "content": f"question {n}"}],
             "params": {"temperature": 0.7, "max_tokens": 64, "sample_index": 0}, "structured": False,
             "reply": f"answer {n}"}
-
-
-def _open_fds(folder: Path) -> list[str]:
-    found = []
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(str(folder)):
-            found.append(target)
-    return found
 
 
 def test_a_writer_opens_each_log_once_for_many_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +68,7 @@ def test_a_writer_opens_each_log_once_for_many_lines(tmp_path: Path, monkeypatch
     assert [t.key for t in read_transcripts(run / "transcripts.jsonl.gz")] == [f"k{n}" for n in range(20)]
     writer.close()
     journal.close()
-    assert _open_fds(run) == []
+    assert descriptors_under(run) == []
 
 
 @pytest.mark.parametrize("log", ["calls.jsonl", "transcripts.jsonl.gz", "requests.jsonl", "events.jsonl"])
@@ -116,7 +105,7 @@ def test_a_kept_open_log_replaced_by_a_link_is_refused_and_a_deleted_one_is_made
     if change == "deleted":
         write(1)
         assert count() == 1  # made again, with the line written after the deletion
-        assert not [t for t in _open_fds(tmp_path) if "(deleted)" in t]  # the old descriptor closed, not leaked
+        assert not [t for t in descriptors_under(tmp_path) if "(deleted)" in t]  # the old descriptor closed, not leaked
         writer.close()
         journal.close()
         return
@@ -147,9 +136,9 @@ def test_a_kept_open_log_in_a_folder_swapped_for_a_link_is_refused(tmp_path: Pat
         logs.append(run / "eval" / "calls.jsonl", b"{}\n")
     assert list(elsewhere.iterdir()) == []
     assert (moved / "calls.jsonl").read_bytes() == b"{}\n"
-    assert _open_fds(tmp_path) == []  # the refused file's descriptor closed at the refusal, not kept
+    assert descriptors_under(tmp_path) == []  # the refused file's descriptor closed at the refusal, not kept
     logs.close()
-    assert _open_fds(tmp_path) == []
+    assert descriptors_under(tmp_path) == []
 
 
 def test_the_events_are_fsynced_line_by_line_and_the_call_log_is_not(tmp_path: Path,
@@ -216,7 +205,7 @@ def test_a_run_closes_the_logs_it_kept_open(tmp_path: Path) -> None:
     engine, _ = toy_engine(tmp_path, "decoevo")
     asyncio.run(engine.run_async())
     assert (engine.run.path / "transcripts.jsonl.gz").stat().st_size > 0
-    assert _open_fds(engine.run.path) == []
+    assert descriptors_under(engine.run.path) == []
 
 
 def test_a_transcript_entry_as_a_mapping_writes_the_models_bytes() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from decoevo.rundir import files
 from decoevo.rundir.files import UnsafeRunPath, append_line, atomic_write, sync, truncate
+from tests.fd_helpers import descriptors_under
 
 Write = Callable[[Path, Path], object]
 WRITES: dict[str, Write] = {
@@ -82,24 +83,13 @@ def test_a_new_log_file_is_readable_by_others(tmp_path: Path) -> None:
 def test_no_write_path_leaves_a_descriptor_open(tmp_path: Path) -> None:
     """A run appends thousands of lines and truncates its logs on resume: a descriptor a call would run
     a long run out of them."""
-    def open_here() -> list[str]:  # descriptors on this test's files only (other threads' come and go)
-        found = []
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue
-            if target.startswith(str(tmp_path)):
-                found.append(target)
-        return found
-
     path = tmp_path / "calls.jsonl"
     for _ in range(3):
         append_line(tmp_path, path, "{}")
         sync(tmp_path, path)
         truncate(tmp_path, path, 3)
         atomic_write(tmp_path, tmp_path / "summary.json", "{}")
-    assert open_here() == []
+    assert descriptors_under(tmp_path) == []
 
 
 @pytest.mark.parametrize("log", ["calls.jsonl", "transcripts.jsonl.gz"])

@@ -62,20 +62,16 @@ def atomic_write(root: Path, path: Path, text: str) -> None:
     atomic_write_text(path, text)
 
 
-def append_line(root: Path, path: Path, line: str, *, fsync: bool = True) -> int:
-    """Append one line; returns the file size. A kill (even SIGKILL) loses at most the line being written,
-    since a written line is in the kernel; `fsync` also survives a power loss, at ~2 ms a line, which the
-    call log (a line per answered request, thousands per run) skips: `sync` flushes it at each checkpoint."""
-    fd = open_append(root, path)
+def append_line(root: Path, path: Path, line: str, *, fsync: bool = True) -> None:
+    """Append one line with the file opened for it alone (a writer of many lines keeps an `AppendFiles`).
+    A kill (even SIGKILL) loses at most the line being written, since a written line is in the kernel;
+    `fsync` also survives a power loss, at ~2 ms a line, which the call log (a line per answered request,
+    thousands per run) skips: `sync` flushes it at each checkpoint."""
+    files = AppendFiles(root)
     try:
-        write_all(fd, (line + "\n").encode("utf-8", "surrogatepass"), path)
-        if fsync:
-            os.fsync(fd)
-        return os.fstat(fd).st_size
-    except OSError as exc:
-        raise named(exc, path) from None
+        files.line(path, line, fsync=fsync)
     finally:
-        os.close(fd)
+        files.close()
 
 
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -148,6 +144,10 @@ class AppendFiles:
                 os.fsync(held[0])
             except OSError as exc:
                 raise named(exc, path) from None
+
+    def line(self, path: Path, text: str, *, fsync: bool = False) -> None:
+        """`text` and a newline (lone surrogates kept, as the JSON lines escape them)."""
+        self.append(path, (text + "\n").encode("utf-8", "surrogatepass"), fsync=fsync)
 
     def _drop(self, key: str) -> None:
         held = self._open.pop(key, None)

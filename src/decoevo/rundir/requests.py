@@ -92,7 +92,7 @@ class RequestLog:
 
     def _append(self, record: dict[str, Any]) -> None:
         """One line, not fsynced (flushed at each checkpoint, with the call log)."""
-        self._log.append(self.path, (dumps_line(record) + "\n").encode("utf-8", "surrogatepass"))
+        self._log.line(self.path, dumps_line(record))
 
 
 def _not_a_number(path: Path, line: int, name: str) -> Any:

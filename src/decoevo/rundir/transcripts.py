@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..redact import mask_secrets
-from .files import dumps_line, open_append, write_all
+from .files import AppendFiles, dumps_line
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
 _PIECE = 4096  # compressed bytes fed to the decompressor at a time when reading (an entry is ~2 KiB)
@@ -51,14 +50,13 @@ def transcript_member(entry: TranscriptEntry | Mapping[str, Any]) -> bytes:
 
 
 def append_transcript(root: Path, entry: TranscriptEntry | Mapping[str, Any]) -> None:
-    """One entry appended with a file opened for it (`RunWriter` keeps its file open instead)."""
-    path = root / TRANSCRIPTS
-    member = transcript_member(entry)
-    fd = open_append(root, path)  # never through a link (the file or a folder on its way)
+    """One entry appended with the file opened for it alone (`RunWriter` keeps its file open instead). Not
+    fsynced: a transcript is for reading; the call log is the record."""
+    files = AppendFiles(root)
     try:
-        write_all(fd, member, path)  # not fsynced: a transcript is for reading; the call log is the record
+        files.append(root / TRANSCRIPTS, transcript_member(entry))
     finally:
-        os.close(fd)
+        files.close()
 
 
 def _members(data: bytes) -> Iterator[bytes]:

@@ -67,7 +67,7 @@ class RunWriter:
     def emit(self, event: RunEvent) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         line = mask_secrets(dumps_line(event.model_dump(mode="json")))
-        self._logs.append(self._events, (line + "\n").encode("utf-8", "surrogatepass"), fsync=True)
+        self._logs.line(self._events, line, fsync=True)
 
     def event(self, kind: str, **data: Any) -> RunEvent:
         """Validate `data` as the `kind` event, append it, and return the typed event."""
@@ -77,7 +77,7 @@ class RunWriter:
 
     def record_call(self, line: CallLine) -> None:
         text = mask_secrets(dumps_line(line.model_dump(mode="json")))
-        self._logs.append(self._calls, (text + "\n").encode("utf-8", "surrogatepass"))  # fsynced at checkpoints
+        self._logs.line(self._calls, text)  # fsynced at checkpoints
 
     def record_transcript(self, entry: TranscriptEntry | Mapping[str, Any]) -> None:
         """Not fsynced: a transcript is for reading; the call log is the record."""
