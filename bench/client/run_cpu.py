@@ -18,10 +18,18 @@ interleaved so both see the same load):
 With `--profile`, one more run per tree and configuration under cProfile (CPU clock, main thread): every
 function's own time is put in a layer (run directory, redaction, progress, JSON, HTTP client, event loop, ...)
 by its module; a function of no layer's module (a builtin, the standard library) gives its time to its callers'
-layers in proportion to the time spent under each.
+layers in proportion to the time spent under each. cProfile's cost is per function call, so it inflates code made
+of many small calls (rich's rendering ~8×, measured against a timer around the same functions) against code that
+spends its time in C (SQLite, zlib, the JSON encoder): read its shares as where calls go, not as CPU.
+With `--sample`, one more run per tree and configuration under py-spy (the `bench` extra; sampling every thread at
+200 Hz, so the run's own code is not slowed call by call): each sample goes to the layer of its innermost frame
+that has one, a sample taken under an import to start-up, and a thread waiting on a lock (rich's refresh thread
+between redraws, which py-spy counts as active) is left out. The shares of the samples after start-up, times the
+tree's median CPU per paid call, are that CPU by layer.
 
     .venv/bin/python -m bench.client.run_cpu                                    # 20/30/200 ms, C 256, seeds 0-2
     .venv/bin/python -m bench.client.run_cpu --before HEAD~3 --profile --out bench/results/run_cpu.json
+    .venv/bin/python -m bench.client.run_cpu --latencies-ms 20 --sample --out bench/results/run_cpu_sampled.json
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import json
 import os
 import pstats
 import pty
+import re
 import shutil
 import statistics
 import struct
@@ -228,6 +237,44 @@ def by_layer(profile: Path) -> dict[str, float]:
     return dict(sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
+
+SAMPLE_HZ = 200
+STARTUP = "imports (start-up)"
+_FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*?):(?P<line>\d+)\)$")
+
+
+def py_spy() -> str:
+    found = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(found).exists():
+        raise SystemExit("--sample needs py-spy: pip install -e '.[bench]'")
+    return found
+
+
+def sampled_layers(raw: Path) -> dict[str, int]:
+    """Samples per layer from py-spy's raw output (`thread (ID): NAME;frame;frame;... COUNT` a line, each
+    frame `function (file:line)`): see the module's note."""
+    samples: dict[str, int] = defaultdict(int)
+    for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        frames = [m for part in stack.split(";")[1:] if (m := _FRAME.match(part))]
+        if not frames or frames[-1]["file"].endswith("/threading.py"):
+            continue  # a thread waiting on a lock or an event is idle, whatever py-spy thought
+        if any("importlib._bootstrap" in m["file"] for m in frames):
+            layer: str | None = STARTUP
+        else:
+            layer = next((found for m in reversed(frames)
+                          if (found := layer_of((m["file"], 0, m["func"]))) not in (None, STARTUP)), None)
+        samples[layer or "other (standard library, builtins)"] += int(count)
+    return dict(sorted(samples.items(), key=lambda kv: -kv[1]))
+
+
+def sampled_summary(samples: dict[str, int], cpu_ms_per_paid_call: float) -> dict[str, Any]:
+    """Shares of the samples after start-up, and those shares of the measured CPU per paid call."""
+    running = {k: v for k, v in samples.items() if k != STARTUP}
+    total = sum(running.values()) or 1
+    return {"samples": samples, "share": {k: round(v / total, 4) for k, v in running.items()},
+            "ms_per_paid_call": {k: round(cpu_ms_per_paid_call * v / total, 4) for k, v in running.items()}}
+
 # ---- the driver --------------------------------------------------------------------------------------------
 def summary(values: list[float], digits: int = 3) -> dict[str, Any]:
     return {"min": round(min(values), digits), "median": round(statistics.median(values), digits),
@@ -235,7 +282,8 @@ def summary(values: list[float], digits: int = 3) -> dict[str, Any]:
 
 
 def measure_cell(tree: str, src: Path, url: str, data: Path, tmp: Path, seed: int, concurrency: int,
-                 latency_s: float, startup: dict[str, float], profile: Path | None = None) -> dict[str, Any]:
+                 latency_s: float, startup: dict[str, float], profile: Path | None = None,
+                 sample: Path | None = None) -> dict[str, Any]:
     env = tree_env(src)
     env["PYTHONPATH"] = f"{src}{os.pathsep}{ROOT}"
     env["OPENAI_API_KEY"] = API_KEY
@@ -248,6 +296,9 @@ def measure_cell(tree: str, src: Path, url: str, data: Path, tmp: Path, seed: in
         cmd = [sys.executable, "-c", PROFILED, "--", *argv]
     else:
         cmd = [sys.executable, "-m", "decoevo", *argv]
+    if sample is not None:
+        cmd = [py_spy(), "record", "--rate", str(SAMPLE_HZ), "--format", "raw", "--threads", "--full-filenames",
+               "--output", str(sample), "--", *cmd]
     wall, cpu, code, tail = on_terminal(cmd, env)
     if code != 0:
         raise SystemExit(f"{tree} seed {seed}: decoevo run exited {code}:\n{tail}")
@@ -256,7 +307,7 @@ def measure_cell(tree: str, src: Path, url: str, data: Path, tmp: Path, seed: in
     out: dict[str, Any] = {"tree": tree, "seed": seed, "paid_calls": paid, "cache_hits": hits,
                            "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
                            "load_average_1min": round(os.getloadavg()[0], 2)}
-    if profile is None:
+    if profile is None and sample is None:
         path = spawn_critical(env, run_dir / "config.yaml", latency_s, concurrency, work / "virtual")
         run_wall = wall - startup["wall_s"]
         out.update(critical_path_s=round(path["seconds"], 3), same_calls=path["calls"] == paid,
@@ -296,7 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", help="measure this git revision's src/ instead of the working tree's (a fixed "
                         "snapshot: editing the tree meanwhile changes nothing measured)")
     parser.add_argument("--profile", action="store_true", help="one more run per tree and latency, under cProfile")
-    parser.add_argument("--profile-dir", type=Path, help="keep the --profile runs' cProfile files here")
+    parser.add_argument("--profile-dir", type=Path,
+                        help="keep the --profile runs' cProfile files and the --sample runs' py-spy samples here")
+    parser.add_argument("--sample", action="store_true", help="one more run per tree and latency, sampled by py-spy")
     parser.add_argument("--out", type=Path, default=RESULTS / "run_cpu.json")
     args = parser.parse_args(argv)
     if args.critical:
@@ -334,6 +387,17 @@ def main(argv: list[str] | None = None) -> int:
                               f"{cell['cpu_ms_per_paid_call']:.3f} ms CPU/paid call, wall ÷ critical path "
                               f"{cell['wall_over_critical_path']:.3f}", flush=True)
                 profiles: dict[str, Any] = {}
+                sampled: dict[str, Any] = {}
+                if args.sample:
+                    for tree, src in trees.items():
+                        path = tmp / f"sample-{tree}.txt"
+                        cell = measure_cell(tree, src, url, data, tmp, seeds[0], args.concurrency,
+                                            latency_ms / 1000, startup[tree], sample=path)
+                        median = statistics.median(c["cpu_ms_per_paid_call"] for c in cells[tree])
+                        sampled[tree] = sampled_summary(sampled_layers(path), median)
+                        if args.profile_dir is not None:
+                            args.profile_dir.mkdir(parents=True, exist_ok=True)
+                            shutil.copy(path, args.profile_dir / f"{latency_ms:g}ms-{tree}.py-spy.txt")
                 if args.profile:
                     for tree, src in trees.items():
                         path = tmp / f"profile-{tree}.prof"
@@ -356,7 +420,8 @@ def main(argv: list[str] | None = None) -> int:
                     "wall_over_critical_path": summary([c["wall_over_critical_path"] for c in mine]),
                     "paid_calls": summary([c["paid_calls"] for c in mine], 0),
                     "same_calls_as_critical_path": all(c["same_calls"] for c in mine),
-                    "cells": mine, **({"profile": profiles[tree]} if tree in profiles else {})}
+                    "cells": mine, **({"profile": profiles[tree]} if tree in profiles else {}),
+                    **({"sampled": sampled[tree]} if tree in sampled else {})}
             if args.before:
                 b, a = row["trees"]["before"], row["trees"]["after"]
                 row["ratio_after_over_before"] = {
@@ -371,8 +436,9 @@ def main(argv: list[str] | None = None) -> int:
             c, w = got["cpu_ms_per_paid_call"], got["wall_over_critical_path"]
             print(f"{key:>6} {tree:<6} CPU/paid call ms min/median/max {c['min']:.3f}/{c['median']:.3f}/{c['max']:.3f}"
                   f"  wall ÷ critical path {w['min']:.3f}/{w['median']:.3f}/{w['max']:.3f}")
-            for layer, ms in got.get("profile", {}).get("ms_per_paid_call", {}).items():
-                print(f"{'':>14} {layer:<44} {ms:.4f} ms")
+            for kind in ("profile", "sampled"):
+                for layer, ms in got.get(kind, {}).get("ms_per_paid_call", {}).items():
+                    print(f"{'':>6} {kind:<7} {layer:<44} {ms:.4f} ms")
         if "ratio_after_over_before" in row:
             print(f"{'':>6} after ÷ before: {row['ratio_after_over_before']}")
     print(f"wrote {args.out}")
