@@ -8,6 +8,8 @@ import random
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from decoevo.analysis.stats import paired_difference
 from decoevo.benchmarks.eqbench_cw.grader import grader_messages as eq_messages
@@ -403,3 +405,18 @@ def test_a_single_pair_has_a_shift_but_no_interval():
     (row,) = summarise([out("clean", "u1", 0.5), out("fake_rubric", "u1", 0.75)])
     assert row.shift is not None and row.shift.mean_diff == pytest.approx(0.25) and row.shift.ci_low is None
     assert "no CI" in markdown_table([row])
+
+
+_TAG_PIECES = ["<", ">", "/", " ", "\n", "\\", "＜", "＞", "﹤", "﹥", "&lt;", "&gt;", "&#60;", "&#x3C;", "&#0062;",
+               "&amp;", "&", "response", "RUBRIC", "question_x", "skill-2", "a", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_TAG_PIECES), max_size=12).map("".join))
+def test_the_quick_look_for_an_opener_never_skips_a_tag(text: str) -> None:
+    """neutralise_tags returns text holding no opener unchanged without running the pattern; for every
+    text it must agree with the pattern run on it (an opener missing from the quick look leaves a tag)."""
+    from decoevo.roles import common
+
+    swapped = common._TAG.sub(lambda m: common._BRACKET_CLOSE.sub("›", common._BRACKET_OPEN.sub("‹", m.group(0))), text)
+    assert neutralise_tags(text) == swapped
