@@ -21,7 +21,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..aio import abandon
 from .config import ModelSpec
 
 T = TypeVar("T")
@@ -171,27 +170,54 @@ class Exchange:
 async def within(work: Awaitable[T], limits_now: Callable[[], Timeouts], exchange: Exchange) -> T:
     """`await work`, or `LimitReached` naming the limit ("first_byte" or "total") that fired first, both
     counted from `exchange.anchor()`; the first-byte limit ends when the reply starts. `limits_now()` is
-    asked again at each deadline: the endpoint's limits may have widened meanwhile."""
-    task = asyncio.ensure_future(work)
-    try:
-        while True:
-            limits = limits_now()
-            anchor = exchange.anchor()
-            deadline, which = anchor + limits.total_s, "total"
-            if exchange.heard_at is None and anchor + limits.first_byte_s < deadline:
-                deadline, which = anchor + limits.first_byte_s, "first_byte"
-            remaining = deadline - exchange.progress.clock()
-            if remaining <= 0:
+    asked again at each deadline: the endpoint's limits may have widened meanwhile.
+
+    `work` runs in the calling task under a timer that cancels it at the deadline, as `asyncio.timeout`
+    does, rather than in a task of its own watched by `asyncio.wait`: that cost a task, a waiter and its
+    callbacks on every request (~3 % of a run's CPU)."""
+    task = asyncio.current_task()
+    assert task is not None, "within() runs in a task"
+    loop = asyncio.get_running_loop()
+    fired: tuple[str, Timeouts] | None = None
+    timer: asyncio.TimerHandle | None = None
+
+    def check(running: bool = True) -> None:
+        """At a deadline (and once before the work starts, `running` False): cancel the work if it has
+        passed, else wake at the next one (the deadline only ever moves later)."""
+        nonlocal fired, timer
+        limits = limits_now()
+        anchor = exchange.anchor()
+        deadline, which = anchor + limits.total_s, "total"
+        if exchange.heard_at is None and anchor + limits.first_byte_s < deadline:
+            deadline, which = anchor + limits.first_byte_s, "first_byte"
+        remaining = deadline - exchange.progress.clock()
+        if remaining > 0:
+            timer = loop.call_later(remaining, check)
+        elif fired is None:
+            fired = (which, limits)
+            if running:
                 task.cancel()
-                raise LimitReached(which, limits)
-            # The deadline only ever moves later: wake at the current one, then look again.
-            done, _ = await asyncio.wait({task}, timeout=remaining)
-            if done:
-                return task.result()
-    except BaseException:
-        abandon(task)
-        raise
+
+    try:
+        check(running=False)
+        if fired is not None:  # no time at all: the work never starts
+            if asyncio.iscoroutine(work):
+                work.close()
+            raise LimitReached(*fired)
+        try:
+            result = await work
+        except BaseException as exc:
+            # Our cancel, and no other pending (a Ctrl-C's cancel stays a cancel): the limit's error,
+            # also when the work turned the cancel into an error of its own.
+            if fired is not None and task.uncancel() == 0 and not isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise LimitReached(*fired) from None
+            raise
+        if fired is not None:  # the deadline came as the work ended: the answer stands
+            task.uncancel()
+        return result
     finally:
+        if timer is not None:
+            timer.cancel()
         exchange.done()
 
 
