@@ -30,13 +30,17 @@ def test_each_sample_goes_to_the_innermost_frame_with_a_layer(tmp_path: Path) ->
     assert sampled_layers(raw) == {"request cache": 5, "JSON encode/parse/validate": 3, "engine and methods": 2}
 
 
-def test_imports_are_start_up_and_a_waiting_thread_is_idle(tmp_path: Path) -> None:
+def test_imports_are_start_up_and_waiting_threads_and_polls_are_idle(tmp_path: Path) -> None:
     imported = [frame("<module>", f"{SRC}/cli/run.py"), frame("_find_and_load", "<frozen importlib._bootstrap>"),
                 frame("<module>", f"{LIB}/json/encoder.py")]
     waiting = [frame("_RefreshThread.run", "/site/rich/live.py"), frame("Event.wait", f"{LIB}/threading.py")]
     drawing = [frame("_RefreshThread.run", "/site/rich/live.py"), frame("Console.print", "/site/rich/console.py")]
-    raw = write(tmp_path, (imported, 4), (waiting, 90), (drawing, 1))
-    assert sampled_layers(raw) == {STARTUP: 4, "progress line": 1}
+    polling = [frame("BaseEventLoop._run_once", f"{LIB}/asyncio/base_events.py"),
+               frame("EpollSelector.select", f"{LIB}/selectors.py", 468)]
+    handling = [frame("BaseEventLoop._run_once", f"{LIB}/asyncio/base_events.py"),
+                frame("EpollSelector.register", f"{LIB}/selectors.py")]
+    raw = write(tmp_path, (imported, 4), (waiting, 90), (drawing, 1), (polling, 70), (handling, 2))
+    assert sampled_layers(raw) == {STARTUP: 4, "progress line": 1, "event loop": 2}
 
 
 def test_the_summary_shares_the_cpu_of_the_samples_after_start_up() -> None:
