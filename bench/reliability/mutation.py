@@ -99,7 +99,7 @@ MODULES: dict[str, list[str]] = {
     "lm/cache.py": ["test_cache_leases.py", "test_lm_client.py", "test_client_cpu_round7.py"],
     "lm/bounded_body.py": ["test_reply_body_limit.py", "test_transport_bounds.py"],
     "lm/timeouts.py": ["test_within_timer.py", "test_lm_timeouts.py"],
-    "roles/common.py": ["test_injection.py"],
+    "roles/common.py": ["test_injection.py", "test_validity.py", "test_engine_toy.py"],
     "benchmarks/download.py": ["test_download_protocol.py", "test_data_downloads.py", "test_adversary_round3.py",
                                "-k", "not test_adversary_round3 or user_and_password"],
     # start-up (round seven, issue 47.2): the lazy benchmark registry (its data against every folder's record, a
