@@ -291,8 +291,10 @@ async def test_aclose_closes_idle_and_busy_connections() -> None:
         await wait_until(lambda: len(connections) == 1)
         await http.request("POST", "/", b"{}")
         assert len(http._open) == 2 and len(http._idle) == 1
+        conns = list(http._open)
         await http.aclose()
         assert http._open == set() and http._idle == []
+        assert all(conn.lost.done() for conn in conns)  # each transport gone, not left to the 2 s bound
         with pytest.raises(TransportError):
             await busy
         with pytest.raises(TransportError, match="closed"):
@@ -435,3 +437,85 @@ async def test_the_backend_reports_a_redirect_without_following_it(proxied: bool
             await backend.complete(BackendRequest("m", (Message("user", "hi"),), GenParams(max_tokens=8)))
         await backend.aclose()
     assert len(targets) == 1
+
+
+# ---- the backend over this client: what it makes of each reply (survivors of the round-nine mutation bench) ----
+
+def backend_for(origin: str, **spec: object):  # type: ignore[no-untyped-def]
+    from decoevo.lm import ModelSpec
+    from decoevo.lm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(ModelSpec(backend="openai", model="m", base_url=f"{origin}/v1", **spec))  # type: ignore[arg-type]
+
+
+def ask(text: str = "hi", schema: dict | None = None):  # type: ignore[no-untyped-def]
+    from decoevo.lm import GenParams, Message
+    from decoevo.lm.types import BackendRequest
+
+    return BackendRequest("m", (Message("user", text),), GenParams(max_tokens=8), json_schema=schema)
+
+
+async def test_a_closed_backend_sends_nothing_more_on_its_loop() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await keep_answering(reader, writer, chat_reply("ok"))
+
+    async with serving(handler) as (origin, connections):
+        backend = backend_for(origin)
+        assert (await backend.complete(ask())).text == "ok"
+        await backend.aclose()
+        with pytest.raises(asyncio.CancelledError):
+            await backend.complete(ask())
+    assert len(connections) == 1 and backend._session is None
+
+
+async def test_statuses_map_to_their_categories_and_rate_headers_reach_the_completion() -> None:
+    """409 is retried like 408 and 5xx; 401 is a credential error (never retried); a success's x-ratelimit
+    headers ride on its completion (the rate limiter reads them); a schema goes as json_schema, not strict."""
+    from decoevo.lm.errors import CredentialError, RetryableError
+
+    bodies: list[dict] = []
+    replies = [b"HTTP/1.1 409 Conflict\r\nContent-Length: 0\r\n\r\n",
+               b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n",
+               chat_reply('{"a": 1}').replace(b"\r\n\r\n", b"\r\nx-ratelimit-remaining-requests: 0\r\n"
+                                                          b"x-ratelimit-reset-requests: 2s\r\n\r\n", 1)]
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while (request := await read_request(reader)) is not None:
+            bodies.append(json.loads(request[1]))
+            await answer(writer, replies[len(bodies) - 1])
+
+    async with serving(handler) as (origin, _):
+        backend = backend_for(origin, structured_output="json_schema")
+        with pytest.raises(RetryableError, match="server error 409"):
+            await backend.complete(ask())
+        with pytest.raises(CredentialError, match="HTTP 401"):
+            await backend.complete(ask())
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+        done = await backend.complete(ask(schema=schema))
+        await backend.aclose()
+    assert done.rate is not None and done.rate.remaining_requests == 0 and done.rate.reset_requests_s == 2.0
+    assert bodies[2]["response_format"]["json_schema"]["strict"] is False
+
+
+async def test_a_request_that_timed_out_after_the_one_ahead_was_answered_is_quiet() -> None:
+    """`RequestTimeout.quiet`: the endpoint answered nothing after this request's clock last restarted. A request
+    queued behind another restarts its clock at that answer; when it then times out, the endpoint has been quiet
+    since exactly that answer (last == anchor), which counts as quiet."""
+    from decoevo.lm.errors import RequestTimeout
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        while (request := await read_request(reader)) is not None:
+            if b'"first"' in request[1]:
+                await answer(writer, chat_reply("ok"))
+            # the second is never answered
+
+    async with serving(handler) as (origin, _):
+        backend = backend_for(origin, first_byte_timeout_s=0.5, max_concurrency=2)
+        first = asyncio.ensure_future(backend.complete(ask("first")))
+        await asyncio.sleep(0)  # the first request's clock starts before the second's: it is ahead of it
+        second = asyncio.ensure_future(backend.complete(ask("second")))
+        assert (await first).text == "ok"
+        with pytest.raises(RequestTimeout) as caught:
+            await second
+        await backend.aclose()
+    assert caught.value.which == "first_byte" and caught.value.quiet
