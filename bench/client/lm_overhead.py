@@ -7,7 +7,9 @@ with `max_concurrency=C` and a fresh temporary cache (so every call is paid). Th
   nocache  LM.complete with use_cache=false
   journal  LM.complete with each paid request recorded before it is sent (a run's requests.jsonl)
   sdk      LM.complete on the previous openai backend (SDK + httpx2, bench/client/_sdk_backend.py): the baseline
-  aiohttp  the shipped backend's HTTP client (aiohttp) alone, no LM
+  textaio  LM.complete with the backend posting over aiohttp (its client before round nine; a proxy's now)
+  aiohttp  aiohttp alone, no LM
+  http1    the shipped backend's HTTP client (decoevo.lm.http1) alone, no LM
   http     the openai SDK's HTTP client (httpx2) alone, no LM
   floor    a minimal raw-socket HTTP/1.1 client: what the fake server and the kernel cost
 `loop` is the client's event loop, asyncio (default, what `decoevo` uses) or uvloop. Repeats are
@@ -41,9 +43,9 @@ from bench.client._fake_server import fake_server, server_stack
 from decoevo.lm import LM, GenParams, LMConfig, Message, ModelSpec, RequestCache
 from decoevo.rundir import RequestLog
 
-DEFAULT_RUNS = ("1:20,16:320,64:1280,64:1280:schema,64:1280:nocache,64:1280:sdk,64:1280:aiohttp,64:1280:http,"
-                "64:1280:floor")
-LM_VARIANTS = ("text", "schema", "nocache", "sdk", "journal")
+DEFAULT_RUNS = ("1:20,16:320,64:1280,64:1280:schema,64:1280:nocache,64:1280:sdk,64:1280:textaio,64:1280:aiohttp,"
+                "64:1280:http1,64:1280:http,64:1280:floor")
+LM_VARIANTS = ("text", "schema", "nocache", "sdk", "journal", "textaio")
 
 
 class Answer(BaseModel):
@@ -71,6 +73,15 @@ async def _client(variant: str, url: str, concurrency: int, cache: Path) -> tupl
                 cache=RequestCache(cache) if variant != "nocache" else None)
         if variant == "journal":
             lm.journal = RequestLog(cache.with_suffix(".run"))
+        if variant == "textaio":  # the same backend, its client swapped for aiohttp's (lm/proxied.py, no proxy)
+            from decoevo.lm.bounded_body import ACCEPT_ENCODING, MAX_REPLY_BYTES
+            from decoevo.lm.proxied import ProxiedClient
+
+            backend = lm.backend("default")
+            backend._session = ProxiedClient(  # type: ignore[attr-defined]
+                f"{url}/v1/chat/completions", None, {"Accept-Encoding": ACCEPT_ENCODING, **backend._headers},  # type: ignore[attr-defined]
+                connect_timeout_s=spec.connect_timeout_s, max_idle=concurrency, limit=MAX_REPLY_BYTES, where=url)
+            backend._loop = asyncio.get_running_loop()  # type: ignore[attr-defined]
         kind, params = (Answer if variant == "schema" else None), GenParams(max_tokens=64)
 
         async def lm_call(text: str) -> None:
@@ -89,6 +100,18 @@ async def _client(variant: str, url: str, concurrency: int, cache: Path) -> tupl
                 json.loads(await response.read())
 
         return aiohttp_call, None, session.close
+    if variant == "http1":
+        from decoevo.lm.http1 import Client
+
+        client = Client(url, {"Content-Type": "application/json"}, connect_timeout_s=10.0, max_idle=concurrency,
+                        limit=1 << 25, where=url)
+
+        async def http1_call(text: str) -> None:
+            async with sem:
+                body = json.dumps(_chat(text)).encode()
+                json.loads((await client.request("POST", "/v1/chat/completions", body)).body)
+
+        return http1_call, None, client.aclose
     if variant == "http":
         import openai
 

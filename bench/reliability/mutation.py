@@ -97,7 +97,12 @@ MODULES: dict[str, list[str]] = {
     "lm/backend_secrets.py": ["test_secret_masking.py", "test_client_cpu_round7.py", "test_secrets.py",
                               "test_secrets_errors.py", "test_leaks.py"],
     "lm/cache.py": ["test_cache_leases.py", "test_lm_client.py", "test_client_cpu_round7.py"],
-    "lm/bounded_body.py": ["test_reply_body_limit.py", "test_transport_bounds.py"],
+    "lm/bounded_body.py": ["test_reply_body_limit.py", "test_transport_bounds.py", "test_http1.py"],
+    # round nine (issue 47.1/47.2): the direct path's own HTTP/1.1 client, and the backend that posts through it
+    "lm/http1.py": ["test_http1.py", "test_openai_backend.py", "test_secrets_errors.py", "-k",
+                    "not cli_run_against"],
+    "lm/openai_backend.py": ["test_openai_backend.py", "test_http1.py", "test_lm_timeouts.py", "test_secrets_errors.py",
+                             "test_lm_endpoint.py", "-k", "not cli_run_against"],
     "lm/timeouts.py": ["test_within_timer.py", "test_lm_timeouts.py"],
     "roles/common.py": ["test_injection.py", "test_validity.py", "test_engine_toy.py"],
     "benchmarks/download.py": ["test_download_protocol.py", "test_data_downloads.py", "test_adversary_round3.py",

@@ -48,9 +48,10 @@ def backend_statuses() -> list[BackendStatus]:
         "local", llama is not None and not gguf.startswith("missing"),
         f"llama-cpp-python {llama or 'not installed'}; default GGUF: {gguf}",
     ))
+    # the direct path is decoevo's own client (lm/http1.py); aiohttp carries requests through a proxy
     http = _version("aiohttp")
-    out.append(BackendStatus("openai", http is not None,
-                             f"aiohttp {http or 'not installed'}; any OpenAI-compatible base_url"))
+    out.append(BackendStatus("openai", True, "built in (through a proxy: aiohttp "
+                             f"{http or 'not installed'}); any OpenAI-compatible base_url"))
     return out
 
 

@@ -1,7 +1,7 @@
 """Keeping secrets out of what a backend returns or raises.
 
 An error raised by a backend travels far: into `events.jsonl`, the CLI's stderr, the ledger and the
-HTML report. Some transport errors carry the request's headers in their text (aiohttp's
+HTML report. Some transport errors carry the request's headers in their text (aiohttp's, on the proxied path:
 `ClientResponseError` repr does), and a misbehaving server may echo the bearer token in its error body
 or in any field of a reply. So every reply body and every message leaving a backend goes through a
 `Redactor` first: values of the headers we sent, every secret this process registered (`decoevo.redact`)

@@ -128,25 +128,33 @@ SLOT_SOURCES = {"/props": "llama.cpp's /props", "/slots": "llama.cpp's /slots",
 async def read_slots(spec: ModelSpec) -> Capacity | None:
     """The slots the server states: llama.cpp's `/props` (`total_slots`), else its `/slots`; llama-cpp-python's
     server states none, but names itself in its `/openapi.json` and always has one. None: nothing found."""
-    import aiohttp  # here, not at the top: a run on the embedded model imports this module and never aiohttp
+    import urllib.parse
 
+    from .errors import LMError
+    from .http1 import Client, HTTPFailure
     from .openai_backend import request_headers
 
     assert spec.base_url is not None
-    headers = request_headers(spec.read_api_key())
-    timeout = aiohttp.ClientTimeout(total=GET_TIMEOUT_S)
-    async with aiohttp.ClientSession(headers=headers, timeout=timeout) as http:
+    root = server_root(spec.base_url)
+    prefix = urllib.parse.urlsplit(root).path
+    # the run's own HTTP client (no aiohttp before a run's first call); never through a proxy, as before
+    http = Client(root, request_headers(spec.read_api_key()), connect_timeout_s=GET_TIMEOUT_S, max_idle=1,
+                  limit=1 << 20, where=root)
+    try:
         for path in SLOT_SOURCES:
             try:
-                async with http.get(server_root(spec.base_url) + path, allow_redirects=False) as response:
-                    if response.status != 200:
-                        continue
-                    data = json.loads(await response.content.read(1 << 20))
-            except (TimeoutError, aiohttp.ClientError, ValueError):
+                async with asyncio.timeout(GET_TIMEOUT_S):
+                    response = await http.request("GET", prefix + path)
+                if response.status != 200:
+                    continue
+                data = json.loads(response.body)
+            except (TimeoutError, HTTPFailure, LMError, ValueError):
                 continue
             slots = _slots_from(path, data)
             if slots is not None:
                 return Capacity(slots=slots, slots_source=SLOT_SOURCES[path])
+    finally:
+        await http.aclose()
     return None
 
 

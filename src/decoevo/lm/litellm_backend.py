@@ -5,7 +5,8 @@ LiteLLM's: `anthropic/claude-…`, `gemini/gemini-…`, `bedrock/…`, `azure/DE
 Only the wire call is LiteLLM's: the request cache, the ledger, retries and backoff, rate limits,
 fail-closed parsing and the empty-reply and reasoning rules stay ours (LiteLLM's own retries are off).
 LiteLLM's errors carry an HTTP status, which is mapped like the openai backend's; every message leaves
-through the same redactor. The aiohttp backend stays the fast path for OpenAI-compatible servers.
+through the same redactor. The openai backend (its own HTTP client, lm/http1.py) stays the fast path for
+OpenAI-compatible servers.
 """
 
 from __future__ import annotations

@@ -1,30 +1,28 @@
 """Any OpenAI-compatible server (vLLM, Ollama, SGLang, llama.cpp server, OpenAI): one POST to
-`{base_url}/chat/completions` per request, over an aiohttp connection pool.
+`{base_url}/chat/completions` per request, over a pool of keep-alive connections.
 
-Why aiohttp and not the openai SDK: the backend uses one endpoint with our own retry loop, so the
-SDK only added per-request cost. Its request layer plus httpx's pure-Python HTTP/1.1 stack used about
-2 ms of CPU per call, and at 64 requests in flight on one event loop that CPU time became queueing.
-The orchestrator then measured 17 % over the ideal wall time. aiohttp parses HTTP in C and uses about
-0.3 ms per call (bench/client/lm_overhead.py, docs/performance.md).
+Why not the openai SDK: the backend uses one endpoint with our own retry loop, so the SDK only added
+per-request cost. Its request layer plus httpx's pure-Python HTTP/1.1 stack used about 2 ms of CPU per
+call, and at 64 requests in flight on one event loop that CPU time became queueing. aiohttp came next
+(~0.3 ms a call); the direct path is now our own `http1` client (less again, and no aiohttp import before
+a run's first call: docs/performance.md, round nine). A request through a proxy goes over aiohttp
+(`proxied.py`), imported only then.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import os
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, replace
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..redact import redact_url
 from .backend_secrets import Redactor
-from .bounded_body import ACCEPT_ENCODING, MAX_REPLY_BYTES, read_bounded
+from .bounded_body import ACCEPT_ENCODING, MAX_REPLY_BYTES
 from .config import ModelSpec
 from .endpoint import (
     STRUCTURED_LADDER,
@@ -46,11 +44,15 @@ from .errors import (
     RequestTimeout,
     RetryableError,
 )
+from .http1 import Client, ConnectError, ConnectTimeout, TransportError
 from .ratelimit import RateInfo
 from .reply import completion_from_message
 from .retry import parse_retry_after
 from .timeouts import Exchange, LimitReached, default_first_byte_s, progress_of, request_timeouts, within
 from .types import BackendRequest, Completion, GenParams
+
+if TYPE_CHECKING:
+    from .proxied import ProxiedClient
 
 TIMEOUT_FIX = {
     "connect": "is the server up and reachable? (connect_timeout_s)",
@@ -106,18 +108,6 @@ _BODY_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_n
 SERVER_CONCURRENCY = 64
 
 
-def connect_reason(exc: aiohttp.ClientConnectorError) -> str:
-    """Why a connection failed, in words: the host name that does not resolve, or the OS's reason."""
-    where = f"{exc.host}:{exc.port}"
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return f"the TLS certificate of {where} was refused ({exc.certificate_error})"
-    error = exc.os_error
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        return f"the host name {exc.host} does not resolve ({error.strerror or error})"
-    reason = os.strerror(error.errno) if isinstance(error.errno, int) and error.errno > 0 else str(error)
-    return f"{where}: {reason.lower()}" + (" (is the server running?)" if error.errno == errno.ECONNREFUSED else "")
-
-
 def accepts_min_p(base_url: str | None) -> bool:
     """vLLM, SGLang and llama.cpp servers take `min_p`; OpenAI's own API refuses unknown sampling
     parameters, so it is left out there (the request then samples without it)."""
@@ -136,9 +126,10 @@ class Reply:
 
 
 class OpenAIBackend:
-    """One aiohttp session per event loop, with a pool of `max_concurrency` keep-alive connections
-    (the LM's semaphore admits no more requests than that). Call `aclose` (`LM.aclose`) to release
-    the connections; the next request opens a new session."""
+    """One client (`http1.Client`, or `proxied.ProxiedClient` through a proxy) per event loop, keeping at most
+    `max_concurrency` idle keep-alive connections (the LM's semaphore admits no more requests than that).
+    Call `aclose` (`LM.aclose`) to release the connections; the next request on another loop opens a new
+    client."""
 
     def __init__(self, spec: ModelSpec, memory: EndpointMemory | None = None) -> None:
         assert spec.base_url is not None  # guaranteed by ModelSpec validation
@@ -152,28 +143,35 @@ class OpenAIBackend:
         # values and URL credentials (including a proxy's) before anything can log it.
         self._redactor = Redactor.for_request(self._headers, [self._proxy or ""])
         self._where = redact_url(spec.base_url)
-        self._session: aiohttp.ClientSession | None = None
+        self._session: Client | ProxiedClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed_on: asyncio.AbstractEventLoop | None = None  # the loop `aclose` ran on
         self._memory = memory or EndpointMemory(None)
         self.profile = EndpointProfile.initial(spec, self._memory.get(self.identity))
         self._negotiation: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        # aiohttp bounds only connecting; the first-byte and total limits are `timeouts.within`'s, which
+        parts = urllib.parse.urlsplit(self._url)
+        self._target = parts.path + (f"?{parts.query}" if parts.query else "")
+        # the client bounds only connecting; the first-byte and total limits are `timeouts.within`'s, which
         # does not count waiting behind this endpoint's other requests
-        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=spec.connect_timeout_s, sock_read=None)
         self._progress = progress_of(self._url)
 
-    def _http(self) -> aiohttp.ClientSession:
+    def _http(self) -> Client | ProxiedClient:
         loop = asyncio.get_running_loop()
         if self._closed_on is loop:  # a request a Ctrl-C left starting after the close: never sent, and no
-            raise asyncio.CancelledError("the backend was closed")  # new session left unclosed
-        if self._session is None or self._session.closed or self._loop is not loop:
-            # A session belongs to the loop it was made on; a new loop (another asyncio.run) gets its own.
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.max_concurrency),
-                headers={"Accept-Encoding": ACCEPT_ENCODING, **self._headers},
-                auto_decompress=False,  # bounded_body inflates with a ceiling; aiohttp would not
-            )
+            raise asyncio.CancelledError("the backend was closed")  # new client left unclosed
+        if self._session is None or self._loop is not loop:
+            # A client's connections belong to the loop they were made on; a new loop (another asyncio.run)
+            # gets its own.
+            headers = {"Accept-Encoding": ACCEPT_ENCODING, **self._headers}
+            timeout = self.spec.connect_timeout_s
+            if self._proxy:
+                from .proxied import ProxiedClient  # aiohttp: only a run through a proxy imports it
+
+                self._session = ProxiedClient(self._url, self._proxy, headers, connect_timeout_s=timeout,
+                                              max_idle=self.max_concurrency, limit=MAX_REPLY_BYTES, where=self._where)
+            else:
+                self._session = Client(self._url, headers, connect_timeout_s=timeout, max_idle=self.max_concurrency,
+                                       limit=MAX_REPLY_BYTES, where=self._where)
             self._loop = loop
         return self._session
 
@@ -280,24 +278,22 @@ class OpenAIBackend:
                                  f"{TIMEOUT_FIX[exc.which]}", which=exc.which,
                                  limit_s=limits.total_s if exc.which == "total" else limits.first_byte_s,
                                  quiet=self._progress.last <= exchange.anchor()) from None
-        except aiohttp.ConnectionTimeoutError as exc:
+        except ConnectTimeout as exc:
             raise RequestTimeout(f"connect timeout ({self.spec.connect_timeout_s:.1f}s) at {where}; "
                                  f"{TIMEOUT_FIX['connect']}", which="connect",
                                  limit_s=self.spec.connect_timeout_s) from exc
-        except aiohttp.ClientConnectorError as exc:  # its text names aiohttp's internals (`ssl:default`)
-            raise ConnectFailed(f"cannot connect to {where}: {connect_reason(exc)}") from exc
-        except aiohttp.ClientError as exc:  # dropped connection, truncated transfer, bad framing
-            raise RetryableError(f"connection to {where} failed: {exc!r}", may_be_billed=True) from exc
+        except ConnectError as exc:
+            raise ConnectFailed(f"cannot connect to {where}: {exc}") from exc
+        except TransportError as exc:  # dropped connection, truncated transfer, bad framing
+            raise RetryableError(f"connection to {where} failed: {exc}", may_be_billed=True) from exc
         self._progress.answered()
         return reply
 
     async def _exchange(self, request: BackendRequest, profile: EndpointProfile, exchange: Exchange) -> Reply:
-        async with self._http().post(self._url, data=self._body(request, profile), proxy=self._proxy,
-                                     allow_redirects=False, timeout=self._timeout) as response:
-            exchange.heard()
-            raw = await read_bounded(response.content, response.headers, MAX_REPLY_BYTES, self._where)
-            return Reply(response.status, raw, parse_retry_after(response.headers.get("Retry-After")),
-                         RateInfo.from_headers(response.headers), exchange.service_s())
+        response = await self._http().request("POST", self._target, self._body(request, profile), exchange.heard)
+        headers = response.headers
+        return Reply(response.status, response.body, parse_retry_after(headers.get("Retry-After")),
+                     RateInfo.from_headers(headers), exchange.service_s())
 
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
@@ -340,5 +336,5 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         self._closed_on = asyncio.get_running_loop()  # another loop (a later asyncio.run) may use it again
         if self._session is not None and self._loop is self._closed_on:
-            await self._session.close()
+            await self._session.aclose()
         self._session = None
