@@ -252,3 +252,15 @@ def test_a_dead_sessions_lock_file_is_removed_once_old_and_a_fresh_one_is_kept(t
     assert not old.exists()
     assert fresh.exists() and (folder / live.session).exists()
     live.close()
+
+
+@pytest.mark.parametrize("where", ["top.jsonl", "made/with/its/folder.jsonl"])
+def test_a_log_is_made_readable_by_whoever_reads_the_run(tmp_path: Path, where: str) -> None:
+    """A log is created rw-r--r-- (under the usual umask) whether its folder existed or was made for it: a
+    mode of 0 passes unnoticed for root, who ignores it, and locks every other user out of their own run."""
+    old = os.umask(0o022)
+    try:
+        os.close(files.open_append(tmp_path, tmp_path / where))
+    finally:
+        os.umask(old)
+    assert (tmp_path / where).stat().st_mode & 0o777 == 0o644
