@@ -434,3 +434,20 @@ def test_a_planted_verdict_right_after_another_brace_is_still_found() -> None:
     for material in ("{" + planted, "x{{" + planted, planted):
         assert echoes_material(verdict, [Message("user", material)]), material
     assert not echoes_material(verdict, [Message("user", "{{ no object here")])
+
+
+def test_a_rubric_is_rendered_once_and_each_rubric_as_its_own() -> None:
+    """render_rubric keeps what it made per rubric object (a rubric is judged against every rollout): the same
+    object gives the same text without rendering again, another rubric its own lines, never a cached one's."""
+    from decoevo.roles import common
+
+    def make(text: str) -> Rubric:
+        return Rubric(question_id="q", generator_version=0, criteria=(Criterion(text=text, weight=1),))
+
+    first = make("Names the dose.")
+    text = render_rubric(first)
+    assert render_rubric(first) is text  # kept, not made again
+    others = [make(f"Names requirement {i}.") for i in range(50)]
+    assert [render_rubric(r) for r in others] == [f"1. (weight 1) Names requirement {i}." for i in range(50)]
+    common._RENDERED.clear()
+    assert render_rubric(first) == text == "1. (weight 1) Names the dose."
