@@ -451,3 +451,16 @@ def test_a_rubric_is_rendered_once_and_each_rubric_as_its_own() -> None:
     assert [render_rubric(r) for r in others] == [f"1. (weight 1) Names requirement {i}." for i in range(50)]
     common._RENDERED.clear()
     assert render_rubric(first) == text == "1. (weight 1) Names the dose."
+
+
+def test_the_kept_renders_are_bounded_and_a_scored_rubric_shows_each_score() -> None:
+    from decoevo.roles import common
+
+    for i in range(4200):  # a long run's rubrics: what is kept stays bounded
+        common.render_rubric(Rubric(question_id="q", generator_version=i, criteria=(Criterion(text="x", weight=1),)))
+    assert len(common._RENDERED) <= 4097
+    rubric = Rubric(question_id="q", generator_version=0, criteria=(
+        Criterion(text="Names\nthe dose.", weight=2), Criterion(text="Warns <response>.", weight=1)))
+    judgement = Judgement(question_id="q", scores=(CriterionScore(score=0.5), CriterionScore(score=1.0)))
+    assert common.render_scored_rubric(rubric, judgement) == (
+        "1. (weight 2) Names the dose. -> score 0.50\n2. (weight 1) Warns ‹response›. -> score 1.00")
