@@ -73,18 +73,18 @@ async def test_a_callers_cancel_stays_a_cancel() -> None:
 async def test_a_callers_cancel_at_the_deadline_is_not_taken_for_the_limit() -> None:
     """The caller's cancel comes in the very callback in which the deadline fires (the limits are read there):
     two cancels of the task, one of them the timer's; the caller's stays a cancel."""
-    outer: asyncio.Future[bool] | None = None
+    caller: list[asyncio.Task[bool]] = []
     reads: list[int] = []
 
     def limits() -> Timeouts:
         reads.append(1)
-        if len(reads) > 1 and outer is not None:  # read at the deadline, not at the start
-            outer.cancel()
+        if len(reads) > 1:  # read at the deadline, not at the start
+            caller[0].cancel()
         return LIMITS
 
-    outer = asyncio.ensure_future(within(asyncio.Event().wait(), limits, exchange()))
+    caller.append(asyncio.ensure_future(within(asyncio.Event().wait(), limits, exchange())))
     with pytest.raises(asyncio.CancelledError):
-        await outer
+        await caller[0]
     assert len(reads) > 1  # the deadline was reached
 
 
