@@ -142,3 +142,32 @@ def test_evaluations_of_one_run_at_once_in_one_process_bill_each_request_once(tm
     assert [c for c in paid if c.get("estimated")] == [] and len(paid) == received
     billed, estimated = _ledger_calls(run / "eval" / "ledger.json")
     assert received > 0 and (billed, estimated) == (received, 0), (received, billed, estimated)
+
+
+def test_a_session_lock_file_appears_under_its_name_only_once_locked(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settle starting beside a session that is just sending its first request must see it live: the
+    session's lock file is never under its name unlocked (it was, between its creation and its flock, and a
+    concurrent evaluation billed that first request as lost, then it was answered: billed twice)."""
+    import fcntl
+
+    from decoevo.rundir.requests import LIVE, live_sessions
+
+    log = RequestLog(tmp_path)
+    seen: list[set[str]] = []
+    lock = fcntl.flock
+
+    def watched(fd: int, operation: int) -> None:
+        if operation == fcntl.LOCK_EX:  # the session taking its lock: what a settle would see right now
+            names = {p.name for p in (tmp_path / LIVE).iterdir()}
+            seen.append(names)
+            assert log.session not in live_sessions(tmp_path)
+        lock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", watched)
+    log.sent("k", "solver", "default", 10, 64)
+    monkeypatch.undo()
+    assert seen and all(log.session not in names for names in seen)  # not under its name before the lock
+    assert live_sessions(tmp_path) == {log.session}
+    log.close()
+    assert live_sessions(tmp_path) == set() and not any((tmp_path / LIVE).iterdir())

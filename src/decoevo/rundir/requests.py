@@ -62,9 +62,21 @@ class RequestLog:
         self._log = AppendFiles(self.root)  # requests.jsonl, opened once for the session (files.py: what is checked)
 
     def _hold(self, path: Path) -> int:
+        """The session's lock file, locked before it appears under its name: made and locked under a dotted
+        name, then renamed. Made under its own name, it was there unlocked for an instant, and a session
+        starting beside (`live_sessions`) took it then for a dead one and billed its first request as lost,
+        which was then answered too (the same request billed twice)."""
         make_parent(self.root, path)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a new, uniquely named file: nobody else holds it for long
+        making = path.with_name(f".{path.name}")
+        fd = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a new, uniquely named file: nobody else holds it for long
+            os.rename(making, path)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                making.unlink()
+            raise
         return fd
 
     @property
@@ -108,6 +120,7 @@ def live_sessions(root: Path) -> set[str]:
     if not folder.is_dir():
         return live
     for path in folder.iterdir():
+        making = path.name.startswith(".")  # a lock file being made (`RequestLog._hold`): nothing sent yet
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -115,7 +128,8 @@ def live_sessions(root: Path) -> set[str]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            live.add(path.name)
+            if not making:
+                live.add(path.name)
         else:  # free: the session ended without closing (killed); its file is litter once it is old
             with contextlib.suppress(OSError):
                 if time.time() - os.fstat(fd).st_mtime > STALE_LIVE_S:
