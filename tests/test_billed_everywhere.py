@@ -171,3 +171,29 @@ def test_a_session_lock_file_appears_under_its_name_only_once_locked(tmp_path: P
     assert live_sessions(tmp_path) == {log.session}
     log.close()
     assert live_sessions(tmp_path) == set() and not any((tmp_path / LIVE).iterdir())
+
+
+def test_a_session_that_starts_while_a_settle_runs_is_not_billed(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settle reads the journal before it looks for live sessions: a session that starts right after the
+    look (and so is not in it) and sends a request has no line in what the settle read. Read after the look,
+    that request was billed as lost while its session went on to get the answer."""
+    from decoevo.rundir import resume
+
+    dead = RequestLog(tmp_path)
+    dead.sent("k1", "solver", "default", 10, 64)
+    dead.close()  # its process died with k1 in flight
+    started: list[RequestLog] = []
+    look = resume.live_sessions
+
+    def look_then_start(root: Path) -> set[str]:
+        found = look(root)
+        started.append(RequestLog(root))
+        started[0].sent("k2", "solver", "default", 10, 64)  # a session beginning right after the look
+        return found
+
+    monkeypatch.setattr(resume, "live_sessions", look_then_start)
+    assert [line.key for line in settle_interrupted(tmp_path)] == ["k1"]
+    monkeypatch.undo()
+    assert [line.key for line in settle_interrupted(tmp_path)] == []  # k2's session is alive: still left to it
+    started[0].close()

@@ -139,18 +139,22 @@ def live_sessions(root: Path) -> set[str]:
     return live
 
 
-def unanswered(root: Path, calls: list[CallLine], live: set[str] | None = None) -> list[CallLine]:
+def unanswered(root: Path, calls: list[CallLine], live: set[str] | None = None,
+               journal: bytes | None = None) -> list[CallLine]:
     """The requests recorded as sent that neither an answer nor a settlement completed (the process died
     while they were in flight), as estimated call lines: prompt tokens at their recorded bound, completion
     tokens at the whole `max_tokens` allowance. A token count that is not one (negative, not finite, past
     `MAX_TOKENS_RECORDED`) is a RunReadError naming the line: nothing is billed from an edited record.
-    The requests of `live` sessions are still in flight, not unanswered: they are left alone."""
+    The requests of `live` sessions are still in flight, not unanswered: they are left alone. `journal`: the
+    journal's bytes as read before `live` was found (`resume._settle`), else it is read now."""
     path = root / REQUESTS
-    if not path.is_file():
-        return []
+    if journal is None:
+        if not path.is_file():
+            return []
+        journal = path.read_bytes()
     sent: dict[str, dict[str, Any]] = {}
     done = {c.request for c in calls if c.request is not None}
-    for lineno, line in enumerate(path.read_bytes().splitlines(), 1):
+    for lineno, line in enumerate(journal.splitlines(), 1):
         try:
             record = json.loads(line, parse_constant=functools.partial(_not_a_number, path, lineno))
         except ValueError:

@@ -87,13 +87,19 @@ def _settling(root: Path) -> Iterator[None]:
 
 
 def _settle(root: Path) -> tuple[CallLine, ...]:
+    # In this order: the journal, then who is live, then the call log. A session that starts after the journal
+    # is read has no request in what was read (the probe cannot know it, and would take it for dead); one with
+    # a request in it had locked its file before writing it, so the probe sees it live while it runs; and a
+    # session found dead wrote its last answer before the call log is read.
+    journal_path = root / REQUESTS
+    journal = journal_path.read_bytes() if journal_path.is_file() else b""
     live = live_sessions(root)
     if not live:  # a live session may be writing its last line now: a tail is torn only when none is
         for rel in (CALLS, REQUESTS):
             _cut_torn_tail(root, rel)
     calls_path = root / CALLS
     data = calls_path.read_bytes() if calls_path.is_file() else b""
-    lost = unanswered(root, parse_call_lines(data, calls_path), live)
+    lost = unanswered(root, parse_call_lines(data, calls_path), live, journal=journal)
     if lost:
         writer = RunWriter(root)
         try:
