@@ -197,3 +197,13 @@ def test_a_session_that_starts_while_a_settle_runs_is_not_billed(tmp_path: Path,
     monkeypatch.undo()
     assert [line.key for line in settle_interrupted(tmp_path)] == []  # k2's session is alive: still left to it
     started[0].close()
+
+
+def test_a_request_settled_by_its_session_is_not_billed_after_it_dies(tmp_path: Path) -> None:
+    """A request its own session settled (it never left, or could not have been billed) is done: a later
+    settle bills only the one still in flight when the session died."""
+    log = RequestLog(tmp_path)
+    log.settled(log.sent("k1", "solver", "default", 10, 64))
+    log.sent("k2", "solver", "default", 10, 64)
+    log.close()  # died with k2 in flight
+    assert [line.key for line in settle_interrupted(tmp_path)] == ["k2"]
