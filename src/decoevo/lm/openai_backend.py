@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+import pydantic_core
 
 from .. import __version__
 from ..redact import redact_url
@@ -103,6 +106,30 @@ def error_message(body: bytes) -> str:
 
 # Compact UTF-8, made once (json.dumps with options makes a new encoder on every call).
 _BODY_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def body_bytes(body: dict[str, Any]) -> bytes:
+    """A request body as compact UTF-8 JSON: the standard library's text for the same value (a float may be
+    spelt otherwise: 1e-05 as 0.00001), by pydantic-core's encoder, ~5x faster on a long prompt. As before, a
+    non-finite number (only the sampling parameters at the top are floats) is refused, and a lone surrogate
+    is an encoding error."""
+    for value in body.values():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"out of range float values are not JSON compliant: {value!r}")
+    try:
+        return pydantic_core.to_json(body)
+    except pydantic_core.PydanticSerializationError:  # a lone surrogate: the standard library's own error
+        return _BODY_TEXT.encode(body).encode("utf-8")
+
+
+def parse_json(raw: bytes) -> Any:
+    """`json.loads` of a reply body, by pydantic-core's parser (~3x faster) where it reads it; what it refuses
+    (a byte-order mark, UTF-16, an escaped lone surrogate, malformed text) goes to `json.loads`, which reads it
+    or raises its own error."""
+    try:
+        return pydantic_core.from_json(raw)
+    except ValueError:
+        return json.loads(raw)
 
 #: requests in flight when the spec leaves `max_concurrency` unset: what one serving process takes in a batch
 SERVER_CONCURRENCY = 64
@@ -197,8 +224,8 @@ class OpenAIBackend:
         elif schema is not None and mode == "json_schema":
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "output", "schema": schema, "strict": False}}
-        # Compact UTF-8, byte for byte what the openai SDK sent (tests/test_faults.py draws faults by body hash).
-        return _BODY_TEXT.encode(body).encode("utf-8")
+        # Compact UTF-8, what the openai SDK sent (tests/test_faults.py draws faults by body hash).
+        return body_bytes(body)
 
     async def complete(self, request: BackendRequest) -> Completion:
         try:
@@ -298,7 +325,7 @@ class OpenAIBackend:
     def _decoded(self, raw: bytes, request: BackendRequest) -> Completion:
         try:
             # Every string of the body masked before any field is read: a server may echo the key anywhere.
-            return self._completion(self._redactor.body(json.loads(raw)), request.params)
+            return self._completion(self._redactor.body(parse_json(raw)), request.params)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a body we cannot decode
             raise RetryableError(f"malformed response body from {self._where}: {exc!r}", may_be_billed=True) from exc
 

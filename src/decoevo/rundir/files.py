@@ -16,6 +16,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import yaml
 
 from ..errors import UserError
@@ -203,6 +204,18 @@ _LINE = json.JSONEncoder(ensure_ascii=False, default=str)
 def dumps_line(obj: Any) -> str:
     """One JSON line. Lone surrogates (from a model or a question) are escaped, not an encoding crash."""
     return _LINE.encode(obj).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def dumps_json_line(obj: Any) -> str:
+    """`dumps_line` of a value made of JSON's own types alone (dicts, lists, str, int, float, bool, None: what
+    `model_dump(mode="json")` gives), for the lines written on every paid call. pydantic-core's encoder writes
+    a paid call's ~7 KiB transcript line ~5x faster than the standard library's; it writes the same value
+    (compact, NaN and Infinity as the standard library writes them). A lone surrogate, which it refuses, takes
+    `dumps_line`'s escapes instead. Other types (a datetime, an enum) it would write its own way: not for them."""
+    try:
+        return pydantic_core.to_json(obj, inf_nan_mode="constants").decode("utf-8")
+    except pydantic_core.PydanticSerializationError:
+        return dumps_line(obj)
 
 
 def dumps_indented(obj: Any, depth: int = 2, indent: int = 2) -> str:

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .files import AppendFiles, RunReadError, dumps_line, make_parent
+from .files import AppendFiles, RunReadError, dumps_json_line, make_parent
 from .records import MAX_TOKENS_RECORDED, REQUESTS, CallLine
 
 
@@ -104,7 +104,7 @@ class RequestLog:
 
     def _append(self, record: dict[str, Any]) -> None:
         """One line, not fsynced (flushed at each checkpoint, with the call log)."""
-        self._log.line(self.path, dumps_line(record))
+        self._log.line(self.path, dumps_json_line(record))
 
 
 def _not_a_number(path: Path, line: int, name: str) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..redact import mask_secrets
-from .files import AppendFiles, dumps_line
+from .files import AppendFiles, dumps_json_line
 
 TRANSCRIPTS = "transcripts.jsonl.gz"
 _PIECE = 4096  # compressed bytes fed to the decompressor at a time when reading (an entry is ~2 KiB)
@@ -43,7 +43,7 @@ def transcript_member(entry: TranscriptEntry | Mapping[str, Any]) -> bytes:
     `TranscriptEntry`'s fields (the engine builds it so: a model made and dumped again per paid call cost
     more than the line's JSON)."""
     record = entry.model_dump(mode="json") if isinstance(entry, TranscriptEntry) else entry
-    line = mask_secrets(dumps_line(record))
+    line = mask_secrets(dumps_json_line(record))
     # level 1: a member (an entry, ~7 KiB of JSON) compressed at gzip's default 9 took ~0.2 ms, the largest
     # single cost of recording a paid call; level 1 takes half that, for files about a third larger
     return gzip.compress((line + "\n").encode("utf-8"), compresslevel=1, mtime=0)

@@ -15,7 +15,7 @@ from typing import Any
 from ..domain import Skill
 from ..redact import mask_secrets
 from .events import RunEvent, make_event
-from .files import AppendFiles, UnsafeRunPath, atomic_write, dumps_indented, dumps_line, sync
+from .files import AppendFiles, UnsafeRunPath, atomic_write, dumps_indented, dumps_json_line, dumps_line, sync
 from .records import (
     CALLS,
     CHECKPOINT,
@@ -66,7 +66,7 @@ class RunWriter:
     # ---- logs ------------------------------------------------------------------------------------
     def emit(self, event: RunEvent) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        line = mask_secrets(dumps_line(event.model_dump(mode="json")))
+        line = mask_secrets(dumps_json_line(event.model_dump(mode="json")))
         self._logs.line(self._events, line, fsync=True)
 
     def event(self, kind: str, **data: Any) -> RunEvent:
@@ -76,7 +76,7 @@ class RunWriter:
         return event
 
     def record_call(self, line: CallLine) -> None:
-        text = mask_secrets(dumps_line(line.model_dump(mode="json")))
+        text = mask_secrets(dumps_json_line(line.model_dump(mode="json")))
         self._logs.line(self._calls, text)  # fsynced at checkpoints
 
     def record_transcript(self, entry: TranscriptEntry | Mapping[str, Any]) -> None:
