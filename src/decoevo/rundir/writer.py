@@ -29,7 +29,7 @@ from .records import (
     Summary,
 )
 from .skills import skill_markdown, skill_path
-from .transcripts import TRANSCRIPTS, TranscriptEntry, transcript_member
+from .transcripts import TRANSCRIPTS, MemberPacker, TranscriptEntry, transcript_member
 
 
 class RunWriter:
@@ -42,6 +42,7 @@ class RunWriter:
                                 "write through links it did not make; replace it with a directory")
         self._calls, self._events = self.path / CALLS, self.path / EVENTS  # made once: a line each call
         self._transcripts = self.path / TRANSCRIPTS
+        self._packer = MemberPacker()  # one deflate stream for the run's transcript members (transcripts.py)
         self._logs = AppendFiles(self.path)  # the logs, each opened once (files.py says what is still checked)
 
     def close(self) -> None:
@@ -81,7 +82,7 @@ class RunWriter:
 
     def record_transcript(self, entry: TranscriptEntry | Mapping[str, Any]) -> None:
         """Not fsynced: a transcript is for reading; the call log is the record."""
-        self._logs.append(self._transcripts, transcript_member(entry))
+        self._logs.append(self._transcripts, transcript_member(entry, self._packer))
 
     # ---- skills ----------------------------------------------------------------------------------
     def save_skill(self, skill: Skill, parent: Skill | None) -> None:
