@@ -116,3 +116,38 @@ def test_a_reply_body_parses_as_the_standard_library_parses_it(value: Any, ascii
                                                  b'[1e400, -0.0, 0.1]', b'  {"a": NaN}  ']))
 def test_any_reply_bytes_parse_or_fail_as_the_standard_library_does(raw: bytes) -> None:
     _same_parse(raw)
+
+
+SECRETS = ["sk-test-9f8e7d6c5b4a39281706", "clé-secrète-ünï cødé-7f3a9b"]  # neither holds a JSON escape
+
+
+@settings(max_examples=300, deadline=None)
+@given(NATIVE, st.data(), st.sampled_from(SECRETS))
+def test_a_secret_anywhere_in_a_reply_body_is_found_by_the_one_scan(value: Any, data: st.DataObject,
+                                                                     secret: str) -> None:
+    """`mask_tree` decides from one encoded text whether a body holds a secret (redact.py): a secret planted in
+    any string or key of any body must be masked, and a body without one returned as the very object."""
+    from decoevo import redact
+
+    saved = redact._known
+    redact._known = ()  # other tests register hostile secrets, which send every body down the walk
+    try:
+        clean = redact.mask_tree(value, [secret])
+        if secret[:redact.PARTIAL] not in json.dumps(value, ensure_ascii=False):
+            assert clean is value
+        prefix, suffix = data.draw(TEXT), data.draw(TEXT)
+        planted = {prefix + secret + suffix: [value, prefix + secret[:redact.PARTIAL + 2] + suffix]}
+        masked = redact.mask_tree(planted, [secret])
+        assert secret[:redact.PARTIAL] not in json.dumps(masked, ensure_ascii=False)
+    finally:
+        redact._known = saved
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_a_secret_beside_a_lone_surrogate_is_masked(secret: str) -> None:
+    """pydantic-core refuses a lone surrogate: that body is checked string by string, never passed as clean."""
+    from decoevo import redact
+
+    body = {"choices": [{"message": {"content": f"half \ud83d a pair, and {secret}"}}]}
+    masked = redact.mask_tree(body, [secret])
+    assert masked["choices"][0]["message"]["content"] == f"half \ud83d a pair, and {redact.MASK}"
