@@ -132,15 +132,16 @@ async def test_a_reasoning_model_gets_max_completion_tokens_effort_and_no_temper
     assert "temperature" not in body and body["reasoning_effort"] == "low"
 
 
-async def test_refused_parameters_are_fixed_from_the_message_and_remembered(cache, openai_lm):
+@pytest.mark.parametrize("status", [400, 422])  # 422: what FastAPI-based proxies answer a refused parameter
+async def test_refused_parameters_are_fixed_from_the_message_and_remembered(cache, openai_lm, status):
     """What OpenAI answers a reasoning model that is not known by name (e.g. behind a proxy's alias)."""
     def respond(body, n):
         if "max_tokens" in body:
-            return Reply(status=400, error_message="Unsupported parameter: 'max_tokens' is not supported with "
-                                                   "this model. Use 'max_completion_tokens' instead.")
+            return Reply(status=status, error_message="Unsupported parameter: 'max_tokens' is not supported with "
+                                                      "this model. Use 'max_completion_tokens' instead.")
         if "temperature" in body and body["temperature"] != 1:
-            return Reply(status=400, error_message="Unsupported value: 'temperature' does not support 0.0 with "
-                                                   "this model. Only the default (1) value is supported.")
+            return Reply(status=status, error_message="Unsupported value: 'temperature' does not support 0.0 with "
+                                                      "this model. Only the default (1) value is supported.")
         return Reply(content="done")
 
     server = FakeOpenAI(respond)
