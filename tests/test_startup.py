@@ -22,6 +22,10 @@ from decoevo.cli import app
 from decoevo.cli.main import COMMANDS, LazyCommands
 
 HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
+# What a run uses only after its last step (the criterion drift in its summary; the closing lines with the
+# discrimination notes) or only for `--format promptfoo|inspect` (the imported file's record)
+AFTER_THE_RUN = {"decoevo.analysis", "decoevo.analysis.criterion_drift", "decoevo.analysis.discrimination",
+                 "decoevo.cli.shipped", "decoevo.interop.imported"}
 BENCHMARK_FOLDERS = {entry.module[1:] for entry in ENTRIES.values()}
 
 # Runs the command line as `python -m decoevo ARGS` does, then prints the loaded modules on stderr's last line.
@@ -84,12 +88,15 @@ def test_a_command_loads_its_own_module_only():
 def test_a_run_imports_no_scipy_numpy_plots_or_templates():
     """What a run loads before its first call (the CLI's run command, the API and the engine): no scipy, numpy,
     plots or templates; nor the cost tables and statistics (the `analysis` package loads a module when a name
-    of it is asked for; a run uses only its drift and discrimination notes, after its last step); nor any
-    published benchmark's folder (the registry imports one when that benchmark is used)."""
-    loaded = loaded_by_import("decoevo.cli.run", "decoevo.api", "decoevo.engine.run", "decoevo.cli.main")
-    assert "decoevo.analysis.criterion_drift" in loaded and "decoevo.benchmarks.registry" in loaded  # not vacuous
+    of it is asked for); nor what a run reads only after its last step (its drift and discrimination notes, the
+    closing lines) or only for an import (the imported file's record); nor any published benchmark's folder
+    (the registry imports one when that benchmark is used)."""
+    loaded = loaded_by_import("decoevo.cli.run", "decoevo.api", "decoevo.engine.run", "decoevo.cli.main",
+                              "decoevo.cli.run_progress")
+    assert "decoevo.rundir.writer" in loaded and "decoevo.benchmarks.registry" in loaded  # not vacuous
     assert not top_level(loaded) & set(HEAVY), sorted(top_level(loaded) & set(HEAVY))
     assert not loaded & {"decoevo.analysis.stats", "decoevo.analysis.costs"}
+    assert not loaded & AFTER_THE_RUN, sorted(loaded & AFTER_THE_RUN)
     assert benchmark_folders(loaded) == {"custom"}  # users' own data, the default format
     from decoevo.analysis import mean_std, paired_difference  # which still compute when asked
 
@@ -159,7 +166,7 @@ def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     assert not unwanted, sorted(unwanted)
     # nor the readers and staging of --format promptfoo|inspect, which this run does not use
     import_only = {"decoevo.interop.readers", "decoevo.interop.staging", "decoevo.analysis.stats",
-                   "decoevo.analysis.costs"}
+                   "decoevo.analysis.costs", *AFTER_THE_RUN}
     assert not loaded & import_only, sorted(loaded & import_only)
     assert benchmark_folders(loaded) == {"custom", "healthbench"}
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.criterion_drift import run_drift
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
@@ -518,6 +517,8 @@ class Engine:
         self._emit("outer_round", state, **data)
 
     def _finish(self, state: LoopState) -> None:
+        from ..analysis.criterion_drift import run_drift  # read from the finished run (not needed before)
+
         self.run.write_text("final_solver_skill.md", state.solver.text.strip() + "\n")
         self.run.write_json("ledger.json", self.lm.ledger.to_dict())
         summary = Summary(
