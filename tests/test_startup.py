@@ -104,6 +104,50 @@ def test_a_run_imports_no_scipy_numpy_plots_or_templates():
     assert paired_difference({1: 2.0, 2: 4.0, 3: 3.0}, {1: 1.0, 2: 1.5, 3: 1.0}).p_value is not None
 
 
+# Models whose validators a served run needs only after its first paid call, or never (`defer_build`: built at
+# first use): the models config and the data config (validated inside the run configuration's own validator),
+# the roles' and graders' reply schemas, a reply, a transcript entry (written from a mapping), doctor's answer
+DEFERRED = {"decoevo.lm.config": ("ModelSpec", "LMConfig"), "decoevo.tasks.load": ("DataConfig",),
+            "decoevo.lm.capacity": ("DoctorAnswer",), "decoevo.rundir.transcripts": ("TranscriptEntry",),
+            "decoevo.benchmarks.custom.grader": ("WeightedVerdict",),
+            "decoevo.benchmarks.healthbench.grader": ("ItemVerdict",), "decoevo.domain": ("Response",),
+            "decoevo.roles.generate_rubric": ("CriterionOut",), "decoevo.roles.judge": ("CriterionVerdict",),
+            "decoevo.roles.contrastive_audit": ("PreferenceOut", "RevealOut"),
+            "decoevo.roles.structural_audit": ("StructuralOut",),
+            "decoevo.roles.rewrite_generator": ("GeneratorSkillOut",), "decoevo.roles.rewrite_solver": ("SkillOut",)}
+
+
+def test_a_run_builds_no_validator_it_does_not_use_before_its_first_call():
+    """Importing the run's modules builds none of DEFERRED's validators (pydantic builds one when the model is
+    first used), and they still validate as declared when used."""
+    code = f"""
+import importlib, json
+deferred = {DEFERRED!r}
+import decoevo.cli.run, decoevo.api, decoevo.engine.run, decoevo.cli.run_progress
+import decoevo.benchmarks.custom.grader, decoevo.benchmarks.healthbench.grader
+built = [f"{{m}}.{{c}}" for m, cs in deferred.items() for c in cs
+         if getattr(importlib.import_module(m), c).__pydantic_complete__]
+from decoevo.domain import Question
+print(json.dumps({{"built": built, "question": Question.__pydantic_complete__}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["question"]  # not vacuous: a model a run uses at once is built at import
+    assert got["built"] == [], got["built"]
+    from pydantic import ValidationError
+
+    from decoevo.engine.config import RunConfig
+    from decoevo.roles.rewrite_solver import SkillOut
+
+    assert SkillOut.model_validate_json('{"analysis": "a", "skill": "' + "x" * 20 + '"}').skill == "x" * 20
+    with pytest.raises(ValidationError, match="at least 20 characters"):
+        SkillOut.model_validate({"analysis": "a", "skill": "short"})
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):  # LMConfig's own rules, in place
+        RunConfig.model_validate({"data": {"path": "q.jsonl"}, "lm": {"models": {"default": {"backend": "openai",
+                                  "base_url": "http://127.0.0.1:1/v1", "nonsense": 1}}}})
+
+
 def test_the_analysis_package_gives_every_name_it_lists():
     """Its names come from their modules on first use: each listed one resolves, to its module's own object."""
     import decoevo.analysis as analysis
