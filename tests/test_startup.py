@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -66,11 +67,12 @@ def benchmark_folders(modules: set[str]) -> set[str]:
 
 @pytest.mark.parametrize("args", [("--version",), ("--help",)])
 def test_version_and_help_load_no_command(args):
+    """Nor Typer (and Click, which it carries): the entry point answers these itself (cli/entry.py)."""
     loaded = loaded_by_command(*args)
-    assert "typer" in loaded  # not vacuous: the command line did run
-    heavy = top_level(loaded) & {*HEAVY, "pydantic", "aiohttp", "httpx", "yaml"}
+    assert "decoevo.cli.entry" in loaded  # not vacuous: the command line did run
+    heavy = top_level(loaded) & {*HEAVY, "pydantic", "aiohttp", "httpx", "yaml", "typer", "click"}
     assert not heavy, f"`decoevo {' '.join(args)}` imported {sorted(heavy)}"
-    root = {"decoevo.cli", "decoevo.cli.main", "decoevo.cli.roothelp"}
+    root = {"decoevo.cli", "decoevo.cli.entry", "decoevo.cli.commands", "decoevo.cli.roothelp"}
     commands = {m for m in loaded if m.startswith("decoevo.")} - root
     assert not commands, f"`decoevo {' '.join(args)}` imported {sorted(commands)}"
     # nor Typer's help module, with rich's Markdown (markdown-it) and traceback (pygments, attrs) renderers
@@ -174,6 +176,52 @@ def test_help_lists_each_command_as_its_own_help_says(monkeypatch, env):
     assert lazy.output == loaded.output
     unknown = CliRunner().invoke(app, ["rnu"], env={"COLUMNS": "200"})  # and a name not listed is still refused
     assert unknown.exit_code == 2 and "No such command 'rnu'" in unknown.output
+
+
+# A console script as pip writes one: the new entry point, and the Typer app the entry point stands in for
+ENTRY_SCRIPT = "import sys\nfrom decoevo.cli.entry import main\nsys.exit(main())\n"
+TYPER_SCRIPT = "import sys\nfrom decoevo.cli import app\nsys.exit(app())\n"
+
+
+LONG_NAME = "a-long-name-that-leaves-under-twenty-columns-for-its-usage"
+
+
+@pytest.mark.parametrize(("name", "env"), [
+    ("decoevo", {"COLUMNS": "100"}), ("decoevo", {"COLUMNS": "80", "FORCE_COLOR": "1"}),
+    ("decoevo", {"COLUMNS": "50", "FORCE_COLOR": "1"}), ("decoevo", {"COLUMNS": "200", "TERMINAL_WIDTH": "70"}),
+    (LONG_NAME, {"COLUMNS": "100"})], ids=["plain", "colour-80", "colour-50", "terminal-width", "long-name"])
+def test_the_entry_point_answers_help_and_version_as_the_typer_app(tmp_path, env, name):
+    """`decoevo`, `decoevo --help` and `decoevo --version` without Typer print what the Typer app prints, byte for
+    byte, with its exit code, in fresh processes (the program's name wrapped into the usage line as Click wraps
+    it); another command line goes to Typer."""
+    scripts = {}
+    for kind, text in (("entry", ENTRY_SCRIPT), ("typer", TYPER_SCRIPT)):
+        (tmp_path / kind).mkdir()
+        scripts[kind] = tmp_path / kind / name
+        scripts[kind].write_text(text)
+    run_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH", "FORCE_COLOR",
+                                                                 "NO_COLOR")} | env
+    for args in ([], ["--help"], ["--version"], ["methods", "--help"]):
+        done = {kind: subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                                     env=run_env, timeout=120) for kind, script in scripts.items()}
+        assert done["entry"].stdout.strip(), args  # not vacuous
+        assert (done["entry"].stdout, done["entry"].returncode) == (done["typer"].stdout, done["typer"].returncode), \
+            args
+        assert done["entry"].stderr == done["typer"].stderr == "", args
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", done["entry"].stdout)
+    assert done["entry"].returncode == 0 and "--json" in shown  # `methods --help`: Typer's own
+
+
+def test_the_entry_point_leaves_completion_and_typers_plain_help_to_typer(monkeypatch):
+    from decoevo.cli import entry
+
+    monkeypatch.delenv("TYPER_USE_RICH", raising=False)
+    assert not entry._typer_specific()
+    monkeypatch.setenv("_DECOEVO_COMPLETE", "bash_source")
+    assert entry._typer_specific()
+    monkeypatch.delenv("_DECOEVO_COMPLETE")
+    monkeypatch.setenv("TYPER_USE_RICH", "0")
+    assert entry._typer_specific()
 
 
 def probe_run(tmp_path: Path, argv: list[str]) -> set[str]:
