@@ -8,9 +8,10 @@ entry point answers `--help` and `--version` without Typer (cli/entry.py)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # not `typing`'s: `decoevo --version` would import it for this alone
 if TYPE_CHECKING:
+    from typing import Any
+
     from .main import app
 
 __all__ = ["app"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import os
-import shutil
+import sys
 import textwrap
 from typing import Any, ClassVar, NamedTuple
 
@@ -135,10 +135,25 @@ def draw_root(prog: str) -> None:
     render(root_usage(prog), ROOT_HELP, ROOT_OPTIONS, [(name, entry.summary) for name, entry in COMMANDS.items()])
 
 
+def _columns() -> int:
+    """`shutil.get_terminal_size().columns` (what Click reads), without importing shutil (and with it bz2, lzma
+    and fnmatch) for it: $COLUMNS, else the terminal's width on stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 def root_usage(prog: str) -> str:
     """The root's usage line as Click writes it (`HelpFormatter.write_usage`): wrapped to the terminal's width
     (at most 78, at least 50 columns) under the program's name, or below it when the name leaves under 20."""
-    width = max(min(shutil.get_terminal_size().columns, 80) - 2, 50)
+    width = max(min(_columns(), 80) - 2, 50)
     prefix, args = f"Usage: {prog} ", "[OPTIONS] COMMAND [ARGS]..."
     if width >= len(prefix) + 20:
         return textwrap.fill(args, width, initial_indent=prefix, subsequent_indent=" " * len(prefix),
