@@ -24,9 +24,11 @@ from decoevo.cli.main import COMMANDS, LazyCommands
 
 HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
 # What a run uses only after its last step (the criterion drift in its summary; the closing lines with the
-# discrimination notes) or only for `--format promptfoo|inspect` (the imported file's record)
+# discrimination notes; the run's reader), only for `--format promptfoo|inspect` (the imported file's record) or
+# only on a resume (the reader and the resume loader)
 AFTER_THE_RUN = {"decoevo.analysis", "decoevo.analysis.criterion_drift", "decoevo.analysis.discrimination",
-                 "decoevo.cli.shipped", "decoevo.interop.imported"}
+                 "decoevo.cli.shipped", "decoevo.interop.imported", "decoevo.rundir.reader", "decoevo.rundir.resume",
+                 "decoevo.rundir.evalfiles"}
 BENCHMARK_FOLDERS = {entry.module[1:] for entry in ENTRIES.values()}
 
 # Runs the command line as `python -m decoevo ARGS` does, then prints the loaded modules on stderr's last line.

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
@@ -25,15 +25,12 @@ from ..rundir import (
     RequestLog,
     RunEvent,
     RunLock,
-    RunReader,
+    RunReadError,
     RunWriter,
     StartEvent,
     Summary,
-    checkpoint_to_resume,
-    prepare_resume,
 )
 from ..rundir.outcomes import outcome_of
-from ..rundir.reader import RunReadError, validate_record
 from ..rundir.records import CHECKPOINT, INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
@@ -52,6 +49,9 @@ from .state import LoopState
 from .tokens import measured_tokens, role_tokens
 from .top_up import more_steps, rewrite_sample_index
 from .validity import Validity
+
+if TYPE_CHECKING:
+    from ..rundir.reader import RunReader
 
 Observer = Callable[[RunEvent, LoopState], None]
 
@@ -91,6 +91,9 @@ def checked_checkpoint(run_dir: Path) -> tuple[LoopState, UsageLedger] | None:
     """The loop state and ledger a resume starts from (None: no step completed), read without writing:
     a checkpoint that is not a file, does not parse, or holds a wrong field is a RunReadError naming
     the file and the field, before the resume calls a model or writes a byte."""
+    from ..rundir.reader import validate_record
+    from ..rundir.resume import checkpoint_to_resume
+
     checkpoint = checkpoint_to_resume(run_dir)
     if checkpoint is None:
         return None
@@ -252,6 +255,8 @@ class Engine:
     def _check_inputs(self) -> None:
         """A resume continues the recorded run: an edited method or seed is refused; changed data or
         splits too, unless accepted explicitly (then the record is updated to what is used now)."""
+        from ..rundir.reader import RunReader
+
         reader = RunReader(self.run.path)
         checkpoint = reader.checkpoint()
         if checkpoint is None:
@@ -300,10 +305,14 @@ class Engine:
         self.run.write_model(INPUTS, Inputs(data_path=self.config.data.path, data_sha256=sha))
 
     def _start(self, resume: bool) -> LoopState:
-        if resume:
+        point = None
+        if resume:  # the reader and the resume loader load for a resume only
+            from ..rundir.reader import RunReader
+            from ..rundir.resume import prepare_resume
+
             checked_checkpoint(self.run.path)  # before any model call or write
             self._check_inputs()
-        point = prepare_resume(self.run.path) if resume else None
+            point = prepare_resume(self.run.path)
         if point is not None:
             # Calls paid after the last checkpoint (before a kill or an error stop) are not in its ledger:
             # add them back, so spend and budgets count every paid call exactly once across resumes.
