@@ -29,6 +29,8 @@ HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
 AFTER_THE_RUN = {"decoevo.analysis", "decoevo.analysis.criterion_drift", "decoevo.analysis.discrimination",
                  "decoevo.cli.shipped", "decoevo.interop.imported", "decoevo.rundir.reader", "decoevo.rundir.resume",
                  "decoevo.rundir.evalfiles"}
+# What the first outer round loads (engine.run's `outer_step`): the audits, their pairs, the generator's verification
+AT_THE_FIRST_ROUND = {"decoevo.engine.outer", "decoevo.engine.audits", "decoevo.engine.pairs", "decoevo.engine.verify"}
 BENCHMARK_FOLDERS = {entry.module[1:] for entry in ENTRIES.values()}
 
 # Runs the command line as `python -m decoevo ARGS` does, then prints the loaded modules on stderr's last line.
@@ -100,7 +102,7 @@ def test_a_run_imports_no_scipy_numpy_plots_or_templates():
     assert "decoevo.rundir.writer" in loaded and "decoevo.benchmarks.registry" in loaded  # not vacuous
     assert not top_level(loaded) & set(HEAVY), sorted(top_level(loaded) & set(HEAVY))
     assert not loaded & {"decoevo.analysis.stats", "decoevo.analysis.costs"}
-    assert not loaded & AFTER_THE_RUN, sorted(loaded & AFTER_THE_RUN)
+    assert not loaded & (AFTER_THE_RUN | AT_THE_FIRST_ROUND), sorted(loaded & (AFTER_THE_RUN | AT_THE_FIRST_ROUND))
     assert benchmark_folders(loaded) == {"custom"}  # users' own data, the default format
     from decoevo.analysis import mean_std, paired_difference  # which still compute when asked
 
@@ -260,7 +262,7 @@ def test_a_real_run_reaches_its_first_paid_call_without_them(tmp_path):
     assert not unwanted, sorted(unwanted)
     # nor the readers and staging of --format promptfoo|inspect, which this run does not use
     import_only = {"decoevo.interop.readers", "decoevo.interop.staging", "decoevo.analysis.stats",
-                   "decoevo.analysis.costs", *AFTER_THE_RUN}
+                   "decoevo.analysis.costs", *AFTER_THE_RUN, *AT_THE_FIRST_ROUND}
     assert not loaded & import_only, sorted(loaded & import_only)
     assert benchmark_folders(loaded) == {"custom", "healthbench"}
 

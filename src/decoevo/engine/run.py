@@ -6,7 +6,7 @@ import contextlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,6 @@ from .context import EngineContext
 from .estimate import estimate_calls, planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, checkpoint_mismatch, data_changes, data_sha256, identity_changes
-from .outer import OuterOutcome, outer_step
 from .provenance import gather_provenance
 from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
@@ -52,8 +51,17 @@ from .validity import Validity
 
 if TYPE_CHECKING:
     from ..rundir.reader import RunReader
+    from .outer import OuterOutcome
 
 Observer = Callable[[RunEvent, LoopState], None]
+
+
+def outer_step(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, OuterOutcome]:
+    """engine/outer.py's `outer_step`, imported at the first outer round: the audits, their pairs and the
+    generator's verification load after the run's first calls (a method without audits never loads them)."""
+    from .outer import outer_step as step
+
+    return step(*args, **kwargs)
 
 
 @dataclass(frozen=True)
