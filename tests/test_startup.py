@@ -24,11 +24,11 @@ from decoevo.cli.main import COMMANDS, LazyCommands
 
 HEAVY = ("scipy", "numpy", "matplotlib", "jinja2")
 # What a run uses only after its last step (the criterion drift in its summary; the closing lines with the
-# discrimination notes; the run's reader), only for `--format promptfoo|inspect` (the imported file's record) or
-# only on a resume (the reader and the resume loader)
+# discrimination notes; the run's reader), only for `--format promptfoo|inspect` (the imported file's record),
+# only on a resume (the reader and the resume loader) or never (the evaluation records: eval, compare, ...)
 AFTER_THE_RUN = {"decoevo.analysis", "decoevo.analysis.criterion_drift", "decoevo.analysis.discrimination",
                  "decoevo.cli.shipped", "decoevo.interop.imported", "decoevo.rundir.reader", "decoevo.rundir.resume",
-                 "decoevo.rundir.evalfiles"}
+                 "decoevo.rundir.evalfiles", "decoevo.rundir.evalrecords"}
 # What the first outer round loads (engine.run's `outer_step`): the audits, their pairs, the generator's verification
 AT_THE_FIRST_ROUND = {"decoevo.engine.outer", "decoevo.engine.audits", "decoevo.engine.pairs", "decoevo.engine.verify"}
 BENCHMARK_FOLDERS = {entry.module[1:] for entry in ENTRIES.values()}
@@ -164,6 +164,23 @@ def test_the_analysis_package_gives_every_name_it_lists():
         assert getattr(analysis, name) is getattr(module, name), name
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         analysis.nothing  # noqa: B018
+
+
+def test_the_lazy_names_of_rundir_and_its_records_are_their_modules_own():
+    """`decoevo.rundir` gives the reader and the resume loader, `rundir.records` the evaluation records, on first
+    use: each name is its module's own object, and a name neither has is still an AttributeError."""
+    import decoevo.rundir as rundir
+    from decoevo.rundir import evalrecords, reader, records, resume
+
+    for name, module in rundir._LAZY.items():
+        assert getattr(rundir, name) is getattr({".reader": reader, ".resume": resume}[module], name), name
+    for name in records._EVAL_RECORDS:
+        assert getattr(records, name) is getattr(evalrecords, name), name
+    assert records.EvalFile.model_validate({"name": "t", "kind": "test", "benchmark": "b", "method": "m", "seed": 0,
+                                            "score": 50.0, "n_graded": 1, "n_ungraded": 0}).coverage == 1.0
+    for module in (rundir, records):
+        with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+            module.nothing  # noqa: B018
 
 
 @pytest.mark.parametrize("env", [{"COLUMNS": "200"}, {"COLUMNS": "80", "FORCE_COLOR": "1"},
