@@ -125,7 +125,7 @@ DEFERRED = {"decoevo.lm.config": ("ModelSpec", "LMConfig"), "decoevo.tasks.load"
 
 def test_a_run_builds_no_validator_it_does_not_use_before_its_first_call():
     """Importing the run's modules builds none of DEFERRED's validators (pydantic builds one when the model is
-    first used), and they still validate as declared when used."""
+    first used), nor the evaluation records' classes at all, and the deferred ones still validate as declared."""
     code = f"""
 import importlib, json
 deferred = {DEFERRED!r}
@@ -134,13 +134,16 @@ import decoevo.benchmarks.custom.grader, decoevo.benchmarks.healthbench.grader
 built = [f"{{m}}.{{c}}" for m, cs in deferred.items() for c in cs
          if getattr(importlib.import_module(m), c).__pydantic_complete__]
 from decoevo.domain import Question
-print(json.dumps({{"built": built, "question": Question.__pydantic_complete__}}))
+import decoevo.rundir.records as records
+print(json.dumps({{"built": built, "question": Question.__pydantic_complete__,
+                  "eval_records": [n for n in ("EvalFile", "CompareFile", "DynamicsFile") if n in vars(records)]}}))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["question"]  # not vacuous: a model a run uses at once is built at import
     assert got["built"] == [], got["built"]
+    assert got["eval_records"] == [], got["eval_records"]  # nor made the evaluation records' classes
     from pydantic import ValidationError
 
     from decoevo.engine.config import RunConfig
