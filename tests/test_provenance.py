@@ -5,6 +5,7 @@ never the API key, and never a failed run because something could not be found o
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import secrets
 import subprocess
@@ -173,3 +174,43 @@ def test_real_identities_embedded_gguf_and_llama_cpp_server(tmp_path: Path, monk
     assert local.gguf_path == str(default_gguf_path()) and local.error is None
     assert served.served is not None and served.served["id"] == "smollm2" and served.error is None
     assert prov.packages["llama-cpp-python"]
+
+
+class _Metadata(importlib.metadata.Distribution):
+    """A distribution whose METADATA is `text` (for the header reader's edge cases)."""
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+    def read_text(self, filename: str) -> str | None:
+        return self.text if filename == "METADATA" else None
+
+    def locate_file(self, path: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_package_versions_read_as_importlib_reads_them():
+    """The versions in provenance.json come from the metadata's header lines alone (not the whole file parsed as
+    an email message, ~20 ms before every run's first call): the same answer as `importlib.metadata` for every
+    distribution installed here, and for headers folded, in CRLF, spaced or missing."""
+    from decoevo.engine.provenance import PACKAGES, distribution_version, package_versions
+
+    dists = list(importlib.metadata.distributions())
+    assert len(dists) > 10  # not vacuous
+    assert [distribution_version(d) for d in dists] == [d.version for d in dists]
+    assert package_versions() == {name: importlib.metadata.version(name) if _installed(name) else None
+                                  for name in PACKAGES}
+    for text in ("Metadata-Version: 2.1\nName: x\nVersion: 1.2.3\n\nVersion: 9\n",
+                 "Metadata-Version: 2.1\r\nName: x\r\nVersion:  4.5 \r\n\r\nbody",
+                 "Metadata-Version: 2.1\nSummary: a\n  folded\nVersion: 7\n",  # folded: importlib reads it
+                 "Name: x\n\nVersion: 2\n", "no headers at all\n", "", None, "version: 0.1\n"):
+        dist = _Metadata(text)
+        assert distribution_version(dist) == dist.version, repr(text)
+
+
+def _installed(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

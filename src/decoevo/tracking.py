@@ -46,7 +46,6 @@ from .rundir import (
     OuterRoundFailedEvent,
     ResumeEvent,
     RunEvent,
-    RunReader,
     StartEvent,
     StoppedEvent,
 )
@@ -264,6 +263,8 @@ class MlflowTracker:
 
     def _seed_usage(self) -> None:
         """A resumed run's usage so far, from its ledger (read-only)."""
+        from .rundir import RunReader
+
         try:
             total = (RunReader(self.run_dir).ledger() or {}).get("total") or {}
         except Exception:
@@ -283,6 +284,8 @@ class MlflowTracker:
 
     def _log_start(self, solver: str, generator: str, solver_v: int, generator_v: int) -> None:
         from mlflow.entities import Param, RunTag
+
+        from .rundir import RunReader
 
         reader = RunReader(self.run_dir)
         config = reader.config_dict()

@@ -72,7 +72,6 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
              accept_changed_config: bool = False, as_json: bool = False, staged: bool = False) -> None:
     """`staged`: `run_dir` holds only a staged import (interop/staging.py), removed if the run saves nothing,
     so a failure says to run the same command again, not to resume a folder that is gone."""
-    from ..rundir import RunReader
     from ..tracking import where_logged
     from .run_progress import run_with_progress
 
@@ -91,6 +90,8 @@ def _execute(config: Any, run_dir: Path, resume: bool, tracker: Any = None, acce
                                   accept_changed_config=accept_changed_config)
         ended = "FINISHED"
         if as_json:
+            from ..rundir import RunReader  # the run's reader, after it
+
             summary = RunReader(run_dir).summary()
             print_json({"run_dir": str(run_dir), **(summary.model_dump(mode="json") if summary else {})})
     except LMError as exc:

@@ -33,7 +33,6 @@ from ..rundir import (
 )
 from ..rundir.outcomes import STYLE, Outcome, label
 from .display import show_table
-from .shipped import closing_lines
 
 
 def eta_seconds(elapsed: float, calls_done: int, calls_expected: float, units_done: int, units_total: int
@@ -426,6 +425,8 @@ def run_with_progress(config: Any, run_dir: Path, *, resume: bool, console: Cons
     console.print(f"solver v{state.solver.version} ({state.solver_accepts} accepted), generator "
                   f"v{state.generator.version} ({state.generator_accepts}/{state.outer_rounds} rounds accepted)"
                   + (f"; stopped: {state.stopped}" if state.stopped else ""), highlight=False)
+    from .shipped import closing_lines  # read after the run (it loads the run reader and its analyses)
+
     for line in closing_lines(run_dir):  # a command is never wrapped: copied from the terminal, it works
         console.print(line, highlight=False, markup=False, soft_wrap=line.lstrip().startswith("decoevo "))
     return result

@@ -6,12 +6,11 @@ import contextlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis.criterion_drift import run_drift
 from ..benchmarks import structural_spec
 from ..domain import Question, QuestionView, Skill
 from ..errors import DatasetError
@@ -26,15 +25,12 @@ from ..rundir import (
     RequestLog,
     RunEvent,
     RunLock,
-    RunReader,
+    RunReadError,
     RunWriter,
     StartEvent,
     Summary,
-    checkpoint_to_resume,
-    prepare_resume,
 )
 from ..rundir.outcomes import outcome_of
-from ..rundir.reader import RunReadError, validate_record
 from ..rundir.records import CHECKPOINT, INPUTS, PROVENANCE, SPLITS, Inputs
 from ..tasks.load import load_questions
 from ..tasks.specs import INITIAL_GENERATOR_SKILL, INITIAL_SOLVER_SKILL
@@ -46,7 +42,6 @@ from .context import EngineContext
 from .estimate import estimate_calls, planned_steps
 from .inner import InnerOutcome, inner_step
 from .inputs import RunInputs, checkpoint_mismatch, data_changes, data_sha256, identity_changes
-from .outer import OuterOutcome, outer_step
 from .provenance import gather_provenance
 from .resume_config import NEUTRAL_IN_WORDS, result_changes
 from .state import LoopState
@@ -54,7 +49,19 @@ from .tokens import measured_tokens, role_tokens
 from .top_up import more_steps, rewrite_sample_index
 from .validity import Validity
 
+if TYPE_CHECKING:
+    from ..rundir.reader import RunReader
+    from .outer import OuterOutcome
+
 Observer = Callable[[RunEvent, LoopState], None]
+
+
+def outer_step(*args: Any, **kwargs: Any) -> Coroutine[Any, Any, OuterOutcome]:
+    """engine/outer.py's `outer_step`, imported at the first outer round: the audits, their pairs and the
+    generator's verification load after the run's first calls (a method without audits never loads them)."""
+    from .outer import outer_step as step
+
+    return step(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,9 @@ def checked_checkpoint(run_dir: Path) -> tuple[LoopState, UsageLedger] | None:
     """The loop state and ledger a resume starts from (None: no step completed), read without writing:
     a checkpoint that is not a file, does not parse, or holds a wrong field is a RunReadError naming
     the file and the field, before the resume calls a model or writes a byte."""
+    from ..rundir.reader import validate_record
+    from ..rundir.resume import checkpoint_to_resume
+
     checkpoint = checkpoint_to_resume(run_dir)
     if checkpoint is None:
         return None
@@ -253,6 +263,8 @@ class Engine:
     def _check_inputs(self) -> None:
         """A resume continues the recorded run: an edited method or seed is refused; changed data or
         splits too, unless accepted explicitly (then the record is updated to what is used now)."""
+        from ..rundir.reader import RunReader
+
         reader = RunReader(self.run.path)
         checkpoint = reader.checkpoint()
         if checkpoint is None:
@@ -301,10 +313,14 @@ class Engine:
         self.run.write_model(INPUTS, Inputs(data_path=self.config.data.path, data_sha256=sha))
 
     def _start(self, resume: bool) -> LoopState:
-        if resume:
+        point = None
+        if resume:  # the reader and the resume loader load for a resume only
+            from ..rundir.reader import RunReader
+            from ..rundir.resume import prepare_resume
+
             checked_checkpoint(self.run.path)  # before any model call or write
             self._check_inputs()
-        point = prepare_resume(self.run.path) if resume else None
+            point = prepare_resume(self.run.path)
         if point is not None:
             # Calls paid after the last checkpoint (before a kill or an error stop) are not in its ledger:
             # add them back, so spend and budgets count every paid call exactly once across resumes.
@@ -518,6 +534,8 @@ class Engine:
         self._emit("outer_round", state, **data)
 
     def _finish(self, state: LoopState) -> None:
+        from ..analysis.criterion_drift import run_drift  # read from the finished run (not needed before)
+
         self.run.write_text("final_solver_skill.md", state.solver.text.strip() + "\n")
         self.run.write_json("ledger.json", self.lm.ledger.to_dict())
         summary = Summary(

@@ -16,7 +16,7 @@ from ..fileio import atomic_write_text
 from ..rundir import RunReader
 from ..tasks.load import load_questions
 from .bundle import Endpoint, gather_bundle
-from .imported import IMPORT_FORMATS
+from .formats import IMPORT_FORMATS
 from .outdir import OutDir
 from .readers import read_imported
 from .rubrics import generator_rubrics

@@ -11,7 +11,6 @@ from typing import Any
 from ..domain import Question
 from ..errors import ConfigError
 
-IMPORT_FORMATS = ("promptfoo", "inspect")
 NAMED_AT_MOST = 8  # tests named in the account; the rest are counted
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from .imported import IMPORT_FORMATS, Imported
+from .formats import IMPORT_FORMATS
+from .imported import Imported
 from .inspect_in import read_inspect
 from .promptfoo_in import read_promptfoo
 

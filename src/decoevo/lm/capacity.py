@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .config import ModelSpec
 from .memory import read_entries, write_entries
@@ -55,6 +55,8 @@ _ASK = (Message("user", "What is the capital city of France? Answer with the cit
 class DoctorAnswer(BaseModel):
     """`decoevo doctor`'s probe schema, also the constrained probe's here: small enough for a 135M model, strict
     enough to test validation."""
+
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
 
     capital: str = Field(max_length=60)
     confidence: float = Field(ge=0.0, le=1.0)

@@ -50,7 +50,7 @@ class ModelSpec(BaseModel):
     """One named model. `openai` needs `base_url`, `local` takes none, and a `base_url` may not carry
     credentials: the key comes from the variable named by `api_key_env` or from `api_key_file`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
     backend: Literal["local", "openai", "litellm"] = Field(
         "local", description="local: the embedded llama.cpp model, in process; openai: an OpenAI-compatible "
@@ -180,7 +180,7 @@ class LMConfig(BaseModel):
     """The models and which role each one serves. `models` must hold `default`, the model of every role not
     listed in `roles`, and each entry of `roles` must name a model in `models`."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
     models: dict[str, ModelSpec] = Field(default_factory=lambda: {DEFAULT_MODEL: ModelSpec()},
                                          description="named models (the keys below); default: the embedded model")

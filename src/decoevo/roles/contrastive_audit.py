@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..aio import together
 from ..domain import Judgement, QuestionView, Rubric
@@ -33,11 +33,15 @@ Preference = Literal["A", "B", "equivalent"]
 # No length caps in the schemas: servers get them unbounded; the embedded model's small caps live in
 # lm/local.py.
 class PreferenceOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     rationale: str = Field(min_length=3)
     preference: Preference
 
 
 class RevealOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     why_missed: str = Field(min_length=3)
     principle: str = Field(min_length=3)
 

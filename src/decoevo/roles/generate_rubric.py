@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..domain import Criterion, QuestionView, Rubric, Skill
 from ..lm import LM, GenParams, Message
@@ -15,6 +15,8 @@ ROLE = "generate_rubric"
 
 
 class CriterionOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     # As long as a requirement needs: no bound here; the embedded model gets a small one (lm/local.py).
     criterion: str = Field(min_length=3)
     weight: Literal[1, 2, 3, 4, 5]

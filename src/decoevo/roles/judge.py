@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..aio import gather_all
 from ..domain import CriterionScore, Judgement, QuestionView, Rubric
@@ -20,6 +20,8 @@ LEVELS = "0 = not met at all, 1 = barely, 2 = partly, 3 = mostly, 4 = fully met"
 
 
 class CriterionVerdict(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     rationale: str  # unbounded here; the embedded model's cap lives in lm/local.py
     level: Level
 

@@ -10,7 +10,7 @@ set cannot overflow the context window.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..domain import Skill
 from ..lm import LM, GenParams, Message
@@ -24,6 +24,8 @@ FINDINGS_MAX_CHARS = 12000  # all records together; beyond it records are left o
 
 
 class GeneratorSkillOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     analysis: str
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 

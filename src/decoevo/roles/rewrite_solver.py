@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..domain import Judgement, QuestionView, Rubric, Skill
 from ..lm import LM, GenParams, Message
@@ -32,6 +32,8 @@ class Failure:
 
 
 class SkillOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     analysis: str = Field(description="recurring causes behind the failures")
     skill: str = Field(min_length=20, max_length=SKILL_MAX_CHARS)
 

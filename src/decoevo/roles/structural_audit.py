@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..domain import QuestionView, Rubric
 from ..lm import LM, GenParams, Message
@@ -15,6 +15,8 @@ ROLE = "structural_audit"
 
 
 class StructuralOut(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     rationale: str = Field(min_length=3, description="cite the question or rubric text")
     repair: str = Field(min_length=3, description="how rubric writing should change")
     adequacy: Literal[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = Field(

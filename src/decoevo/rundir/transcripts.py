@@ -26,7 +26,7 @@ _PIECE = 4096  # compressed bytes fed to the decompressor at a time when reading
 
 
 class TranscriptEntry(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     key: str
     role: str

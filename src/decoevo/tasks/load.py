@@ -12,7 +12,7 @@ class DataConfig(BaseModel):
     """The questions a run loads. Required in a run configuration; `decoevo run` fills it from `--data` or
     `--benchmark`, or with the bundled HealthBench sample when neither a flag nor the file gives it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
     path: str = Field(description="the questions file: JSONL in the question format, or a benchmark's own file")
     format: str = Field("jsonl", description="a benchmark's format name (`decoevo data list`) or jsonl")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...domain import GoldItem, Question
 from ...grading.base import RATIONALE_MAX, grade_per_item
@@ -23,6 +23,8 @@ POLICY = UnknownPolicy(min_coverage=None)
 
 
 class WeightedVerdict(BaseModel):
+    model_config = ConfigDict(defer_build=True)  # its validator is built at first use, not at import
+
     rationale: str = Field(json_schema_extra={"maxLength": RATIONALE_MAX})
     met: bool
 
