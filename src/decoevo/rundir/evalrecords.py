@@ -8,7 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .records import QUESTION_SCORE_MAX
+# A question's own score (0-100 style) as the benchmarks' graders give it. Most rules are 0-100 (WritingBench's
+# floor is 10), but HealthBench's per-conversation score is not clipped: negative-point criteria can take it
+# below 0 with no bound (the official rule clips only the benchmark mean). So a per-question score, and a
+# mean of them, is any finite number up to 100; each benchmark declares its own range (`Benchmark.
+# question_range`) and tests hold every grader to it and to this.
+QUESTION_SCORE_MAX = 100.0
 
 
 class _EvalRecord(BaseModel):

@@ -123,13 +123,6 @@ class CallLine(_Record):
     estimated: bool = False  # sent but never answered: its tokens are upper bounds (lm/journal.py)
 
 
-# A question's own score (0-100 style) as the benchmarks' graders give it. Most rules are 0-100 (WritingBench's
-# floor is 10), but HealthBench's per-conversation score is not clipped: negative-point criteria can take it
-# below 0 with no bound (the official rule clips only the benchmark mean). So a per-question score, and a
-# mean of them, is any finite number up to 100; each benchmark declares its own range (`Benchmark.
-# question_range`) and tests hold every grader to it and to this.
-QUESTION_SCORE_MAX = 100.0
-
 
 # The evaluation records (RUN/eval/: EvalFile, CompareFile, DynamicsFile, AlignmentFile and their parts) live in
 # rundir/evalrecords.py and load when first asked for from here: a run never writes them, and their eight
