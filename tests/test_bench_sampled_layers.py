@@ -47,3 +47,15 @@ def test_the_summary_shares_the_cpu_of_the_samples_after_start_up() -> None:
     out = sampled_summary({STARTUP: 50, "HTTP client": 30, "event loop": 10}, cpu_ms_per_paid_call=2.0)
     assert out["share"] == {"HTTP client": 0.75, "event loop": 0.25}
     assert out["ms_per_paid_call"] == {"HTTP client": 1.5, "event loop": 0.5}
+
+
+def test_the_pydantic_core_json_helpers_are_the_json_layer(tmp_path: Path) -> None:
+    """pydantic-core's encoder is C: its time shows as the helper that calls it, which is JSON work alone."""
+    raw = write(tmp_path,
+                ([frame("RunWriter.record_call", f"{SRC}/rundir/writer.py"),
+                  frame("dumps_json_line", f"{SRC}/rundir/files.py", 216)], 4),
+                ([frame("OpenAIBackend._decoded", f"{SRC}/lm/openai_backend.py"),
+                  frame("parse_json", f"{SRC}/lm/openai_backend.py")], 3),
+                ([frame("request_key", f"{SRC}/lm/cache.py"), frame("_messages_text", f"{SRC}/lm/cache.py")], 2),
+                ([frame("AppendFiles.line", f"{SRC}/rundir/files.py")], 1))
+    assert sampled_layers(raw) == {"JSON encode/parse/validate": 9, "run directory": 1}

@@ -191,11 +191,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# Functions that only turn a value into JSON text or back, by pydantic-core (round ten): its C work shows in a
+# sample as the calling Python frame, so these frames are the JSON layer's, not their module's. (The secret
+# scan's encoding, redact.py's `_tree_holds_any`, stays with redaction: that function does more.)
+JSON_FUNCTIONS: tuple[tuple[str, str], ...] = (
+    ("decoevo/rundir/files.py", "dumps_json_line"), ("decoevo/lm/openai_backend.py", "body_bytes"),
+    ("decoevo/lm/openai_backend.py", "parse_json"), ("decoevo/lm/cache.py", "_messages_text"))
+
+
 def layer_of(func: tuple[str, int, str]) -> str | None:
     filename, _, name = func
     where = filename if filename != "~" else name
     if filename.startswith("<frozen importlib") or "importlib" in filename:
         return "imports (start-up)"
+    if any(path in where and name.split(".")[-1] == function for path, function in JSON_FUNCTIONS):
+        return "JSON encode/parse/validate"
     for layer, marks in LAYERS:
         if layer == "imports (start-up)":
             continue  # the standard library and packages of no layer give their time to their callers
