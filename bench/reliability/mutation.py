@@ -167,6 +167,15 @@ MODULES: dict[str, list[str]] = {
     "interop/readers.py": ["test_interop.py", "test_interop_import.py", "-k", "not any_ and not _run"],
     # compare's means, the evaluation files it reads, the outcome words, the model client (repairs, cache, ledger)
     "evaluation/compare.py": ["test_takehome_units.py", "test_compare_damage.py"],
+    # round ten (issue 47.2): the entry point answering `--help`/`--version` without Typer, the root help drawn
+    # as Typer draws it, and the evaluation records moved out of rundir/records.py
+    "cli/entry.py": ["test_root_help.py", "test_startup.py::test_version_and_help_load_no_command",
+                     "test_startup.py::test_the_entry_point_answers_help_and_version_as_the_typer_app",
+                     "test_startup.py::test_the_entry_point_leaves_completion_and_typers_plain_help_to_typer"],
+    "cli/roothelp.py": ["test_root_help.py", "test_startup.py::test_help_lists_each_command_as_its_own_help_says",
+                        "test_startup.py::test_the_entry_point_answers_help_and_version_as_the_typer_app"],
+    "rundir/evalrecords.py": ["test_eval_records.py", "test_compare_damage.py", "test_takehome_units.py",
+                              "test_compare_ranges.py", "test_startup.py", "-k", "not real_run and not embedded"],
     "rundir/outcomes.py": ["test_outcome_words.py"],
     "rundir/evalfiles.py": ["test_grader_names.py", "test_takehome_units.py", "test_compare_damage.py", "-k",
                             "not eval_"],
