@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -22,6 +23,13 @@ def machine() -> dict[str, Any]:
         pass
     return {"cores": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
             "platform": platform.platform()}
+
+
+def write_result(out: Path, doc: dict[str, Any]) -> None:
+    """Write a bench's result as indented JSON (its folder made if missing) and say where."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {out}")
 
 
 def busy_cpu_s() -> float | None:

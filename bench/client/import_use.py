@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench._common import RESULTS, machine
+from bench._common import RESULTS, machine, write_result
 from bench.client.startup import ROOT, first_call, summary, timed, toy_server, tree_env
 
 # Run inside the measured process: note the source file of every decoevo function called, in every thread, until
@@ -119,9 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"machine": machine(), "load_average_end": os.getloadavg(), "repeats": args.repeats,
            "use": use, "cpu_s": floor, "samples": cpu, "decoevo_share_cpu_s": round(share, 4),
            "module_counts": {name: len(names) for name, names in sets.items()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    write_result(args.out, doc)
     return 0
 
 

@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench._common import RESULTS, machine
+from bench._common import RESULTS, machine, write_result
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -265,9 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                         "bundled HealthBench sample)"},
            "import_set_sizes": {path: {k: len(v) for k, v in sets.items()} for path, sets in import_sets.items()},
            "cases": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    write_result(args.out, doc)
     return 0
 
 
