@@ -104,6 +104,6 @@ def test_a_drawable_groups_help_is_typers_own(monkeypatch, capsys, option):
                          ids=["required", "panel", "envvar"])
 def test_a_group_roothelp_cannot_draw_goes_to_typer(option):
     """A required option, a panel of its own or a shown environment variable is Typer's to draw."""
-    group = get_command(_group_with(**option))
-    assert roothelp.drawable(get_command(_group_with()), group.context_class(group))  # the same group without it
+    plain, group = get_command(_group_with()), get_command(_group_with(**option))
+    assert roothelp.drawable(plain, plain.context_class(plain, info_name="prog"))  # the same group without it
     assert not roothelp.drawable(group, group.context_class(group, info_name="prog"))
